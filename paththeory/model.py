@@ -1,0 +1,370 @@
+"""The architecture, its fixed attention, the finite network and its attention paths.
+
+Conventions (spec §0, §1, §2):
+
+* tokens ``x``: ``[B, T, N0]`` (examples, tokens, features);
+* attention matrices ``A``: ``[B, H, T, T]`` indexed ``[b, h, key s, query t]``, softmax over
+  the key axis, so every column sums to one; every layer's attention is computed from the
+  bare input ``x`` (never from hidden activations);
+* paths ``pi = (h_1, ..., h_L)`` are packed with the first-layer head slowest,
+  ``pi = h_1 H_2...H_L + ... + h_L`` (``itertools.product`` order);
+* variances ``(sigma_0^2, sigma_1^2, ..., sigma_L^2, sigma_a^2)`` of the Gaussian priors.
+
+One :class:`Architecture` drives the finite network (:func:`network_output`), the path
+expansion (:func:`path_features`, :func:`effective_weights`), the theory, the posterior
+sampler and gradient-descent training.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Literal, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from paththeory._checks import as_float_array, check_positive
+
+Array = jax.Array
+Readout = Literal["first", "last", "mean"]
+READOUTS = ("first", "last", "mean")
+
+
+# --------------------------------------------------------------------------- attention
+
+
+@dataclass(frozen=True, eq=False)
+class QKAttention:
+    """Query/key heads of one layer: scores ``S[s, t] = (K x_s) . (Q x_t) / sqrt(G)`` (spec §1.3).
+
+    Args:
+      query: ``[H, G, N0]`` query weights, one ``G x N0`` matrix per head.
+      key: ``[H, G, N0]`` key weights.
+    """
+
+    query: np.ndarray
+    key: np.ndarray
+
+    def __post_init__(self) -> None:
+        q = as_float_array(self.query, "QKAttention.query", ndim=3)
+        k = as_float_array(self.key, "QKAttention.key", ndim=3)
+        if q.shape != k.shape:
+            raise ValueError(f"query and key must have the same shape [H, G, N0]; got {q.shape} and {k.shape}.")
+        object.__setattr__(self, "query", q)
+        object.__setattr__(self, "key", k)
+
+    @property
+    def n_heads(self) -> int:
+        return self.query.shape[0]
+
+    @property
+    def input_dim(self) -> int | None:
+        return self.query.shape[2]
+
+    def scores(self, x: Array) -> Array:
+        """``[B, T, N0] -> [B, H, T(key), T(query)]``."""
+        q = jnp.einsum("hgn,btn->bhtg", self.query, x)
+        k = jnp.einsum("hgn,bsn->bhsg", self.key, x)
+        return jnp.einsum("bhsg,bhtg->bhst", k, q) / math.sqrt(self.query.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreAttention:
+    """Bilinear heads of one layer: ``S[s, t] = x_s^T W x_t`` with no ``1/sqrt(d)`` (spec §1.3).
+
+    Args:
+      w: ``[H, N0, N0]``; the row index acts on the key token, the column index on the query.
+    """
+
+    w: np.ndarray
+
+    def __post_init__(self) -> None:
+        w = as_float_array(self.w, "ScoreAttention.w", ndim=3)
+        if w.shape[1] != w.shape[2]:
+            raise ValueError(f"ScoreAttention.w must be [H, N0, N0]; got {w.shape}.")
+        object.__setattr__(self, "w", w)
+
+    @property
+    def n_heads(self) -> int:
+        return self.w.shape[0]
+
+    @property
+    def input_dim(self) -> int | None:
+        return self.w.shape[1]
+
+    def scores(self, x: Array) -> Array:
+        return jnp.einsum("bsn,hnm,btm->bhst", x, self.w, x)
+
+
+@dataclass(frozen=True, eq=False)
+class FixedAttention:
+    """User-supplied attention matrices for one fixed set of B inputs.
+
+    Args:
+      matrices: ``[B, H, T, T]`` indexed ``[b, h, key, query]``; nonnegative, columns sum to one.
+    """
+
+    matrices: np.ndarray
+
+    def __post_init__(self) -> None:
+        a = as_float_array(self.matrices, "FixedAttention.matrices", ndim=4)
+        if a.shape[2] != a.shape[3]:
+            raise ValueError(f"FixedAttention.matrices must be [B, H, T, T]; got {a.shape}.")
+        if np.any(a < 0) or not np.allclose(a.sum(axis=2), 1.0, atol=1e-8):
+            raise ValueError(
+                "FixedAttention.matrices must be column-stochastic over keys: entries >= 0 and "
+                "a.sum(axis=2) == 1 (index order [example, head, key, query])."
+            )
+        object.__setattr__(self, "matrices", a)
+
+    @property
+    def n_heads(self) -> int:
+        return self.matrices.shape[1]
+
+    @property
+    def input_dim(self) -> int | None:
+        return None
+
+
+LayerAttention = Union[QKAttention, ScoreAttention, FixedAttention]
+
+
+def _layer_attention(layer: LayerAttention, x: Array) -> Array:
+    if isinstance(layer, FixedAttention):
+        if x.shape[0] != layer.matrices.shape[0] or x.shape[1] != layer.matrices.shape[2]:
+            raise ValueError(
+                f"FixedAttention holds matrices for {layer.matrices.shape[0]} inputs of "
+                f"{layer.matrices.shape[2]} tokens; got x of shape {tuple(x.shape)}."
+            )
+        return jnp.asarray(layer.matrices)
+    return jax.nn.softmax(layer.scores(x), axis=2)
+
+
+# --------------------------------------------------------------------------- architecture
+
+
+@dataclass(frozen=True, eq=False)
+class Architecture:
+    """L attention layers with fixed attention, Bayesian value weights and a linear readout.
+
+    Args:
+      attention: one entry per layer (:class:`QKAttention`, :class:`ScoreAttention` or
+        :class:`FixedAttention`); layer ``l`` has ``H_l`` heads (may differ per layer).
+      readout: ``"first"``, ``"last"`` or ``"mean"`` token pooling (spec §1.2).
+      variances: prior variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)``; all 1 by default.
+    """
+
+    attention: tuple[LayerAttention, ...]
+    readout: Readout = "last"
+    variances: tuple[float, ...] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        layers = tuple(self.attention) if isinstance(self.attention, (list, tuple)) else (self.attention,)
+        if not layers:
+            raise ValueError("An Architecture needs at least one attention layer.")
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, (QKAttention, ScoreAttention, FixedAttention)):
+                raise ValueError(
+                    f"attention[{i}] must be a QKAttention, ScoreAttention or FixedAttention; "
+                    f"got {type(layer).__name__}."
+                )
+        dims = {layer.input_dim for layer in layers} - {None}
+        if len(dims) > 1:
+            raise ValueError(f"All layers must act on the same bare input; got token dimensions {sorted(dims)}.")
+        object.__setattr__(self, "attention", layers)
+        if self.readout not in READOUTS:
+            raise ValueError(f"readout must be one of {READOUTS}; got {self.readout!r}.")
+        n_var = len(layers) + 2
+        variances = (1.0,) * n_var if self.variances is None else tuple(self.variances)
+        if len(variances) != n_var:
+            raise ValueError(
+                f"variances must have L + 2 = {n_var} entries (sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2); "
+                f"got {len(variances)}."
+            )
+        object.__setattr__(
+            self, "variances", tuple(check_positive(v, f"variances[{i}]") for i, v in enumerate(variances))
+        )
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.attention)
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """``(H_1, ..., H_L)``."""
+        return tuple(layer.n_heads for layer in self.attention)
+
+    @property
+    def n_paths(self) -> int:
+        return int(np.prod(self.heads))
+
+    @property
+    def paths(self) -> list[tuple[int, ...]]:
+        """All paths ``(h_1, ..., h_L)`` in matrix order (first-layer head slowest)."""
+        return list(itertools.product(*(range(h) for h in self.heads)))
+
+    @property
+    def gp_scale(self) -> float:
+        """``sigma_a^2 prod_l sigma_l^2``: the GP point is ``U = gp_scale * I`` (spec §3.4)."""
+        return float(self.variances[-1] * np.prod(self.variances[1:-1]))
+
+    def path_names(self) -> list[str]:
+        """Labels like ``"(0,1)"`` in matrix order."""
+        return ["(" + ",".join(str(h) for h in p) + ")" for p in self.paths]
+
+    def widths(self, width: float | Sequence[float]) -> tuple[float, ...]:
+        """Expand a common width ``N`` to ``(n_0, ..., n_L)``, or check a full list of L+1 widths."""
+        if np.ndim(width) == 0:
+            return (check_positive(width, "width"),) * (self.n_layers + 1)
+        ws = tuple(width)
+        if len(ws) != self.n_layers + 1:
+            raise ValueError(
+                f"widths must be one number or L + 1 = {self.n_layers + 1} numbers (n_0..n_L); got {len(ws)}."
+            )
+        return tuple(check_positive(w, f"widths[{i}]") for i, w in enumerate(ws))
+
+
+def readout_vector(readout: Readout, n_tokens: int) -> Array:
+    """The pooling vector ``r`` over query tokens (spec §1.2)."""
+    if readout == "mean":
+        return jnp.full((n_tokens,), 1.0 / n_tokens)
+    return jnp.zeros((n_tokens,)).at[0 if readout == "first" else n_tokens - 1].set(1.0)
+
+
+def check_tokens(arch: Architecture, x) -> Array:
+    """Validate tokens ``[B, T, N0]`` against the architecture; return a float64 JAX array."""
+    arr = as_float_array(x, "tokens x", ndim=3)
+    dims = {layer.input_dim for layer in arch.attention} - {None}
+    if dims and arr.shape[2] not in dims:
+        raise ValueError(
+            f"tokens x have {arr.shape[2]} features but the attention weights expect N0 = {dims.pop()}; "
+            "x must be [examples, tokens, features]."
+        )
+    return jnp.asarray(arr)
+
+
+def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
+    """Attention of every layer, computed from the bare input: tuple of ``[B, H_l, T, T]``."""
+    xj = check_tokens(arch, x)
+    return tuple(_layer_attention(layer, xj) for layer in arch.attention)
+
+
+def path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Array:
+    """``alpha^pi = A^1_{h1} ... A^L_{hL} r`` for every path: ``[B, n_paths, T]`` (spec §2.1)."""
+    n_tokens = attn[0].shape[-1]
+    r = readout_vector(readout, n_tokens)
+    v = jnp.einsum("bhst,t->bhs", attn[-1], r)  # [B, H_L, T]
+    for a in reversed(attn[:-1]):
+        v = jnp.einsum("bhst,bpt->bhps", a, v)  # this layer's head becomes the slowest index
+        v = v.reshape(v.shape[0], -1, n_tokens)
+    return v
+
+
+def path_attention(arch: Architecture, x) -> Array:
+    """Path attention vectors ``alpha^pi(x)``: ``[B, n_paths, T]``; each sums to one over tokens."""
+    return path_attention_from_matrices(attention_matrices(arch, x), arch.readout)
+
+
+def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
+    """Attentioned inputs ``xi^pi(x) = sigma_0 / sqrt(N0 H_tot) sum_s alpha^pi_s x_s`` (spec §2.2).
+
+    Args:
+      x: tokens ``[B, T, N0]``.
+      batch_size: examples processed at once (bounds memory for large B).
+    Returns:
+      ``[B, n_paths, N0]`` float64.
+    """
+    xj = check_tokens(arch, x)
+    if any(isinstance(layer, FixedAttention) for layer in arch.attention):
+        batch_size = xj.shape[0]
+    scale = math.sqrt(arch.variances[0] / (xj.shape[2] * arch.n_paths))
+    out = []
+    for start in range(0, xj.shape[0], batch_size):
+        xb = xj[start : start + batch_size]
+        alpha = path_attention_from_matrices(
+            tuple(_layer_attention(layer, xb) for layer in arch.attention), arch.readout
+        )
+        out.append(scale * jnp.einsum("bps,bsn->bpn", alpha, xb))
+    return jnp.concatenate(out, axis=0)
+
+
+# --------------------------------------------------------------------------- finite network
+
+
+def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim: int, key: Array) -> dict:
+    """Draw the Bayesian weights from their Gaussian priors (spec §1.1).
+
+    Returns a dict with ``V0 [n0, N0]``, ``V`` (tuple over layers of ``[H_l, n_l, n_{l-1}]``) and
+    ``a [n_L]``.
+    """
+    ns = [int(w) for w in arch.widths(widths)]
+    keys = jax.random.split(key, arch.n_layers + 2)
+    sd = [math.sqrt(v) for v in arch.variances]
+    v0 = sd[0] * jax.random.normal(keys[0], (ns[0], input_dim))
+    vs = tuple(
+        sd[l + 1] * jax.random.normal(keys[l + 1], (h, ns[l + 1], ns[l])) for l, h in enumerate(arch.heads)
+    )
+    a = sd[-1] * jax.random.normal(keys[-1], (ns[-1],))
+    return {"V0": v0, "V": vs, "a": a}
+
+
+def check_params(arch: Architecture, params: dict, input_dim: int) -> tuple[int, ...]:
+    """Check that weight shapes chain together; return the widths ``(n_0..n_L)``."""
+    for name in ("V0", "V", "a"):
+        if name not in params:
+            raise ValueError(f"params must have keys 'V0', 'V', 'a'; missing {name!r}.")
+    v0 = params["V0"]
+    if v0.ndim != 2 or v0.shape[1] != input_dim:
+        raise ValueError(f"V0 must be [n0, N0={input_dim}]; got {tuple(v0.shape)}.")
+    widths = [v0.shape[0]]
+    if len(params["V"]) != arch.n_layers:
+        raise ValueError(f"params['V'] must hold L = {arch.n_layers} arrays; got {len(params['V'])}.")
+    for l, (v, h) in enumerate(zip(params["V"], arch.heads)):
+        if v.ndim != 3 or v.shape[0] != h or v.shape[2] != widths[-1]:
+            raise ValueError(
+                f"V[{l}] must be [H_{l + 1}={h}, n_{l + 1}, n_{l}={widths[-1]}]; got {tuple(v.shape)} "
+                "(mismatched widths between consecutive layers)."
+            )
+        widths.append(v.shape[1])
+    if params["a"].shape != (widths[-1],):
+        raise ValueError(f"a must be [n_L={widths[-1]}]; got {tuple(params['a'].shape)}.")
+    return tuple(widths)
+
+
+def network_output(arch: Architecture, params: dict, x, attn: Sequence[Array] | None = None) -> Array:
+    """Layer-by-layer forward pass of spec §1.2: ``f(x)`` of shape ``[B]``.
+
+    ``z^0_s = V^0 x_s / sqrt(N0)``;
+    ``z^l_t = (H_l n_{l-1})^{-1/2} sum_h V^l_h sum_s z^{l-1}_s A^l_h[s, t]``;
+    ``f = a . (sum_t r_t z^L_t) / sqrt(n_L)``.
+    """
+    xj = check_tokens(arch, x) if attn is None else jnp.asarray(x)
+    attn = attention_matrices(arch, xj) if attn is None else attn
+    check_params(arch, params, xj.shape[2])
+    z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
+    for v, a in zip(params["V"], attn):
+        mixed = jnp.einsum("bsi,bhst->bhti", z, a)
+        z = jnp.einsum("hji,bhti->btj", v, mixed) / math.sqrt(v.shape[0] * v.shape[2])
+    pooled = jnp.einsum("btj,t->bj", z, readout_vector(arch.readout, xj.shape[1]))
+    return pooled @ params["a"] / math.sqrt(params["a"].shape[0])
+
+
+def effective_weights(arch: Architecture, params: dict) -> Array:
+    """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (spec §2.4)."""
+    w = params["a"][None, :]  # [1, n_L]
+    for v in reversed(params["V"]):
+        w = jnp.einsum("pj,hji->hpi", w, v) / math.sqrt(v.shape[1])
+        w = w.reshape(-1, v.shape[2])  # this layer's head slowest
+    return w
+
+
+def path_expansion_output(arch: Architecture, params: dict, x) -> Array:
+    """``f(x) = sum_pi w^pi . (V^0 xi^pi(x)) / (sigma_0 sqrt(n_0))``: the network as a sum over paths."""
+    xi = path_features(arch, x)
+    w = effective_weights(arch, params)
+    n0 = params["V0"].shape[0]
+    proj = jnp.einsum("in,bpn->bpi", params["V0"], xi)
+    return jnp.einsum("pi,bpi->b", w, proj) / (math.sqrt(arch.variances[0]) * math.sqrt(n0))
