@@ -1,0 +1,141 @@
+"""The action S = entropy + energy for any depth L (spec §3.1).
+
+Order parameters are passed as a list ``Us = [U^(1), U^(2), ..., U^(L)]`` (layer order;
+the authors' code stores them reversed). ``U^(l)`` is symmetric positive definite of size
+``prod_{m >= l} H_m``, indexed by partial paths ``(h_l, ..., h_L)`` with ``h_l`` slowest, and
+``U = U^(1)`` is the path-by-path matrix that enters the kernel. The readout order parameter
+``U_a`` is eliminated in closed form (:func:`readout_order_parameter`).
+
+With widths ``n_0..n_L`` and variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)``:
+
+    S = n_L (U_a / sigma_a^2 - ln U_a)
+        + n_{L-1} (Tr U^(L) / (sigma_L^2 U_a) - ln det U^(L) + H_L ln U_a)
+        + sum_{l=1}^{L-1} n_{l-1} (Tr[(U^(l+1))^{-1} Tr_{h_l} U^(l)] / sigma_l^2
+                                  - ln det U^(l) + H_l ln det U^(l+1))
+        + ln det(K_U + T I) + y^T (K_U + T I)^{-1} y.
+
+The solver minimises ``S / N`` with ``N = max_l n_l`` (spec §10.6).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Array = jax.Array
+
+
+def order_parameter_sizes(heads: Sequence[int]) -> list[int]:
+    """Sizes of ``U^(1), ..., U^(L)``: ``prod_{m >= l} H_m``."""
+    return [int(np.prod(heads[l:])) for l in range(len(heads))]
+
+
+def gp_order_parameters(heads: Sequence[int], variances: Sequence[float]) -> list[np.ndarray]:
+    """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I`` (spec §3.4)."""
+    return [np.eye(size) * level_scale(l, variances) for l, size in enumerate(order_parameter_sizes(heads))]
+
+
+def level_scale(l: int, variances: Sequence[float]) -> float:
+    """``sigma_a^2 prod_{m > l} sigma_m^2`` for 0-based layer index ``l`` (the GP value of ``U^(l+1)``)."""
+    return float(variances[-1] * np.prod(variances[1 + l : -1]))
+
+
+def partial_trace(U: Array, n_heads: int) -> Array:
+    """``(Tr_{h_l} U^(l))_{pi' sigma'} = sum_h U_{(h, pi'), (h, sigma')}`` over the slowest head index."""
+    m = U.shape[0] // n_heads
+    return jnp.einsum("hahb->ab", U.reshape(n_heads, m, n_heads, m))
+
+
+def readout_order_parameter(trace_last: Array, widths: Sequence[float], heads: Sequence[int], variances) -> Array:
+    """``U_a``, the positive root of ``U_a^2 + beta_a U_a - gamma_a = 0`` (spec §3.1).
+
+    ``beta_a = sigma_a^2 (H_L n_{L-1} / n_L - 1)``,
+    ``gamma_a = sigma_a^2 n_{L-1} Tr U^(L) / (sigma_L^2 n_L)``.
+    """
+    n_prev, n_last = widths[-2], widths[-1]
+    var_a, var_last = variances[-1], variances[-2]
+    beta = var_a * (heads[-1] * n_prev / n_last - 1.0)
+    gamma = var_a * n_prev * trace_last / (var_last * n_last)
+    return 0.5 * (-beta + jnp.sqrt(beta**2 + 4.0 * gamma))
+
+
+def _logdet_pd(U: Array) -> Array:
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(U))))
+
+
+def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, variances) -> Array:
+    """The entropy part of S (not divided by N) at a given ``U_a``."""
+    L = len(heads)
+    n_prev_last, n_last = widths[L - 1], widths[L]
+    var_a = variances[-1]
+    ent = n_last * (U_a / var_a - jnp.log(U_a))
+    ent += n_prev_last * (
+        jnp.trace(Us[L - 1]) / (variances[L] * U_a) - _logdet_pd(Us[L - 1]) + heads[L - 1] * jnp.log(U_a)
+    )
+    for l in range(L - 1):  # 0-based layer l <-> U^(l+1), width n_l, variance sigma_{l+1}^2
+        upper = Us[l + 1]
+        traced = partial_trace(Us[l], heads[l])
+        ent += widths[l] * (
+            jnp.trace(jnp.linalg.solve(upper, traced)) / variances[l + 1]
+            - _logdet_pd(Us[l])
+            + heads[l] * _logdet_pd(upper)
+        )
+    return ent
+
+
+def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
+    """Entropy part of S with ``U_a`` at its closed-form root (not divided by N)."""
+    U_a = readout_order_parameter(jnp.trace(Us[-1]), widths, heads, variances)
+    return entropy_with_readout(Us, U_a, widths, heads, variances)
+
+
+def energy(K: Array, y: Array, temperature) -> Array:
+    """``ln det(K + T I) + y^T (K + T I)^{-1} y`` through a Cholesky factor."""
+    chol = jnp.linalg.cholesky(K + temperature * jnp.eye(K.shape[0], dtype=K.dtype))
+    alpha = jax.scipy.linalg.solve_triangular(chol, y, lower=True)
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol))) + alpha @ alpha
+
+
+def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, variances) -> Array:
+    """``S / N`` with ``N = max_l n_l`` for order parameters ``Us`` and the kernel ``K = K(U^(1))``."""
+    n_max = jnp.max(jnp.asarray(widths))
+    return (entropy(Us, widths, heads, variances) + energy(K, y, temperature)) / n_max
+
+
+def single_path_entropy_minimum(U: float, depth: int) -> float:
+    """Closed form for one path at depth L: ``min_inner S_ent / N = (L+1) U^{1/(L+1)} - ln U`` (spec §3.2).
+
+    Valid for unit variances and equal widths (up to an additive constant that is zero here).
+    """
+    return (depth + 1) * U ** (1.0 / (depth + 1)) - np.log(U)
+
+
+def inner_order_parameter_l2(U: np.ndarray, heads: Sequence[int], widths, variances, iterations: int = 2000,
+                             tol: float = 1e-14) -> tuple[np.ndarray, float]:
+    """For L = 2, the stationary ``U^(2)`` (and ``U_a``) given ``U = U^(1)`` (spec §3.3, closed form).
+
+    Solves ``a (U2)^2 + b U2 - c u = 0`` with ``u = Tr_{h_1} U``, ``a = n_1 / (sigma_2^2 U_a)``,
+    ``b = n_0 H_1 - n_1``, ``c = n_0 / sigma_1^2`` in the eigenbasis of ``u``, iterating ``U_a`` to
+    its fixed point. An independent oracle for the jointly optimised inner order parameter.
+    """
+    h1, h2 = heads
+    n0, n1, n2 = widths
+    u = np.asarray(partial_trace(jnp.asarray(U), h1))
+    lam, vecs = np.linalg.eigh(u)
+    b = n0 * h1 - n1
+    c = n0 / variances[1]
+    U2 = np.eye(h2) * level_scale(1, variances)
+    U_a = float(variances[-1])
+    for _ in range(iterations):
+        U_a = float(readout_order_parameter(np.trace(U2), (n0, n1, n2), heads, variances))
+        a = n1 / (variances[2] * U_a)
+        roots = (-b + np.sqrt(b * b + 4 * a * c * lam)) / (2 * a)
+        new = (vecs * roots) @ vecs.T
+        if np.max(np.abs(new - U2)) < tol:
+            U2 = new
+            break
+        U2 = new
+    return U2, U_a

@@ -1,0 +1,146 @@
+"""Path-path kernels, the GP kernel and the renormalised kernel K(U) (spec §2.3).
+
+All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeory.path_features`):
+
+* ``C^{pi sigma}(x, x') = xi^pi(x) . xi^sigma(x')``;
+* ``K_U(x, x') = sum_{pi sigma} U_{pi sigma} C^{pi sigma}(x, x')``;
+* ``K_GP = sigma_a^2 prod_l sigma_l^2 sum_pi C^{pi pi}`` (``U`` at the GP point).
+
+The solver evaluates ``K(U)`` thousands of times. :func:`kernel_operator` either precomputes
+the ``n(n+1)/2`` distinct Gram blocks (when they fit the memory budget; then ``K(U)`` is one
+contraction of cost ``n^2 P^2 / 2``) or keeps only the features and evaluates the factorised
+form ``K = Xi (U kron I) Xi^T`` (memory ``P n N0``, cost ``P n^2 N0 + P^2 n N0``). Neither
+materialises the ``[n, n, P, P]`` tensor.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from paththeory._checks import as_float_array
+
+Array = jax.Array
+DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes
+
+
+def check_features(features, name: str = "features") -> Array:
+    """Validate path features ``[P, n_paths, N0]`` and return them as float64."""
+    return jnp.asarray(as_float_array(features, name, ndim=3))
+
+
+def _check_matrix_for(U, n_paths: int) -> Array:
+    u = as_float_array(U, "U", ndim=2)
+    if u.shape != (n_paths, n_paths):
+        raise ValueError(f"U must be [n_paths, n_paths] = [{n_paths}, {n_paths}] for these features; got {u.shape}.")
+    return jnp.asarray(u)
+
+
+def path_kernels(features, features_b=None) -> Array:
+    """All path-path kernels ``C^{pi sigma}(x^mu, x'^nu)``: ``[n, n, P, P']``.
+
+    Materialises ``n^2 P P'`` numbers: use it for figures and small problems only.
+    """
+    fa = check_features(features)
+    fb = fa if features_b is None else check_features(features_b, "features_b")
+    return jnp.einsum("man,qbn->abmq", fa, fb)
+
+
+def gp_kernel(arch, features, features_b=None) -> Array:
+    """The GP (infinite-width) kernel ``sigma_a^2 prod sigma_l^2 sum_pi C^{pi pi}``: ``[P, P']``."""
+    fa = check_features(features)
+    fb = fa if features_b is None else check_features(features_b, "features_b")
+    return arch.gp_scale * jnp.einsum("man,qan->mq", fa, fb)
+
+
+def _kernel(U: Array, fa: Array, fb: Array) -> Array:
+    return jnp.einsum("man,ab,qbn->mq", fa, U, fb, optimize="optimal")
+
+
+def kernel_matrix(U, features, features_b=None, batch_size: int = 2048) -> Array:
+    """Renormalised kernel ``K_U(x^mu, x'^nu)`` in factorised form, batched over ``x'``: ``[P, P']``.
+
+    No temperature is added (spec §2.3, §10.7).
+    """
+    fa = check_features(features)
+    fb = fa if features_b is None else check_features(features_b, "features_b")
+    if fa.shape[1:] != fb.shape[1:]:
+        raise ValueError(f"features have [n_paths, N0] = {fa.shape[1:]} but features_b have {fb.shape[1:]}.")
+    u = _check_matrix_for(U, fa.shape[1])
+    kernel = jax.jit(_kernel)
+    return jnp.concatenate(
+        [kernel(u, fa, fb[i : i + batch_size]) for i in range(0, fb.shape[0], batch_size)], axis=1
+    )
+
+
+def kernel_diagonal(U, features) -> Array:
+    """``K_U(x, x)`` for every example: ``[P]``."""
+    f = check_features(features)
+    u = _check_matrix_for(U, f.shape[1])
+    return jnp.einsum("pan,ab,pbn->p", f, u, f)
+
+
+# --------------------------------------------------------------------------- solver backends
+
+
+class GramBlocks(NamedTuple):
+    """Precomputed distinct Gram blocks ``C^{ab}`` for ``a <= b`` (row-major upper triangle).
+
+    ``K(U) = S + S^T`` with ``S = sum_{a<=b} w_ab U_ab C^{ab}``, ``w_aa = 1/2``, ``w_ab = 1``.
+    """
+
+    blocks: Array  # [n(n+1)/2, P, P]
+
+    @property
+    def n_paths(self) -> int:
+        return int(round((np.sqrt(8 * self.blocks.shape[0] + 1) - 1) / 2))
+
+
+class FeatureKernel(NamedTuple):
+    """Features only; ``K(U)`` evaluated in factorised form (memory ``P n N0``)."""
+
+    features: Array  # [P, n, N0]
+
+
+KernelOperator = Union[GramBlocks, FeatureKernel]
+
+
+def gram_bytes(n_examples: int, n_paths: int) -> int:
+    """Bytes needed by :class:`GramBlocks` for ``P`` examples and ``n`` paths (float64)."""
+    return 8 * n_paths * (n_paths + 1) // 2 * n_examples**2
+
+
+def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> KernelOperator:
+    """Choose the fastest ``K(U)`` backend that fits ``memory_budget`` bytes.
+
+    Gram blocks are used when they take at most half the budget (the rest is left for the
+    solver's temporaries); otherwise the factorised form streams through the features.
+    """
+    f = check_features(features)
+    p, n, _ = f.shape
+    if gram_bytes(p, n) > memory_budget // 2:
+        return FeatureKernel(f)
+    rows, cols = np.triu_indices(n)
+    blocks = jnp.einsum("mkn,qkn->kmq", f[:, rows], f[:, cols])
+    return GramBlocks(blocks)
+
+
+def apply_operator(op: KernelOperator, U: Array) -> Array:
+    """``K(U)`` for either backend (traceable; used inside the jitted solver)."""
+    if isinstance(op, GramBlocks):
+        rows, cols = np.triu_indices(op.n_paths)
+        weights = jnp.where(rows == cols, 0.5, 1.0) * U[rows, cols]
+        half = jnp.einsum("k,kpq->pq", weights, op.blocks)
+        return half + half.T
+    return _kernel(U, op.features, op.features)
+
+
+def operator_n_paths(op: KernelOperator) -> int:
+    return op.n_paths if isinstance(op, GramBlocks) else op.features.shape[1]
+
+
+def operator_n_examples(op: KernelOperator) -> int:
+    return op.blocks.shape[1] if isinstance(op, GramBlocks) else op.features.shape[0]

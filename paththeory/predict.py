@@ -1,0 +1,78 @@
+"""Predictions of the theory: mean predictor, variance, accuracies, kernel-task alignment (spec §4).
+
+With ``K = K_U`` on the training set, ``k_* = K_U(x^mu, x_*)`` and ``k_** = K_U(x_*, x_*)``:
+
+    <f(x_*)> = k_*^T (K + T I)^{-1} y,     Var f(x_*) = k_** - k_*^T (K + T I)^{-1} k_*.
+
+The variance is that of the network output (no ``+T``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import ndtr
+
+from paththeory._checks import as_float_array
+from paththeory.kernels import check_features, kernel_diagonal, kernel_matrix
+
+Array = jax.Array
+
+
+def predictor(U, features_train, y, features_test, temperature, batch_size: int = 2048) -> tuple[Array, Array]:
+    """Mean and variance of the network output on test inputs: ``([P_test], [P_test])``.
+
+    Args:
+      U: ``[n_paths, n_paths]`` order parameter (``arch.gp_scale * I`` for the GP).
+      features_train: ``[P, n_paths, N0]``; features_test: ``[P_test, n_paths, N0]``.
+      y: ``[P]`` training targets.
+      temperature: Gibbs temperature ``T >= 0`` added to the training kernel.
+      batch_size: test points per batch of the cross kernel.
+    """
+    ftr = check_features(features_train, "features_train")
+    fte = check_features(features_test, "features_test")
+    targets = jnp.asarray(as_float_array(y, "y", ndim=1))
+    if targets.shape[0] != ftr.shape[0]:
+        raise ValueError(f"y has {targets.shape[0]} labels but features_train has {ftr.shape[0]} examples.")
+    t = float(temperature)
+    if not np.isfinite(t) or t < 0:
+        raise ValueError(f"temperature must be >= 0; got {temperature!r}.")
+    K = kernel_matrix(U, ftr)
+    chol = jnp.linalg.cholesky(K + t * jnp.eye(K.shape[0]))
+    if not bool(jnp.all(jnp.isfinite(chol))):
+        raise ValueError("K + T I is not positive definite; use a temperature T > 0 for a singular kernel.")
+    alpha = jax.scipy.linalg.cho_solve((chol, True), targets)
+    means, variances = [], []
+    for start in range(0, fte.shape[0], batch_size):
+        fb = fte[start : start + batch_size]
+        k_star = kernel_matrix(U, ftr, fb)  # [P, b]
+        v = jax.scipy.linalg.solve_triangular(chol, k_star, lower=True)
+        means.append(k_star.T @ alpha)
+        variances.append(kernel_diagonal(U, fb) - jnp.sum(v * v, axis=0))
+    return jnp.concatenate(means), jnp.concatenate(variances)
+
+
+def accuracy(mean, y) -> float:
+    """Classification accuracy ``mean_mu Theta(y^mu <f(x^mu)>)`` for labels ``+-1``."""
+    m, t = np.asarray(mean), np.asarray(y)
+    if m.shape != t.shape:
+        raise ValueError(f"mean and y must have the same shape; got {m.shape} and {t.shape}.")
+    return float(np.mean(m * t > 0))
+
+
+def soft_accuracy(mean, variance, y) -> float:
+    """``mean_mu Phi(y^mu <f> / sqrt(Var f))``, the probability of a correct sign under the posterior."""
+    m, v, t = np.asarray(mean), np.asarray(variance), np.asarray(y)
+    return float(np.mean(ndtr(t * m / np.sqrt(np.maximum(v, 1e-300)))))
+
+
+def pc_label_overlap(K, y, k: int = 30) -> np.ndarray:
+    """``|v_i . y| / sqrt(P)`` for the top-``k`` eigenvectors of the training kernel (spec §4)."""
+    kern = as_float_array(K, "K", ndim=2)
+    targets = as_float_array(y, "y", ndim=1)
+    if kern.shape != (targets.size, targets.size):
+        raise ValueError(f"K must be [P, P] with P = len(y) = {targets.size}; got {kern.shape}.")
+    _, vecs = np.linalg.eigh(kern)
+    top = vecs[:, ::-1][:, :k]
+    return np.abs(top.T @ targets) / np.sqrt(targets.size)

@@ -1,0 +1,364 @@
+"""The order-parameter solver: minimise S/N over positive-definite matrices (spec §3).
+
+Every order parameter is parametrised by a Cholesky factor with a log-diagonal,
+
+    U^(l) = c_l L_l L_l^T,   L_l = strict_tril(theta_l) + diag(exp(diag theta_l)),
+
+with ``c_l`` its GP value, so ``theta = 0`` is the GP point and every iterate is positive
+definite. ``U_a`` is eliminated in closed form; all ``U^(l)`` are optimised jointly with
+L-BFGS (two-loop recursion, backtracking Armijo line search) inside one jitted
+``lax.while_loop``. Width and temperature are traced arguments, so a sweep compiles once.
+
+Convergence is measured as the authors measured it (spec §3.6, §10.9): the largest
+absolute entry of the gradient of ``S/N`` with respect to the symmetric matrices
+``U^(l)`` (derivative of ``S(sym(P))/N`` with respect to a free matrix ``P``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from paththeory._checks import as_float_array, check_positive_definite
+from paththeory.action import action, gp_order_parameters, level_scale, order_parameter_sizes, readout_order_parameter
+from paththeory.kernels import (
+    DEFAULT_MEMORY_BUDGET,
+    KernelOperator,
+    apply_operator,
+    check_features,
+    kernel_operator,
+)
+from paththeory.model import Architecture
+
+Array = jax.Array
+STATUS = {0: "running", 1: "converged", 2: "maximum iterations reached", 3: "line search failed"}
+
+
+# --------------------------------------------------------------------------- parametrisation
+
+
+def _tril(size: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.tril_indices(size)
+
+
+def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float]) -> list[Array]:
+    """Unpack the flat parameter vector into ``[U^(1), ..., U^(L)]`` (all positive definite)."""
+    out, start = [], 0
+    for size, scale in zip(sizes, scales):
+        rows, cols = _tril(size)
+        vals = theta[start : start + rows.size]
+        start += rows.size
+        vals = jnp.where(rows == cols, jnp.exp(vals), vals)
+        chol = jnp.zeros((size, size), theta.dtype).at[rows, cols].set(vals)
+        out.append(scale * chol @ chol.T)
+    return out
+
+
+def matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float]) -> np.ndarray:
+    """Inverse of :func:`theta_to_matrices` (Cholesky factor with log-diagonal)."""
+    parts = []
+    for U, scale in zip(Us, scales):
+        chol = np.linalg.cholesky(np.asarray(U) / scale)
+        rows, cols = _tril(chol.shape[0])
+        vals = chol[rows, cols]
+        parts.append(np.where(rows == cols, np.log(np.abs(vals)), vals))
+    return np.concatenate(parts)
+
+
+# --------------------------------------------------------------------------- L-BFGS
+
+
+class _Data(NamedTuple):
+    op: KernelOperator
+    y: Array
+    temperature: Array
+    widths: Array  # [L+1]
+
+
+class _State(NamedTuple):
+    theta: Array
+    f: Array
+    g: Array
+    gmax: Array
+    s_hist: Array
+    y_hist: Array
+    rho: Array
+    count: Array
+    it: Array
+    evals: Array
+    status: Array
+
+
+def _objective_and_grads(theta, data: _Data, sizes, scales, heads, variances):
+    """``(S/N, dS/dtheta, max |dS/dU|)``; the U-gradient comes for free from the chain rule."""
+    Us, pullback = jax.vjp(lambda t: theta_to_matrices(t, sizes, scales), theta)
+    widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
+
+    def s_of_u(us):
+        K = apply_operator(data.op, us[0])
+        return action(us, K, data.y, data.temperature, widths, heads, variances)
+
+    f, g_us = jax.value_and_grad(s_of_u)(Us)
+    g_us = [0.5 * (g + g.T) for g in g_us]
+    (g_theta,) = pullback(g_us)
+    gmax = jnp.max(jnp.stack([jnp.max(jnp.abs(g)) for g in g_us]))
+    return f, g_theta, gmax
+
+
+def _two_loop(g, s_hist, y_hist, rho, count):
+    """L-BFGS direction ``-H g`` from the last ``m`` pairs (newest at index count-1 mod m)."""
+    m = s_hist.shape[0]
+    q = g
+    alphas = []
+    for i in range(m):  # newest to oldest
+        idx = (count - 1 - i) % m
+        valid = i < count
+        a = jnp.where(valid, rho[idx] * (s_hist[idx] @ q), 0.0)
+        q = q - a * y_hist[idx]
+        alphas.append((idx, a))
+    newest = (count - 1) % m
+    yy = y_hist[newest] @ y_hist[newest]
+    gamma = jnp.where(count > 0, (s_hist[newest] @ y_hist[newest]) / jnp.where(yy > 0, yy, 1.0), 1.0)
+    r = gamma * q
+    for i, (idx, a) in reversed(list(enumerate(alphas))):  # oldest to newest
+        valid = i < count
+        b = rho[idx] * (y_hist[idx] @ r)
+        r = r + jnp.where(valid, (a - b), 0.0) * s_hist[idx]
+    return -r
+
+
+def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, history=12):
+    fg = lambda th: _objective_and_grads(th, data, sizes, scales, heads, variances)  # noqa: E731
+    f0, g0, gmax0 = fg(theta0)
+    d = theta0.shape[0]
+    state = _State(
+        theta0, f0, g0, gmax0,
+        jnp.zeros((history, d)), jnp.zeros((history, d)), jnp.zeros((history,)),
+        jnp.array(0), jnp.array(0), jnp.array(1), jnp.where(gmax0 <= tol, 1, 0),
+    )
+
+    def cond(s: _State):
+        return s.status == 0
+
+    def body(s: _State):
+        direction = _two_loop(s.g, s.s_hist, s.y_hist, s.rho, s.count)
+        slope = s.g @ direction
+        direction = jnp.where(slope < 0, direction, -s.g)
+        slope = jnp.where(slope < 0, slope, -(s.g @ s.g))
+        t0 = jnp.where(s.count == 0, jnp.minimum(1.0, 1.0 / jnp.sqrt(s.g @ s.g)), 1.0)
+        gnorm = jnp.sqrt(s.g @ s.g)
+        f_scale = jnp.maximum(1.0, jnp.abs(s.f))
+
+        def ls_cond(c):
+            return (~c[5]) & (c[4] < 50)
+
+        def ls_body(c):
+            t = c[0]
+            f_new, g_new, gmax_new = fg(s.theta + t * direction)
+            armijo = f_new <= s.f + 1e-4 * t * slope
+            # At round-off level f cannot certify descent; accept if the gradient shrinks.
+            roundoff = (jnp.abs(f_new - s.f) <= 1e-12 * f_scale) & (jnp.sqrt(g_new @ g_new) < gnorm)
+            ok = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(g_new)) & (armijo | roundoff)
+            return (jnp.where(ok, t, 0.5 * t), f_new, g_new, gmax_new, c[4] + 1, ok)
+
+        t, f_new, g_new, gmax_new, n_ls, ok = jax.lax.while_loop(
+            ls_cond, ls_body, (t0, s.f, s.g, s.gmax, jnp.array(0), jnp.array(False))
+        )
+        theta_new = jnp.where(ok, s.theta + t * direction, s.theta)
+        step = theta_new - s.theta
+        dg = g_new - s.g
+        sy = step @ dg
+        keep = ok & (sy > 1e-12 * jnp.sqrt(step @ step) * jnp.sqrt(dg @ dg))
+        slot = s.count % history
+        s_hist = jnp.where(keep, s.s_hist.at[slot].set(step), s.s_hist)
+        y_hist = jnp.where(keep, s.y_hist.at[slot].set(dg), s.y_hist)
+        rho = jnp.where(keep, s.rho.at[slot].set(1.0 / jnp.where(keep, sy, 1.0)), s.rho)
+        f = jnp.where(ok, f_new, s.f)
+        g = jnp.where(ok, g_new, s.g)
+        gmax = jnp.where(ok, gmax_new, s.gmax)
+        it = s.it + 1
+        status = jnp.where(
+            gmax <= tol, 1, jnp.where(~ok, 3, jnp.where(it >= max_iter, 2, 0))
+        )
+        return _State(theta_new, f, g, gmax, s_hist, y_hist, rho, s.count + keep, it, s.evals + n_ls, status)
+
+    return jax.lax.while_loop(cond, body, state)
+
+
+_minimise_jit = jax.jit(_minimise, static_argnames=("sizes", "scales", "heads", "variances", "history"))
+
+
+# --------------------------------------------------------------------------- public API
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A minimiser of the action at one ``(widths, temperature)``.
+
+    Attributes:
+      U: ``[n_paths, n_paths]`` order parameter ``U^(1)`` that enters the kernel.
+      inner: ``[U^(2), ..., U^(L)]`` (empty for L = 1).
+      U_a: the readout order parameter at its closed-form root.
+      widths: ``(n_0, ..., n_L)``.
+      temperature: the Gibbs temperature ``T``.
+      report: convergence report: ``grad_norm`` (max |d(S/N)/dU|), ``iterations``,
+        ``evaluations``, ``seconds``, ``converged``, ``status``, ``action`` (S/N).
+    """
+
+    U: np.ndarray
+    inner: list[np.ndarray]
+    U_a: float
+    widths: tuple[float, ...]
+    temperature: float
+    report: dict = field(default_factory=dict)
+
+    @property
+    def order_parameters(self) -> list[np.ndarray]:
+        """``[U^(1), ..., U^(L)]``."""
+        return [self.U, *self.inner]
+
+
+class Theory:
+    """The theory for one architecture and training set: holds the kernel operator for reuse.
+
+    Args:
+      arch: the :class:`~paththeory.model.Architecture` (heads and variances are used here).
+      features: path features of the training set ``[P, n_paths, N0]``.
+      y: training targets ``[P]``.
+      memory_budget: bytes allowed for precomputed Gram blocks (default 2 GiB); above it the
+        kernel is evaluated from the features (spec §2.3), see :func:`~paththeory.kernels.kernel_operator`.
+    """
+
+    def __init__(self, arch: Architecture, features, y, memory_budget: int = DEFAULT_MEMORY_BUDGET):
+        feats = check_features(features)
+        targets = as_float_array(y, "y", ndim=1)
+        if feats.shape[1] != arch.n_paths:
+            raise ValueError(
+                f"features have {feats.shape[1]} paths but the architecture with heads {arch.heads} has "
+                f"{arch.n_paths}; compute them with paththeory.path_features(arch, x)."
+            )
+        if targets.shape[0] != feats.shape[0]:
+            raise ValueError(f"y has {targets.shape[0]} labels but features have {feats.shape[0]} examples.")
+        self.arch = arch
+        self.features = feats
+        self.y = jnp.asarray(targets)
+        self.operator = kernel_operator(feats, memory_budget)
+        self.sizes = tuple(order_parameter_sizes(arch.heads))
+        self.scales = tuple(level_scale(l, arch.variances) for l in range(arch.n_layers))
+        self._gp_eigmin: float | None = None
+
+    # ------------------------------------------------------------------ checks
+    def _check_temperature(self, temperature) -> float:
+        t = float(temperature)
+        if not np.isfinite(t) or t < 0:
+            raise ValueError(f"temperature must be >= 0 (the Gibbs temperature T); got {temperature!r}.")
+        if t == 0:
+            if self._gp_eigmin is None:
+                K = np.asarray(apply_operator(self.operator, jnp.eye(self.arch.n_paths)))
+                ev = np.linalg.eigvalsh(K)
+                self._gp_eigmin = float(ev[0] / max(ev[-1], 1e-300))
+            if self._gp_eigmin < 1e-10:
+                raise ValueError(
+                    "temperature T = 0 needs a non-singular kernel, but the training kernel is singular "
+                    f"(relative smallest eigenvalue {self._gp_eigmin:.2e}; e.g. P > n_paths * N0 or repeated "
+                    "inputs). Use T > 0."
+                )
+        return t
+
+    def _initial_theta(self, init) -> np.ndarray:
+        if init is None:
+            return np.zeros(sum(s * (s + 1) // 2 for s in self.sizes))
+        Us = init.order_parameters if isinstance(init, Solution) else list(init)
+        if len(Us) != self.arch.n_layers:
+            raise ValueError(f"init must hold L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)]; got {len(Us)}.")
+        for l, (U, size) in enumerate(zip(Us, self.sizes)):
+            U = np.asarray(U, dtype=np.float64)
+            if U.shape != (size, size):
+                raise ValueError(f"init U^({l + 1}) must be {size}x{size}; got {U.shape}.")
+            check_positive_definite(U, f"init U^({l + 1})")
+        return matrices_to_theta(Us, self.scales)
+
+    # ------------------------------------------------------------------ API
+    def gp_order_parameters(self) -> list[np.ndarray]:
+        """The GP point ``[U^(1), ..., U^(L)]``."""
+        return gp_order_parameters(self.arch.heads, self.arch.variances)
+
+    def action(self, Us: Sequence, width, temperature) -> float:
+        """``S/N`` at explicit order parameters (checked positive definite)."""
+        widths = self.arch.widths(width)
+        t = self._check_temperature(temperature)
+        mats = []
+        for l, (U, size) in enumerate(zip(Us, self.sizes)):
+            U = as_float_array(U, f"U^({l + 1})", ndim=2)
+            if U.shape != (size, size):
+                raise ValueError(f"U^({l + 1}) must be {size}x{size}; got {U.shape}.")
+            check_positive_definite(U, f"U^({l + 1})")
+            mats.append(jnp.asarray(U))
+        K = apply_operator(self.operator, mats[0])
+        return float(action(mats, K, self.y, t, widths, self.arch.heads, self.arch.variances))
+
+    def solve(self, width, temperature, init=None, tol: float = 1e-9, max_iter: int = 5000) -> Solution:
+        """Minimise ``S/N`` at widths ``width`` (N or ``(n_0..n_L)``) and temperature ``T``.
+
+        Starts at the GP point unless ``init`` (a :class:`Solution` or list of matrices) is given.
+        """
+        widths = self.arch.widths(width)
+        t = self._check_temperature(temperature)
+        theta0 = jnp.asarray(self._initial_theta(init))
+        data = _Data(self.operator, self.y, jnp.asarray(t), jnp.asarray(widths))
+        start = time.perf_counter()
+        state = _minimise_jit(
+            theta0, data, jnp.asarray(tol), jnp.asarray(max_iter),
+            sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
+        )
+        state = jax.block_until_ready(state)
+        seconds = time.perf_counter() - start
+        Us = [np.asarray(U) for U in theta_to_matrices(state.theta, self.sizes, self.scales)]
+        U_a = float(readout_order_parameter(np.trace(Us[-1]), widths, self.arch.heads, self.arch.variances))
+        status = int(state.status)
+        if not np.isfinite(float(state.f)):
+            raise ValueError("the action is not finite at the start point; check features, labels and temperature.")
+        report = {
+            "grad_norm": float(state.gmax),
+            "iterations": int(state.it),
+            "evaluations": int(state.evals),
+            "seconds": seconds,
+            "converged": status == 1,
+            "status": STATUS[status],
+            "action": float(state.f),
+            "tolerance": tol,
+        }
+        return Solution(Us[0], Us[1:], U_a, widths, t, report)
+
+    def sweep(self, widths: Sequence, temperatures, **opts) -> list:
+        """Solve on a grid, warm-starting each width from the next larger one (closer to the GP).
+
+        Returns a list over ``widths`` (one temperature) or a list over temperatures of such lists.
+        """
+        temps = [temperatures] if np.ndim(temperatures) == 0 else list(temperatures)
+        order = sorted(range(len(widths)), key=lambda i: -float(np.max(widths[i])))
+        grid = []
+        for t in temps:
+            row: list = [None] * len(widths)
+            init = None
+            for i in order:
+                row[i] = init = self.solve(widths[i], t, init=init, **opts)
+            grid.append(row)
+        return grid[0] if np.ndim(temperatures) == 0 else grid
+
+
+def solve(arch: Architecture, features, y, width, temperature, **opts) -> Solution:
+    """One-call solver: ``Theory(arch, features, y).solve(width, temperature, **opts)``."""
+    budget = opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET)
+    return Theory(arch, features, y, budget).solve(width, temperature, **opts)
+
+
+def sweep(arch: Architecture, features, y, widths, temperatures, **opts) -> list:
+    """One-call sweep: ``Theory(arch, features, y).sweep(widths, temperatures, **opts)``."""
+    budget = opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET)
+    return Theory(arch, features, y, budget).sweep(widths, temperatures, **opts)
