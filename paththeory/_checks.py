@@ -4,25 +4,36 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import jax
 import numpy as np
 
 
 def as_float_array(value, name: str, ndim: int | Sequence[int] | None = None) -> np.ndarray:
-    """Return ``value`` as a finite float64 numpy array, or raise a ValueError naming ``name``."""
+    """Return ``value`` as a finite float64 numpy array, or raise a ValueError naming ``name``.
+
+    Traced JAX values (inside ``jit``/``grad``) are passed through after the shape check only.
+    """
+    if isinstance(value, jax.core.Tracer):
+        _check_ndim(value, name, ndim)
+        return value
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a numeric array; got {type(value).__name__} ({err}).") from None
+    _check_ndim(arr, name, ndim)
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite entries; clean the input before calling.")
+    return arr
+
+
+def _check_ndim(arr, name: str, ndim: int | Sequence[int] | None) -> None:
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if arr.ndim not in allowed:
             raise ValueError(
                 f"{name} must have {' or '.join(str(d) for d in allowed)} dimensions; got shape {arr.shape}."
             )
-    if not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite entries; clean the input before calling.")
-    return arr
 
 
 def check_positive_definite(matrix: np.ndarray, name: str) -> None:

@@ -26,7 +26,7 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True) -> list[np.ndar
     for l, h_l in enumerate(heads):
         row = np.moveaxis(tensor, l, 0).reshape(h_l, -1).sum(axis=1)  # pairs with pi_l = h
         both = np.moveaxis(np.moveaxis(tensor, l, 0), L + l, 1)  # [h, h', ...]
-        diag = np.einsum("hh...->h", both)  # pairs with pi_l = sigma_l = h
+        diag = np.einsum("hh...->h...", both).reshape(h_l, -1).sum(axis=1)  # pairs with pi_l = sigma_l = h
         scores.append(2.0 * row - diag)
     if normalise:
         top = max(float(s.max()) for s in scores)

@@ -1,0 +1,1 @@
+"""paththeory test suite."""

@@ -1,0 +1,60 @@
+"""Path-path kernels, K(U), and the two solver backends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import paththeory as pt
+from paththeory import kernels
+from tests.conftest import random_qk_arch
+
+
+def test_path_kernel_matches_token_double_sum(rng):
+    """C^{pi sigma}(x, x') = sigma_0^2/(N0 H_tot) sum_{s s'} alpha_s alpha'_s' x_s . x'_s' (spec §2.3)."""
+    arch = random_qk_arch((2, 2), variances=(1.7, 1, 1, 1))
+    x = rng.normal(size=(4, 5, 12))
+    alpha = np.asarray(pt.path_attention(arch, x))
+    tokens = np.einsum("bsn,ctn->bcst", x, x)  # x_s . x'_t
+    expected = 1.7 / (12 * 4) * np.einsum("bps,cqt,bcst->pqbc", alpha, alpha, tokens)
+    C = np.asarray(kernels.path_kernels(pt.path_features(arch, x)))
+    np.testing.assert_allclose(C, expected, atol=1e-12)
+
+
+def test_kernel_matrix_forms_agree(rng):
+    arch = random_qk_arch((3, 2))
+    feats = pt.path_features(arch, rng.normal(size=(9, 5, 12)))
+    A = rng.normal(size=(6, 6))
+    U = A @ A.T + np.eye(6)
+    C = np.asarray(kernels.path_kernels(feats))
+    dense = np.einsum("ab,abpq->pq", U, C)
+    np.testing.assert_allclose(kernels.kernel_matrix(U, feats), dense, atol=1e-12)
+    np.testing.assert_allclose(kernels.kernel_matrix(U, feats, feats, batch_size=2), dense, atol=1e-12)
+    np.testing.assert_allclose(kernels.kernel_diagonal(U, feats), np.diag(dense), atol=1e-12)
+    np.testing.assert_allclose(
+        kernels.gp_kernel(arch, feats), kernels.kernel_matrix(arch.gp_scale * np.eye(6), feats), atol=1e-12
+    )
+    gram = kernels.kernel_operator(feats)
+    streamed = kernels.kernel_operator(feats, memory_budget=0)
+    assert isinstance(gram, kernels.GramBlocks) and gram.n_paths == 6
+    assert isinstance(streamed, kernels.FeatureKernel)
+    np.testing.assert_allclose(kernels.apply_operator(gram, U), dense, atol=1e-12)
+    np.testing.assert_allclose(kernels.apply_operator(streamed, U), dense, atol=1e-12)
+
+
+def test_memory_budget_selects_backend():
+    assert kernels.gram_bytes(600, 16) == 8 * 136 * 600**2  # the Omniglot size: 392 MB
+    feats = np.zeros((50, 4, 3))
+    budget = 2 * kernels.gram_bytes(50, 4)
+    assert isinstance(kernels.kernel_operator(feats, budget), kernels.GramBlocks)
+    assert isinstance(kernels.kernel_operator(feats, budget - 1), kernels.FeatureKernel)
+
+
+def test_kernel_bad_inputs(rng):
+    feats = rng.normal(size=(5, 4, 3))
+    with pytest.raises(ValueError, match="U must be"):
+        kernels.kernel_matrix(np.eye(3), feats)
+    with pytest.raises(ValueError, match="dimensions"):
+        kernels.kernel_matrix(np.eye(4), feats[0])
+    with pytest.raises(ValueError, match="features_b"):
+        kernels.kernel_matrix(np.eye(4), feats, rng.normal(size=(5, 4, 2)))
