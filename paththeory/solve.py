@@ -191,6 +191,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
 
 
 _minimise_jit = jax.jit(_minimise, static_argnames=("sizes", "scales", "heads", "variances", "history"))
+_matrices_jit = jax.jit(theta_to_matrices, static_argnames=("sizes", "scales"))
 
 
 # --------------------------------------------------------------------------- public API
@@ -316,9 +317,8 @@ class Theory:
             theta0, data, jnp.asarray(tol), jnp.asarray(max_iter),
             sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
         )
-        state = jax.block_until_ready(state)
+        Us = [np.asarray(U) for U in _matrices_jit(state.theta, sizes=self.sizes, scales=self.scales)]
         seconds = time.perf_counter() - start
-        Us = [np.asarray(U) for U in theta_to_matrices(state.theta, self.sizes, self.scales)]
         U_a = float(readout_order_parameter(np.trace(Us[-1]), widths, self.arch.heads, self.arch.variances))
         status = int(state.status)
         if not np.isfinite(float(state.f)):

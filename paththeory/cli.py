@@ -1,0 +1,70 @@
+"""Command line: ``paththeory bench``, ``paththeory reproduce CHAPTER``, ``paththeory train omniglot``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Sequence
+
+EXPERIMENTS = ("markov", "omniglot")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from paththeory import bench
+
+    cases = EXPERIMENTS if args.case == "all" else (args.case,)
+    report = bench.run(cases, baseline_max_steps=args.baseline_max_steps)
+    print(json.dumps(report, indent=2) if args.json else bench.format_table(report))
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from paththeory.profiles import current_profile
+
+    module = importlib.import_module(f"paththeory.experiments.{args.experiment}")
+    results = module.run(profile=current_profile(args.profile), out_dir=args.out)
+    print(f"wrote {args.out}/results.json (profile {results['profile']})")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from paththeory.experiments import omniglot
+
+    omniglot.train_command(args.rest, command_line=" ".join(["paththeory", "train", "omniglot", *args.rest]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paththeory", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    bench = sub.add_parser("bench", help="time the order-parameter solver against the Adam baseline")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench.add_argument("--case", choices=(*EXPERIMENTS, "all"), default="all")
+    bench.add_argument("--baseline-max-steps", type=int, default=50_000,
+                       help="cap on the baseline's Adam steps (the original rule is 50,000)")
+    bench.set_defaults(func=_bench)
+
+    rep = sub.add_parser("reproduce", help="run a chapter's experiment and write results.json, features.npz, figures")
+    rep.add_argument("experiment", choices=EXPERIMENTS)
+    rep.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
+                     help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
+    rep.add_argument("--out", required=True, help="output directory")
+    rep.set_defaults(func=_reproduce)
+
+    train = sub.add_parser("train", help="gradient-descent training (see `paththeory train omniglot --help`)")
+    train.add_argument("task", choices=("omniglot",))
+    train.add_argument("rest", nargs=argparse.REMAINDER)
+    train.set_defaults(func=_train)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
