@@ -334,20 +334,35 @@ def check_params(arch: Architecture, params: dict, input_dim: int) -> tuple[int,
     return tuple(widths)
 
 
-def network_output(arch: Architecture, params: dict, x, attn: Sequence[Array] | None = None) -> Array:
+def network_output(
+    arch: Architecture,
+    params: dict,
+    x,
+    attn: Sequence[Array] | None = None,
+    head_mask: Sequence | None = None,
+) -> Array:
     """Layer-by-layer forward pass of spec §1.2: ``f(x)`` of shape ``[B]``.
 
     ``z^0_s = V^0 x_s / sqrt(N0)``;
     ``z^l_t = (H_l n_{l-1})^{-1/2} sum_h V^l_h sum_s z^{l-1}_s A^l_h[s, t]``;
     ``f = a . (sum_t r_t z^L_t) / sqrt(n_L)``.
+
+    Args:
+      attn: precomputed attention matrices (skips recomputing them from ``x``).
+      head_mask: optional list over layers of ``[H_l]`` 0/1 weights. A pruned head's output is
+        zeroed and the layer sum is rescaled by ``(H_l - d_l)^{-1/2}`` instead of ``H_l^{-1/2}``
+        (spec §5.2).
     """
     xj = check_tokens(arch, x) if attn is None else jnp.asarray(x)
     attn = attention_matrices(arch, xj) if attn is None else attn
     check_params(arch, params, xj.shape[2])
+    masks = [jnp.ones(h) for h in arch.heads] if head_mask is None else [jnp.asarray(m, float) for m in head_mask]
+    if len(masks) != arch.n_layers or any(m.shape != (h,) for m, h in zip(masks, arch.heads)):
+        raise ValueError(f"head_mask must be a list of L arrays of shapes {[(h,) for h in arch.heads]}.")
     z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
-    for v, a in zip(params["V"], attn):
-        mixed = jnp.einsum("bsi,bhst->bhti", z, a)
-        z = jnp.einsum("hji,bhti->btj", v, mixed) / math.sqrt(v.shape[0] * v.shape[2])
+    for v, a, m in zip(params["V"], attn, masks):
+        mixed = jnp.einsum("bsi,bhst->bhti", z, a) * m[None, :, None, None]
+        z = jnp.einsum("hji,bhti->btj", v, mixed) / jnp.sqrt(jnp.sum(m) * v.shape[2])
     pooled = jnp.einsum("btj,t->bj", z, readout_vector(arch.readout, xj.shape[1]))
     return pooled @ params["a"] / math.sqrt(params["a"].shape[0])
 

@@ -106,3 +106,17 @@ def test_bad_inputs_raise_clear_errors(rng):
         pt.QKAttention(np.zeros((2, 3, 4)), np.zeros((2, 3, 5)))
     with pytest.raises(ValueError, match="column-stochastic"):
         pt.FixedAttention(np.ones((1, 1, 3, 3)))
+
+
+def test_head_mask_prunes_heads_and_rescales(rng):
+    """Pruning head h of layer l equals the smaller network without it, rescaled by (H - d)^{-1/2}."""
+    arch = random_qk_arch((3, 2), readout="mean")
+    x = rng.normal(size=(4, 5, 12))
+    params = pt.sample_prior(arch, 5, 12, jax.random.PRNGKey(3))
+    pruned = pt.network_output(arch, params, x, head_mask=[np.array([1.0, 0.0, 1.0]), np.ones(2)])
+    l1 = arch.attention[0]
+    small = pt.Architecture((pt.QKAttention(l1.query[[0, 2]], l1.key[[0, 2]]), arch.attention[1]), readout="mean")
+    small_params = {"V0": params["V0"], "V": (params["V"][0][np.array([0, 2])], params["V"][1]), "a": params["a"]}
+    np.testing.assert_allclose(pruned, pt.network_output(small, small_params, x), atol=1e-12)
+    with pytest.raises(ValueError, match="head_mask"):
+        pt.network_output(arch, params, x, head_mask=[np.ones(3)])

@@ -1,0 +1,397 @@
+"""One-shot in-context image classification: Omniglot sequences, one-shot runs, MNIST/FMNIST OOD (spec §7).
+
+**Images (spec §7.1).** Each image goes through torchvision's ``Resize(32)`` on a PIL greyscale
+image (:func:`resize`: bilinear with antialiasing, 8-bit output), ``ToTensor`` (``/255``) and
+``Normalize(mean, std)`` (Omniglot 0.922/0.084, MNIST 0.1307/0.3081, Fashion-MNIST 0.286/0.353),
+is cut into 16 patches of 8 x 8 pixels in row-major order, and each patch goes through a frozen
+``LayerNorm`` (weight 1, bias 0, eps 1e-5, biased variance). :func:`encode_images` does this once
+per image and keeps one channel, ``[n, 16, 64]``: the authors repeat the image to 3 channels
+before the LayerNorm, which leaves each patch's mean and biased variance unchanged, so their
+normalised patch is exactly ours with every value repeated 3 times (features ordered
+``(p1, p2, c)`` with ``c`` fastest), done in :func:`assemble_tokens`.
+
+**Tokens.** A sequence is ``[context 1, context 2, query]``, 48 tokens, and token ``s`` is
+
+    x_s = LN(patch_s) + pe_s + E_{label(s)},  in R^{N0},  N0 = 64 * channels (192 by default),
+
+with ``pe`` the sinusoidal encoding of positions 0..47 globally standardised
+(:func:`positional_encoding`), ``E_0, E_1, E_2`` the frozen label vectors with N(0, 1) entries
+(:func:`label_vectors`, drawn from ``label_seed``), ``E_l`` on every token of a context image of
+label ``l`` and ``E_2`` on the query's 16 tokens. The target is ``y = 2 l_query - 1``, with
+``l_query`` the label of the context image of the query's class.
+
+``channels=1`` gives ``N0 = 64``: the image part of a token is the 3-channel one without its
+copies (inner products smaller by the factor 3), while ``pe`` and the label vectors are drawn in
+64 dimensions; a cheaper variant of the same task, not a rescaling of the 192-dimensional one.
+
+All outputs are float64 numpy arrays: tokens ``x[P, 48, N0]``, targets ``y[P]`` in ``{-1, +1}``.
+Typical use::
+
+    s = load_omniglot()                      # paththeory.data; 242 characters offline
+    patches = encode_images(s.images)        # once per data set
+    split = split_characters(s.n_classes, validation=0.1, test=0.25, seed=0)
+    x, y = icl_sequences(patches, s.labels, 0, 600, characters=split.train, balanced=True)
+    x_test, y_test = icl_sequences(patches, s.labels, 1, 1000, characters=split.test, balanced=True)
+    x_ood, y_ood = ood_sequences("mnist", 500)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from paththeory.data import DataNotFoundError, OneShotRuns, load_mnist
+
+IMAGE_SIZE = 32
+PATCH_SIZE = 8
+PATCHES_PER_IMAGE = (IMAGE_SIZE // PATCH_SIZE) ** 2  # 16
+IMAGES_PER_SEQUENCE = 3
+N_TOKENS = IMAGES_PER_SEQUENCE * PATCHES_PER_IMAGE  # 48
+PIXELS_PER_PATCH = PATCH_SIZE * PATCH_SIZE  # 64
+LAYERNORM_EPS = 1e-5
+QUERY_LABEL = 2
+
+#: ``Normalize(mean, std)`` of each data set (spec §7.1, §7.3).
+NORMALISATION: dict[str, tuple[float, float]] = {
+    "omniglot": (0.922, 0.084),
+    "mnist": (0.1307, 0.3081),
+    "fashion": (0.286, 0.353),
+}
+
+Rng = np.random.Generator | int
+
+
+# --------------------------------------------------------------------------- images
+
+
+def resize(images: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
+    """torchvision ``Resize(size)`` on PIL greyscale images: ``[n, H, H]`` uint8 -> ``[n, size, size]`` uint8.
+
+    This is PIL's bilinear resampling with antialiasing (the filter widens by the shrink factor),
+    computed in two 8-bit passes, horizontal then vertical, exactly what torchvision does to a PIL image.
+    """
+    from PIL import Image
+
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1] != images.shape[2]:
+        raise ValueError(f"images must be square uint8 greyscale images [n, H, H]; got {images.dtype} {images.shape}.")
+    out = np.empty((len(images), size, size), dtype=np.uint8)
+    for k, image in enumerate(images):
+        out[k] = np.asarray(Image.fromarray(image).resize((size, size), Image.Resampling.BILINEAR))
+    return out
+
+
+def encode_images(images: np.ndarray, normalisation: str | tuple[float, float] = "omniglot") -> np.ndarray:
+    """Resize, scale, normalise, patch and LayerNorm each image once: ``[n, H, H]`` uint8 -> ``[n, 16, 64]``.
+
+    Args:
+      images: square uint8 greyscale images (Omniglot 105 x 105, MNIST 28 x 28).
+      normalisation: a key of :data:`NORMALISATION` or an explicit ``(mean, std)``.
+
+    Returns:
+      float64 ``[n, 16, 64]``: patches in row-major order, pixels ``(p1, p2)`` row-major, each patch
+      ``(p - mean(p)) / sqrt(var(p) + 1e-5)`` (biased variance); a blank patch gives zeros.
+    """
+    mean, std = NORMALISATION[normalisation] if isinstance(normalisation, str) else normalisation
+    pixels = (resize(images).astype(np.float64) / 255.0 - mean) / std
+    grid = IMAGE_SIZE // PATCH_SIZE
+    patches = (
+        pixels.reshape(len(pixels), grid, PATCH_SIZE, grid, PATCH_SIZE)
+        .transpose(0, 1, 3, 2, 4)
+        .reshape(len(pixels), PATCHES_PER_IMAGE, PIXELS_PER_PATCH)
+    )
+    centred = patches - patches.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(np.mean(centred**2, axis=-1, keepdims=True) + LAYERNORM_EPS)
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def positional_encoding(n_positions: int = N_TOKENS, dim: int = 3 * PIXELS_PER_PATCH) -> np.ndarray:
+    """Sinusoidal encoding ``[n_positions, dim]``, globally standardised (spec §7.1).
+
+    ``pe[p, 2i] = sin(p w_i)``, ``pe[p, 2i+1] = cos(p w_i)``, ``w_i = 10000^(-2i/dim)``, then
+    ``(pe - mean) / (std + 1e-6)`` with mean and unbiased std over all entries.
+    """
+    if dim % 2:
+        raise ValueError(f"dim must be even for the sin/cos pairs; got {dim}.")
+    angle = np.arange(n_positions)[:, None] * 10000.0 ** (-np.arange(0, dim, 2) / dim)
+    pe = np.stack([np.sin(angle), np.cos(angle)], axis=-1).reshape(n_positions, dim)
+    return (pe - pe.mean()) / (pe.std(ddof=1) + 1e-6)
+
+
+def label_vectors(dim: int = 3 * PIXELS_PER_PATCH, seed: int = 0) -> np.ndarray:
+    """The frozen label embedding ``[3, dim]``: rows ``E_0, E_1, E_2`` (query) with N(0, 1) entries."""
+    return np.random.default_rng(seed).standard_normal((3, dim))
+
+
+@functools.lru_cache(maxsize=8)
+def _embedding(dim: int, label_seed: int) -> tuple[np.ndarray, np.ndarray]:
+    pe, label_vecs = positional_encoding(N_TOKENS, dim), label_vectors(dim, label_seed)
+    pe.flags.writeable = label_vecs.flags.writeable = False  # shared by the cache
+    return pe, label_vecs
+
+
+def assemble_tokens(
+    patches: np.ndarray, images: np.ndarray, image_labels: np.ndarray, *, channels: int = 3, label_seed: int = 0
+) -> np.ndarray:
+    """Tokens of sequences given by image indices: ``x[P, 48, 64 * channels]`` float64.
+
+    Args:
+      patches: ``[n, 16, 64]`` from :func:`encode_images`.
+      images: ``[P, 3]`` indices into ``patches`` of context 1, context 2, query.
+      image_labels: ``[P, 3]`` label id of each image (0 or 1 on contexts, 2 on the query).
+      channels: copies of each pixel (3 as in the paper, 1 for ``N0 = 64``).
+      label_seed: seed of the label vectors; keep it fixed across training, test and OOD data.
+    """
+    if channels < 1:
+        raise ValueError(f"channels must be a positive integer; got {channels}.")
+    images, image_labels = np.asarray(images), np.asarray(image_labels)
+    if images.ndim != 2 or images.shape[1] != IMAGES_PER_SEQUENCE or image_labels.shape != images.shape:
+        raise ValueError(f"images and image_labels must both be [P, 3]; got {images.shape} and {image_labels.shape}.")
+    dim = PIXELS_PER_PATCH * channels
+    pe, label_vecs = _embedding(dim, label_seed)
+    x = np.repeat(patches[images], channels, axis=-1)  # [P, 3, 16, dim], features (p1, p2, c)
+    x += label_vecs[image_labels][:, :, None, :]
+    x = x.reshape(len(images), N_TOKENS, dim)
+    x += pe
+    return x
+
+
+class SequenceIndex(NamedTuple):
+    """Sequences as image indices: ``images[P, 3]`` (context 1, context 2, query), their label ids
+    ``labels[P, 3]`` (0/1 on contexts, 2 on the query) and targets ``y[P]`` in ``{-1, +1}``."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    y: np.ndarray
+
+
+def _arrange(
+    match: np.ndarray, other: np.ndarray, query: np.ndarray, rng: np.random.Generator, balanced: bool
+) -> SequenceIndex:
+    """Random context order and label permutation of (matching context, other context, query) triples."""
+    n = len(query)
+    if balanced and n % 2:
+        raise ValueError(f"balanced sequences need an even number; got {n}.")
+    match_first = rng.integers(2, size=n).astype(bool)
+    label_query = np.repeat([1, 0], n // 2) if balanced else rng.integers(2, size=n)
+    first_label = np.where(match_first, label_query, 1 - label_query)
+    images = np.stack([np.where(match_first, match, other), np.where(match_first, other, match), query], axis=1)
+    labels = np.stack([first_label, 1 - first_label, np.full(n, QUERY_LABEL)], axis=1)
+    return SequenceIndex(images, labels, 2.0 * label_query - 1.0)
+
+
+# --------------------------------------------------------------------------- Omniglot sequences
+
+
+@dataclass(frozen=True)
+class CharacterSplit:
+    """Disjoint sorted character ids: ``train``, ``validation`` (temperature/model selection), ``test``."""
+
+    train: np.ndarray
+    validation: np.ndarray
+    test: np.ndarray
+
+
+def split_characters(
+    n_characters: int, *, validation: float = 0.1, test: float = 0.25, seed: int = 0
+) -> CharacterSplit:
+    """Split characters ``0..n_characters-1`` at random (by ``seed``) into train / validation / test.
+
+    The validation and test sizes are ``round(fraction * n_characters)``; training keeps the rest.
+    """
+    if not (0 <= validation < 1 and 0 <= test < 1 and validation + test < 1):
+        raise ValueError(f"validation and test must be fractions in [0, 1) with a sum < 1; got {validation}, {test}.")
+    perm = np.random.default_rng(seed).permutation(n_characters)
+    n_val, n_test = round(validation * n_characters), round(test * n_characters)
+    if n_characters - n_val - n_test < 2:
+        raise ValueError(f"{n_characters} characters leave fewer than 2 for training; lower validation or test.")
+    return CharacterSplit(
+        train=np.sort(perm[n_val + n_test :]),
+        validation=np.sort(perm[:n_val]),
+        test=np.sort(perm[n_val : n_val + n_test]),
+    )
+
+
+def icl_indices(
+    labels: np.ndarray, rng: Rng, n: int, *, characters: np.ndarray | None = None, balanced: bool = False
+) -> SequenceIndex:
+    """``n`` random 2-way 1-shot sequences as indices into the images that ``labels`` describes.
+
+    Each sequence takes two distinct characters (a uniform pair), one context drawing of each, and
+    a query that is another drawing of one of the two (either with probability 1/2); the context
+    order and the label permutation are random (spec §7.1).
+
+    Args:
+      labels: ``[n_images]`` character id of each image.
+      rng: a ``numpy.random.Generator`` or a seed.
+      n: number of sequences.
+      characters: ids of the characters to draw from (e.g. ``split_characters(...).test``); all if None.
+      balanced: the first ``n/2`` sequences have ``y = +1``, the rest ``y = -1`` (spec §7.3).
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be a 1-d integer array of character ids; got {labels.dtype} {labels.shape}.")
+    if n < 1:
+        raise ValueError(f"n must be a positive number of sequences; got {n}.")
+    chars = np.unique(labels if characters is None else characters)
+    if not np.all(np.isin(chars, labels)):
+        raise ValueError(f"characters {np.setdiff1d(chars, labels)[:10]} have no images in labels.")
+    members = np.flatnonzero(np.isin(labels, chars))
+    members = members[np.argsort(labels[members], kind="stable")]
+    counts = np.bincount(np.searchsorted(chars, labels[members]), minlength=len(chars))
+    if len(chars) < 2 or counts.min() < 2:
+        raise ValueError("sequences need at least 2 characters with at least 2 drawings each.")
+    starts = np.cumsum(counts) - counts
+    rng = np.random.default_rng(rng)
+    c_query = rng.integers(len(chars), size=n)
+    c_other = (c_query + rng.integers(1, len(chars), size=n)) % len(chars)
+    j_match = rng.integers(counts[c_query])
+    j_query = (j_match + rng.integers(1, counts[c_query])) % counts[c_query]
+    j_other = rng.integers(counts[c_other])
+    return _arrange(
+        members[starts[c_query] + j_match], members[starts[c_other] + j_other], members[starts[c_query] + j_query],
+        rng, balanced,
+    )
+
+
+def icl_sequences(
+    patches: np.ndarray,
+    labels: np.ndarray,
+    rng: Rng,
+    n: int,
+    *,
+    characters: np.ndarray | None = None,
+    balanced: bool = False,
+    channels: int = 3,
+    label_seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens of :func:`icl_indices` sequences: ``x[n, 48, 64 * channels]``, ``y[n]``.
+
+    ``patches`` ``[n_images, 16, 64]`` come from :func:`encode_images`, once per data set; the
+    sequences are then built by indexing, fast enough for fresh gradient-descent batches.
+    ``channels`` and ``label_seed``: see :func:`assemble_tokens`.
+    """
+    patches = np.asarray(patches)
+    if patches.shape[1:] != (PATCHES_PER_IMAGE, PIXELS_PER_PATCH) or len(patches) != len(labels):
+        raise ValueError(f"patches must be [len(labels), 16, 64]; got {patches.shape} for {len(labels)} labels.")
+    index = icl_indices(labels, rng, n, characters=characters, balanced=balanced)
+    return assemble_tokens(patches, index.images, index.labels, channels=channels, label_seed=label_seed), index.y
+
+
+def one_shot_run_images(runs: OneShotRuns) -> np.ndarray:
+    """All drawings of the runs, ``[2 R 20, H, W]``: the training drawings (run-major), then the test drawings."""
+    size = runs.training.shape[-2:]
+    return np.concatenate([runs.training.reshape(-1, *size), runs.test.reshape(-1, *size)])
+
+
+def one_shot_run_indices(
+    runs: OneShotRuns, rng: Rng, n: int | None = None, *, balanced: bool = False
+) -> SequenceIndex:
+    """Sequences from the one-shot runs (evaluation alphabets), as indices into :func:`one_shot_run_images`.
+
+    A sequence takes two classes of one run: the contexts are their training drawings, the query
+    the test item of one of them. All ``R * 20 * 19`` (run, test item, other class) choices are
+    candidates; ``n=None`` takes them all, else ``n`` without replacement. Context order and label
+    permutation are random, or ``balanced`` as in :func:`icl_indices`.
+    """
+    n_runs, n_classes = runs.answers.shape
+    total = n_runs * n_classes * (n_classes - 1)
+    if n is not None and not 1 <= n <= total:
+        raise ValueError(f"n must be between 1 and {total} (all candidate sequences); got {n}.")
+    rng = np.random.default_rng(rng)
+    pick = rng.permutation(total) if n is None else rng.choice(total, size=n, replace=False)
+    run, item, other = np.unravel_index(pick, (n_runs, n_classes, n_classes - 1))
+    answer = runs.answers[run, item]
+    other = other + (other >= answer)  # skip the query's own class
+    test_offset = n_runs * n_classes
+    first = run * n_classes  # index of the run's first drawing
+    return _arrange(first + answer, first + other, test_offset + first + item, rng, balanced)
+
+
+def one_shot_run_sequences(
+    runs: OneShotRuns, rng: Rng, n: int | None = None, *, balanced: bool = False, channels: int = 3, label_seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens of :func:`one_shot_run_indices` sequences: ``x[n, 48, 64 * channels]``, ``y[n]``."""
+    index = one_shot_run_indices(runs, rng, n, balanced=balanced)
+    patches = encode_images(one_shot_run_images(runs))
+    return assemble_tokens(patches, index.images, index.labels, channels=channels, label_seed=label_seed), index.y
+
+
+# --------------------------------------------------------------------------- out of distribution
+
+
+def ood_sequences(
+    dataset: Literal["mnist", "fashion"] = "mnist",
+    n_per_class: int = 500,
+    *,
+    context: Literal["auto", "train", "test"] = "auto",
+    root: str | os.PathLike | None = None,
+    download: bool = True,
+    channels: int = 3,
+    label_seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """OOD sequences: MNIST 0 vs 1 or Fashion-MNIST T-shirt/top vs Trouser (spec §7.3, §10.15).
+
+    Queries are the first ``n_per_class`` test images of class 0, then of class 1; targets are
+    ``-1`` then ``+1``. Every sequence is ``[class-0 context (label 0), class-1 context (label 1),
+    query]`` in this fixed order. Images are resized 28 -> 32 and normalised with the data set's
+    mean and std.
+
+    Args:
+      context: where the context images come from.
+        ``"train"``: as the authors, query ``i`` (its position among all class-0 then all class-1
+        test images) gets the ``i``-th class-0 and class-1 training images.
+        ``"test"``: for offline use, where only the MNIST *test* set exists: the test images of each
+        class are split, the first ``n_per_class`` are queries and the rest are contexts (cycled:
+        query ``i`` gets the ``i mod m``-th of the ``m`` remaining images of each class), so context
+        and query images are disjoint.
+        ``"auto"``: ``"train"`` if the training set can be found or downloaded, else ``"test"``
+        with a warning.
+      root, download: see :func:`paththeory.data.locate`.
+      channels, label_seed: see :func:`assemble_tokens`; use the values of the training data.
+
+    Returns:
+      ``x[2 n_per_class, 48, 64 * channels]``, ``y[2 n_per_class]``.
+    """
+    if dataset not in ("mnist", "fashion"):
+        raise ValueError(f"dataset must be 'mnist' or 'fashion'; got {dataset!r}.")
+    if context not in ("auto", "train", "test"):
+        raise ValueError(f"context must be 'auto', 'train' or 'test'; got {context!r}.")
+    fashion = dataset == "fashion"
+    test = load_mnist("test", fashion=fashion, root=root, download=download)
+    queries = [np.flatnonzero(test.labels == c) for c in (0, 1)]
+    most = min(len(q) for q in queries) - (context != "train")  # "test"/"auto" keep >= 1 image for contexts
+    if not 1 <= n_per_class <= most:
+        raise ValueError(f"n_per_class must be between 1 and {most} for {dataset} with context={context!r}; "
+                         f"got {n_per_class}.")
+    train = None
+    if context != "test":
+        try:
+            train = load_mnist("train", fashion=fashion, root=root, download=download)
+        except DataNotFoundError as err:
+            if context == "train":
+                raise
+            warnings.warn(f"{err} Using contexts from the test set instead (context='test').", stacklevel=2)
+    if train is not None:
+        source = train.images
+        position = np.concatenate([np.arange(n_per_class), len(queries[0]) + np.arange(n_per_class)])
+        contexts = [np.flatnonzero(train.labels == c)[position] for c in (0, 1)]
+    else:
+        source = test.images
+        position = np.arange(2 * n_per_class)
+        pools = [q[n_per_class:] for q in queries]
+        contexts = [pool[position % len(pool)] for pool in pools]
+    query_images = test.images[np.concatenate([q[:n_per_class] for q in queries])]
+    patches = encode_images(np.concatenate([source[contexts[0]], source[contexts[1]], query_images]), dataset)
+    n = 2 * n_per_class
+    images = np.arange(3 * n).reshape(3, n).T  # [class-0 context, class-1 context, query]
+    image_labels = np.broadcast_to(np.array([0, 1, QUERY_LABEL]), (n, 3))
+    y = np.repeat([-1.0, 1.0], n_per_class)
+    return assemble_tokens(patches, images, image_labels, channels=channels, label_seed=label_seed), y

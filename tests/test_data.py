@@ -1,0 +1,308 @@
+"""Tests of the data readers (paththeory.data).
+
+Oracles: hashlib and zipfile/PIL read independently of the package, known facts of the public
+files (MNIST test labels and class counts, the Omniglot small-split union of 242 characters),
+and tiny IDX files, zips and folder trees written here byte by byte.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import struct
+import sys
+import types
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from paththeory import data
+
+SHARED = data.SHARED_DATA
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="offline data copies (../shared/data) not present")
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """No PATHTHEORY_DATA, an empty cache and no offline copies: only what a test writes exists."""
+    monkeypatch.delenv(data.ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(data, "SHARED_DATA", tmp_path / "no-shared")
+    return tmp_path
+
+
+def write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
+    """Independent IDX writer: 0, 0, dtype code, ndim, big-endian dims, big-endian data."""
+    codes = {np.dtype(np.uint8): 0x08, np.dtype(np.int16): 0x0B, np.dtype(np.int32): 0x0C, np.dtype(np.float64): 0x0E}
+    raw = bytes([0, 0, codes[array.dtype], array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    raw += array.astype(array.dtype.newbyteorder(">")).tobytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(raw) if compress else raw)
+
+
+def png_bytes(image: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def fake_drawings(seed: int, alphabets=("Alpha", "Beta"), characters=2, drawings=3) -> dict[str, np.ndarray]:
+    """``{"Alphabet/characterNN/drawing.png": bool image [105, 105]}`` (Omniglot PNGs are 1-bit)."""
+    rng = np.random.default_rng(seed)
+    return {
+        f"{a}/character{c + 1:02d}/{900 + c:04d}_{d + 1:02d}.png": rng.random((105, 105)) < 0.8
+        for a in alphabets
+        for c in range(characters)
+        for d in range(drawings)
+    }
+
+
+def write_zip(path: Path, top: str, files: dict[str, np.ndarray]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, image in files.items():
+            zf.writestr(f"{top}/{name}", png_bytes(image))
+
+
+# --------------------------------------------------------------------------- shared offline files
+
+
+@needs_shared
+def test_shared_files_match_their_published_md5():
+    for dataset, folder in (("omniglot", "omniglot"), ("mnist", "mnist")):
+        for path in sorted((SHARED / folder).iterdir()):
+            expected = data.CHECKSUMS[dataset][path.name]
+            assert hashlib.md5(path.read_bytes()).hexdigest() == expected == data.md5sum(path)
+            data.verify(dataset, path)  # no exception
+
+
+@needs_shared
+def test_omniglot_small_union_deduplicates_greek_and_latin():
+    s = data.load_omniglot("background_small", root=SHARED, download=False)
+    assert s.images.shape == (4840, 105, 105) and s.images.dtype == np.uint8
+    assert s.n_classes == 242 and s.source == "omniglot:background_small"
+    assert s.alphabets == ("Balinese", "Early_Aramaic", "Greek", "Japanese_(katakana)", "Korean", "Latin",
+                           "Sanskrit", "Tagalog")
+    np.testing.assert_array_equal(np.bincount(s.labels), np.full(242, 20))
+    # oracle: the distinct (alphabet, character, file) entries of the two zips, read with zipfile
+    entries = set()
+    for k in (1, 2):
+        with zipfile.ZipFile(SHARED / "omniglot" / f"images_background_small{k}.zip") as zf:
+            entries |= {tuple(n.split("/")[1:]) for n in zf.namelist() if n.endswith(".png")}
+    assert len(entries) == 4840
+    assert len({e[:2] for e in entries}) == 242
+    np.testing.assert_array_equal(np.bincount(s.class_alphabet), [np.sum([c.startswith(a + "/") for c in s.classes])
+                                                                  for a in s.alphabets])
+    # one drawing decoded independently lands at its sorted position with its character's label
+    with zipfile.ZipFile(SHARED / "omniglot" / "images_background_small2.zip") as zf:
+        ref = np.asarray(Image.open(io.BytesIO(zf.read("images_background_small2/Tagalog/character17/0909_20.png"))))
+    assert np.array_equal(s.images[-1], np.where(ref, 255, 0)) and s.classes[s.labels[-1]] == "Tagalog/character17"
+    assert set(np.unique(s.images)) == {0, 255}
+
+
+@needs_shared
+def test_one_shot_runs_match_class_labels_file():
+    runs = data.load_one_shot_runs(root=SHARED, download=False)
+    assert runs.training.shape == runs.test.shape == (20, 20, 105, 105)
+    for r in range(20):  # every test item answers a distinct training class
+        np.testing.assert_array_equal(np.sort(runs.answers[r]), np.arange(20))
+    with zipfile.ZipFile(SHARED / "omniglot" / "all_runs.zip") as zf:
+        first = zf.read("run07/class_labels.txt").decode().split()[:2]  # test/item01.png training/classKK.png
+        item = np.asarray(Image.open(io.BytesIO(zf.read("run07/test/item01.png"))))
+    assert first[0] == "run07/test/item01.png"
+    assert runs.answers[6, 0] == int(first[1][-6:-4]) - 1
+    np.testing.assert_array_equal(runs.test[6, 0], np.where(item, 255, 0))
+
+
+@needs_shared
+def test_mnist_test_set_known_facts():
+    m = data.load_mnist("test", root=SHARED, download=False)
+    assert m.images.shape == (10000, 28, 28) and m.images.dtype == np.uint8 and m.source == "mnist:test"
+    np.testing.assert_array_equal(m.labels[:10], [7, 2, 1, 0, 4, 1, 4, 9, 5, 9])
+    np.testing.assert_array_equal(np.bincount(m.labels), [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009])
+    assert not m.images.flags.writeable  # the in-memory cache cannot be corrupted by callers
+
+
+@needs_shared
+def test_corrupted_file_fails_its_checksum(tmp_path):
+    (tmp_path / "mnist").mkdir()
+    images, labels = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
+    (tmp_path / "mnist" / images).write_bytes((SHARED / "mnist" / images).read_bytes())
+    raw = bytearray(gzip.decompress((SHARED / "mnist" / labels).read_bytes()))
+    raw[-1] = (raw[-1] + 1) % 10  # a valid file with one wrong label
+    (tmp_path / "mnist" / labels).write_bytes(gzip.compress(bytes(raw)))
+    with pytest.raises(data.ChecksumError, match="t10k-labels-idx1-ubyte.gz has md5"):
+        data.load_mnist("test", root=tmp_path, download=False)
+    labels = data.load_mnist("test", root=tmp_path, download=False, verify_checksums=False).labels
+    assert labels[-1] != data.load_mnist("test", root=SHARED, download=False).labels[-1]
+
+
+# --------------------------------------------------------------------------- generated files
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_idx_round_trip(tmp_path, compress):
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(0, 256, (5, 4, 3), dtype=np.uint8), rng.integers(-999, 999, (7,), dtype=np.int32),
+              rng.integers(-9, 9, (2, 3), dtype=np.int16), rng.normal(size=(3, 2))]
+    for k, array in enumerate(arrays):
+        write_idx(tmp_path / f"a{k}", array, compress)
+        out = data.read_idx(tmp_path / f"a{k}")
+        assert out.dtype == array.dtype and out.dtype.isnative
+        np.testing.assert_array_equal(out, array)
+
+
+def test_idx_rejects_bad_files(tmp_path):
+    write_idx(tmp_path / "ok", np.zeros((4, 2, 2), np.uint8), compress=False)
+    (tmp_path / "short").write_bytes((tmp_path / "ok").read_bytes()[:-1])
+    (tmp_path / "magic").write_bytes(b"\x01\x00\x08\x01" + b"\x00" * 8)
+    with pytest.raises(ValueError, match="announces shape"):
+        data.read_idx(tmp_path / "short")
+    with pytest.raises(ValueError, match="not an IDX file"):
+        data.read_idx(tmp_path / "magic")
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_load_mnist_from_generated_files(isolated, compress):
+    rng = np.random.default_rng(1)
+    images, labels = rng.integers(0, 256, (6, 28, 28), dtype=np.uint8), rng.integers(0, 10, 6).astype(np.uint8)
+    suffix = ".gz" if compress else ""
+    write_idx(isolated / "r" / "fashion_mnist" / f"train-images-idx3-ubyte{suffix}", images, compress)
+    write_idx(isolated / "r" / "fashion_mnist" / f"train-labels-idx1-ubyte{suffix}", labels, compress)
+    if compress:  # a .gz with a known official md5 is checked; these are not the official files
+        with pytest.raises(data.ChecksumError):
+            data.load_mnist("train", fashion=True, root=isolated / "r", download=False)
+    f = data.load_mnist("train", fashion=True, root=isolated / "r", download=False, verify_checksums=False)
+    np.testing.assert_array_equal(f.images, images)
+    np.testing.assert_array_equal(f.labels, labels)
+    assert f.classes[1] == "Trouser" and f.source == "fashion:train"
+
+
+def test_missing_files_error_names_files_and_places(isolated, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # torchvision unavailable -> ImportError
+    with pytest.raises(data.DataNotFoundError) as err:
+        data.load_mnist("train", root=isolated / "r")
+    msg = str(err.value)
+    assert isinstance(err.value, FileNotFoundError)
+    for part in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", data.ENV_VAR,
+                 str(isolated / "r" / "mnist"), "torchvision"):
+        assert part in msg
+    with pytest.raises(data.DataNotFoundError, match="download=False"):
+        data.load_one_shot_runs(download=False)
+
+
+def test_lookup_order_root_env_cache_shared(isolated, monkeypatch):
+    places = {k: isolated / k for k in ("root", "env", "xdg", "shared")}
+    for k in ("env", "xdg", "shared"):
+        sub = "paththeory/omniglot" if k == "xdg" else "omniglot"
+        (places[k] / sub / "all_runs").mkdir(parents=True)  # the unpacked form of all_runs.zip
+    monkeypatch.setattr(data, "SHARED_DATA", places["shared"])
+    (places["root"] / "omniglot-py").mkdir(parents=True)  # torchvision's folder name
+    (places["root"] / "omniglot-py" / "all_runs.zip").write_bytes(b"")
+
+    def where(**kw):
+        return data.locate("omniglot", ["all_runs.zip"], download=False, **kw)[0]
+
+    assert where(root=places["root"]) == places["root"] / "omniglot-py" / "all_runs.zip"
+    monkeypatch.setenv(data.ENV_VAR, str(places["env"]))
+    assert where() == places["env"] / "omniglot" / "all_runs"
+    assert where(root=isolated / "empty") == places["env"] / "omniglot" / "all_runs"  # falls through
+    monkeypatch.delenv(data.ENV_VAR)
+    assert where() == places["xdg"] / "paththeory" / "omniglot" / "all_runs"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(isolated / "empty-cache"))
+    assert where() == places["shared"] / "omniglot" / "all_runs"
+
+
+def test_download_goes_through_torchvision_into_first_root(isolated, monkeypatch):
+    calls = []
+
+    def download_url(url, root, filename=None, md5=None):
+        calls.append((url, md5))
+        Path(root).mkdir(parents=True, exist_ok=True)
+        (Path(root) / filename).write_bytes(b"zip")
+
+    fake = types.ModuleType("torchvision")
+    fake.datasets = types.ModuleType("torchvision.datasets")
+    fake.datasets.utils = types.ModuleType("torchvision.datasets.utils")
+    fake.datasets.utils.download_url = download_url
+    monkeypatch.setitem(sys.modules, "torchvision", fake)
+    monkeypatch.setitem(sys.modules, "torchvision.datasets", fake.datasets)
+    monkeypatch.setitem(sys.modules, "torchvision.datasets.utils", fake.datasets.utils)
+    (path,) = data.locate("omniglot", ["all_runs.zip"])
+    assert path == isolated / "xdg" / "paththeory" / "omniglot" / "all_runs.zip"
+    assert calls == [("https://github.com/brendenlake/omniglot/raw/master/python/one-shot-classification/all_runs.zip",
+                      "e8996daecdf12afeeb4a53a179f06b19")]
+
+
+def test_omniglot_from_generated_zip_and_folder_agree(isolated):
+    files = fake_drawings(seed=2)
+    write_zip(isolated / "z" / "omniglot" / "images_evaluation.zip", "images_evaluation", files)
+    for name, image in files.items():  # the same drawings as an unpacked folder tree
+        path = isolated / "d" / "omniglot" / "images_evaluation" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png_bytes(image))
+    with pytest.raises(data.ChecksumError):
+        data.load_omniglot("evaluation", root=isolated / "z", download=False)
+    z = data.load_omniglot("evaluation", root=isolated / "z", download=False, verify_checksums=False)
+    d = data.load_omniglot("evaluation", root=isolated / "d", download=False)  # folders: nothing to check
+    names = sorted(files)
+    assert z.classes == d.classes == ("Alpha/character01", "Alpha/character02", "Beta/character01", "Beta/character02")
+    for s in (z, d):
+        np.testing.assert_array_equal(s.images, np.stack([np.where(files[n], 255, 0) for n in names]))
+        np.testing.assert_array_equal(s.labels, np.repeat(np.arange(4), 3))
+        np.testing.assert_array_equal(s.class_alphabet, [0, 0, 1, 1])
+
+
+def test_generated_small_splits_union_once(isolated):
+    shared = fake_drawings(seed=3, alphabets=("Greek",))
+    one = {**fake_drawings(seed=4, alphabets=("Balinese",)), **shared}
+    two = {**fake_drawings(seed=5, alphabets=("Tagalog",), characters=3), **shared}
+    for k, files in ((1, one), (2, two)):
+        write_zip(isolated / "omniglot" / f"images_background_small{k}.zip", f"images_background_small{k}", files)
+    s = data.load_omniglot("background_small", root=isolated, download=False, verify_checksums=False)
+    assert len(s.images) == len({**one, **two}) == 3 * (2 + 2 + 3)
+    assert s.alphabets == ("Balinese", "Greek", "Tagalog") and s.n_classes == 7
+
+
+def test_auto_subset_falls_back_to_small_splits(isolated):
+    write_zip(isolated / "omniglot" / "images_background_small1.zip", "images_background_small1", fake_drawings(6))
+    write_zip(isolated / "omniglot" / "images_background_small2.zip", "images_background_small2", fake_drawings(6))
+    s = data.load_omniglot(root=isolated, download=False, verify_checksums=False)
+    assert s.source == "omniglot:background_small" and len(s.images) == 12
+    write_zip(isolated / "omniglot" / "images_background.zip", "images_background", fake_drawings(7, characters=1))
+    s = data.load_omniglot(root=isolated, download=False, verify_checksums=False)
+    assert s.source == "omniglot:background" and len(s.images) == 6
+
+
+def test_generated_one_shot_runs(isolated):
+    rng = np.random.default_rng(8)
+    answers = np.array([[2, 0, 1], [1, 2, 0]])
+    drawings = {}
+    with zipfile.ZipFile(isolated / "all_runs.zip", "w") as zf:
+        for r in range(2):
+            lines = [f"run{r + 1:02d}/test/item{i + 1:02d}.png run{r + 1:02d}/training/class{answers[r, i] + 1:02d}.png"
+                     for i in range(3)]
+            zf.writestr(f"run{r + 1:02d}/class_labels.txt", "\r\n".join(lines) + "\r\n")
+            for kind, stem in (("training", "class"), ("test", "item")):
+                for k in range(3):
+                    drawings[kind, r, k] = rng.random((105, 105)) < 0.8
+                    zf.writestr(f"run{r + 1:02d}/{kind}/{stem}{k + 1:02d}.png", png_bytes(drawings[kind, r, k]))
+    (isolated / "omniglot").mkdir()
+    (isolated / "all_runs.zip").rename(isolated / "omniglot" / "all_runs.zip")
+    runs = data.load_one_shot_runs(root=isolated, download=False, verify_checksums=False)
+    np.testing.assert_array_equal(runs.answers, answers)
+    np.testing.assert_array_equal(runs.training[1, 2], np.where(drawings["training", 1, 2], 255, 0))
+    np.testing.assert_array_equal(runs.test[0, 1], np.where(drawings["test", 0, 1], 255, 0))
+
+
+def test_bad_arguments_raise_value_errors():
+    with pytest.raises(ValueError, match="split"):
+        data.load_mnist("validation")
+    with pytest.raises(ValueError, match="subset"):
+        data.load_omniglot("everything", download=False)
+    with pytest.raises(ValueError, match="dataset"):
+        data.locate("cifar", ["x"])
