@@ -30,10 +30,9 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from paththeory.experiments import omniglot
+    from paththeory import training
 
-    omniglot.train_command(args.rest, command_line=" ".join(["paththeory", "train", "omniglot", *args.rest]))
-    return 0
+    return training.train_command(args.rest, command_line=" ".join(["paththeory", "train", "omniglot", *args.rest]))
 
 
 def build_parser() -> argparse.ArgumentParser:
