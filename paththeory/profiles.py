@@ -1,0 +1,82 @@
+"""Run profiles: one switch for the sizes every chapter and experiment uses.
+
+The environment variable ``PATHTHEORY_PROFILE`` picks one of
+
+* ``smoke``: CPU continuous integration, tiny sizes, each chapter in a few minutes;
+* ``colab``: one GPU (e.g. a Colab runtime), each chapter within 20 minutes;
+* ``paper``: the sizes of the paper (hours on one GPU).
+
+When it is unset, the profile is ``colab`` if JAX sees a GPU and ``smoke`` otherwise. Each
+experiment module keeps its own per-profile sizes in a dict keyed by profile name and reads
+the entry for the current profile with :func:`choose`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, TypeVar
+
+import jax
+
+T = TypeVar("T")
+
+ENV_VAR = "PATHTHEORY_PROFILE"
+PROFILES: dict[str, str] = {
+    "smoke": "CPU continuous integration; tiny sizes, a few minutes per chapter",
+    "colab": "one GPU (e.g. Colab); reduced sizes, at most 20 minutes per chapter",
+    "paper": "the sizes of the paper; hours on one GPU",
+}
+
+
+def _has_gpu() -> bool:
+    """Whether JAX's default backend is a GPU."""
+    return jax.default_backend() in ("gpu", "cuda", "rocm")
+
+
+def _validate(name: str, source: str) -> str:
+    key = name.strip().lower()
+    if key not in PROFILES:
+        raise ValueError(
+            f"Unknown profile {name!r} (from {source}); valid profiles are {', '.join(PROFILES)}. "
+            f"Set {ENV_VAR} to one of them or pass it explicitly."
+        )
+    return key
+
+
+def current_profile(name: str | None = None) -> str:
+    """The profile to run: ``name`` if given, else ``$PATHTHEORY_PROFILE``, else the default.
+
+    The default is ``"colab"`` when JAX sees a GPU and ``"smoke"`` otherwise.
+    Raises ``ValueError`` for a name that is not one of :data:`PROFILES`.
+    """
+    if name is not None:
+        return _validate(name, "the argument")
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return _validate(env, f"${ENV_VAR}")
+    return "colab" if _has_gpu() else "smoke"
+
+
+def choose(settings: Mapping[str, T], profile: str | None = None) -> T:
+    """Pick the entry of ``settings`` (a dict keyed by profile name) for the current profile.
+
+    Example: ``n_train = choose({"smoke": 50, "colab": 400, "paper": 1000})``.
+    Raises ``ValueError`` when ``settings`` has a key that is not a profile (a typo) or lacks
+    the current profile.
+    """
+    unknown = [k for k in settings if k not in PROFILES]
+    if unknown:
+        raise ValueError(f"settings have keys {unknown} that are not profiles; use only {', '.join(PROFILES)}.")
+    name = current_profile(profile)
+    if name not in settings:
+        raise ValueError(
+            f"settings give no entry for profile {name!r} (they have {', '.join(settings) or 'none'}); "
+            f"add one or pick another profile with {ENV_VAR}."
+        )
+    return settings[name]
+
+
+def describe(profile: str | None = None) -> str:
+    """One line for the chapters, e.g. ``"profile smoke: CPU continuous integration; ..."``."""
+    name = current_profile(profile)
+    return f"profile {name}: {PROFILES[name]}"

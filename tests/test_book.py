@@ -1,0 +1,230 @@
+"""The book's sources: toc entries exist, .md/.ipynb pairs agree and carry no outputs, chapters
+install paththeory on Colab, the build configuration is strict, and environment.yml lists
+the same dependencies as pyproject.toml."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+CODE_CELL = "```{code-cell}"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def toc_entries(toc: dict) -> list[str]:
+    """All ``file`` entries of a jb-book ``_toc.yml`` (root first), at any depth."""
+    found = [toc["root"]]
+
+    def walk(items: list) -> None:
+        for item in items:
+            if "file" in item:
+                found.append(item["file"])
+            for key in ("chapters", "sections", "parts"):
+                walk(item.get(key, []))
+
+    walk(toc.get("chapters", []) + toc.get("parts", []))
+    return found
+
+
+def toc_sources() -> list[Path]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [ROOT / f"{entry}.md" for entry in toc_entries(toc)]
+
+
+def is_notebook(md: Path) -> bool:
+    """A page with code cells or a jupytext header is a notebook (a chapter) and must be paired."""
+    text = md.read_text()
+    return CODE_CELL in text or "\njupytext:" in text.split("\n---", 1)[0]
+
+
+def chapters() -> list[Path]:
+    """Notebook sources: those in the toc and any other ``book/**/*.md`` notebook."""
+    listed = [p for p in toc_sources() if p.exists()]
+    others = [p for p in sorted((ROOT / "book").rglob("*.md")) if ".ipynb_checkpoints" not in p.parts]
+    return [p for p in dict.fromkeys(listed + others) if is_notebook(p)]
+
+
+def _cells(nb) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", ()))) for c in nb.cells]
+
+
+def pair_problems(md: Path) -> list[str]:
+    """Why the MyST notebook ``md`` and its paired ``.ipynb`` disagree (empty when they agree)."""
+    fix = f"run `jupytext --sync {md.name}` and commit the .ipynb without outputs"
+    problems = []
+    nb_md = jupytext.read(md)
+    formats = nb_md.metadata.get("jupytext", {}).get("formats", "")
+    if formats != "md:myst,ipynb":
+        problems.append(f"{md.name}: jupytext header must say `formats: md:myst,ipynb` (has {formats!r})")
+    ipynb = md.with_suffix(".ipynb")
+    if not ipynb.exists():
+        return problems + [f"{md.name}: paired notebook {ipynb.name} is missing; {fix}"]
+    nb = nbformat.read(ipynb, as_version=4)
+    a, b = _cells(nb_md), _cells(nb)
+    if len(a) != len(b):
+        problems.append(f"{md.name}: {len(a)} cells but {ipynb.name} has {len(b)}; {fix}")
+    for i, (ca, cb) in enumerate(zip(a, b)):
+        if ca != cb:
+            problems.append(f"{md.name}: cell {i} ({ca[0]}) differs from {ipynb.name}; {fix}")
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None):
+            problems.append(f"{ipynb.name}: cell {i} has outputs; clear them (jupytext --sync writes none)")
+    return problems
+
+
+def requirement_specs(lines: list[str]) -> dict[str, SpecifierSet]:
+    """``{canonical name: specifier}`` for PEP 508-like lines (conda's ``name>=x,<y`` included)."""
+    out: dict[str, SpecifierSet] = {}
+    for line in lines:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        if name in out:
+            raise ValueError(f"{name} is listed twice")
+        out[name] = req.specifier
+    return out
+
+
+def pyproject_dependencies(pyproject: dict) -> dict[str, SpecifierSet]:
+    project = pyproject["project"]
+    extras = project.get("optional-dependencies", {})
+    return requirement_specs(project["dependencies"] + extras.get("book", []) + extras.get("test", []))
+
+
+def environment_dependencies(env: dict) -> tuple[dict[str, SpecifierSet], SpecifierSet]:
+    """Conda dependencies (without ``pip`` and the pip sub-list) and the ``python`` specifier."""
+    specs = requirement_specs([d for d in env["dependencies"] if isinstance(d, str) and d != "pip"])
+    return {k: v for k, v in specs.items() if k != "python"}, specs.get("python", SpecifierSet())
+
+
+def dependency_mismatches(pyproject: dict, env: dict) -> list[str]:
+    """Differences of names or specifiers (``None`` = not listed), python vs requires-python."""
+    want = pyproject_dependencies(pyproject)
+    got, python = environment_dependencies(env)
+    problems = [f"{n}: pyproject.toml has {want.get(n)}, environment.yml has {got.get(n)}"
+                for n in sorted(set(want) | set(got)) if want.get(n) != got.get(n)]
+    requires_python = pyproject["project"]["requires-python"]
+    if python != SpecifierSet(requires_python):
+        problems.append(f"python: requires-python is {requires_python}, environment.yml has {python}")
+    return problems
+
+
+# --------------------------------------------------------------------------- the book
+
+
+def test_toc_root_is_intro_and_every_entry_exists():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    assert toc["format"] == "jb-book" and toc["root"] == "book/intro"
+    missing = [str(p.relative_to(ROOT)) for p in toc_sources() if not p.exists()]
+    assert not missing, f"_toc.yml lists files that do not exist: {missing}"
+
+
+def test_there_are_chapters():
+    assert ROOT / "book" / "model.md" in chapters()
+
+
+@pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
+def test_chapter_pair_agrees_and_has_no_outputs(md):
+    assert pair_problems(md) == []
+
+
+@pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
+def test_chapter_is_in_the_toc(md):
+    assert md in toc_sources(), f"{md.name} is not listed in _toc.yml (only toc files are built)"
+
+
+def test_no_orphan_notebooks():
+    orphans = [p.name for p in (ROOT / "book").rglob("*.ipynb")
+               if ".ipynb_checkpoints" not in p.parts and not p.with_suffix(".md").exists()]
+    assert not orphans, f"notebooks without a .md source: {orphans}"
+
+
+@pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
+def test_first_code_cell_installs_on_colab_and_is_hidden(md):
+    first = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
+    assert "remove-cell" in first.metadata.get("tags", [])
+    assert '"google.colab" in sys.modules' in first.source
+    assert "git+https://github.com/paththeory/paththeory" in first.source
+
+
+def test_build_configuration_is_strict():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    execute = config["execute"]
+    assert execute["execute_notebooks"] == "force"
+    assert execute["allow_errors"] is False and execute["raise_on_error"] is True
+    assert execute["timeout"] >= 600
+    assert config["only_build_toc_files"] is True
+    assert {"**/*.ipynb", ".venv", "_build", "README.md"} <= set(config["exclude_patterns"])
+    assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert config["repository"] == {"url": "https://github.com/paththeory/paththeory", "path_to_book": "",
+                                    "branch": "main"}
+
+
+# --------------------------------------------------------------------------- the pair checker itself
+
+
+def _write_pair(tmp_path: Path) -> Path:
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Title"), nbformat.v4.new_code_cell("x = 1\nprint(x)")],
+        metadata={"jupytext": {"formats": "md:myst,ipynb"},
+                  "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    md = tmp_path / "chapter.md"
+    jupytext.write(nb, md, fmt="md:myst")
+    nbformat.write(nb, md.with_suffix(".ipynb"))
+    return md
+
+
+def test_pair_checker_accepts_a_fresh_pair(tmp_path):
+    assert pair_problems(_write_pair(tmp_path)) == []
+
+
+def test_pair_checker_catches_drift_outputs_and_missing_pair(tmp_path):
+    md = _write_pair(tmp_path)
+    ipynb = md.with_suffix(".ipynb")
+    raw = json.loads(ipynb.read_text())
+
+    drifted = json.loads(json.dumps(raw))
+    drifted["cells"][1]["source"] = "x = 2\nprint(x)"
+    ipynb.write_text(json.dumps(drifted))
+    assert any("cell 1 (code) differs" in p for p in pair_problems(md))
+
+    executed = json.loads(json.dumps(raw))
+    executed["cells"][1]["execution_count"] = 1
+    executed["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+    ipynb.write_text(json.dumps(executed))
+    assert any("has outputs" in p for p in pair_problems(md))
+
+    ipynb.unlink()
+    assert any("is missing" in p for p in pair_problems(md))
+
+
+# --------------------------------------------------------------------------- environment.yml
+
+
+def test_environment_yml_matches_pyproject():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert dependency_mismatches(pyproject, env) == []
+
+
+def test_dependency_checker_catches_mismatches():
+    pyproject = {"project": {"requires-python": ">=3.11", "dependencies": ["numpy>=1.26"],
+                             "optional-dependencies": {"book": ["jupyter-book>=1.0,<2"], "test": ["pytest>=7"]}}}
+    env = {"dependencies": ["python>=3.11", "pip", "numpy>=1.26", "jupyter_book<2,>=1.0", "pytest>=7",
+                            {"pip": ["-e ."]}]}
+    assert dependency_mismatches(pyproject, env) == []  # order and name spelling do not matter
+    env["dependencies"][2] = "numpy>=1.25"
+    env["dependencies"].append("scipy")
+    assert len(dependency_mismatches(pyproject, env)) == 2
