@@ -132,7 +132,7 @@ def _two_loop(g, s_hist, y_hist, rho, count):
     return -r
 
 
-def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, history=12):
+def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, history=40):
     fg = lambda th: _objective_and_grads(th, data, sizes, scales, heads, variances)  # noqa: E731
     f0, g0, gmax0 = fg(theta0)
     d = theta0.shape[0]
