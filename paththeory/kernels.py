@@ -60,6 +60,9 @@ def _kernel(U: Array, fa: Array, fb: Array) -> Array:
     return jnp.einsum("man,ab,qbn->mq", fa, U, fb, optimize="optimal")
 
 
+_kernel_jit = jax.jit(_kernel)
+
+
 def kernel_matrix(U, features, features_b=None, batch_size: int = 2048) -> Array:
     """Renormalised kernel ``K_U(x^mu, x'^nu)`` in factorised form, batched over ``x'``: ``[P, P']``.
 
@@ -70,9 +73,8 @@ def kernel_matrix(U, features, features_b=None, batch_size: int = 2048) -> Array
     if fa.shape[1:] != fb.shape[1:]:
         raise ValueError(f"features have [n_paths, N0] = {fa.shape[1:]} but features_b have {fb.shape[1:]}.")
     u = _check_matrix_for(U, fa.shape[1])
-    kernel = jax.jit(_kernel)
     return jnp.concatenate(
-        [kernel(u, fa, fb[i : i + batch_size]) for i in range(0, fb.shape[0], batch_size)], axis=1
+        [_kernel_jit(u, fa, fb[i : i + batch_size]) for i in range(0, fb.shape[0], batch_size)], axis=1
     )
 
 
