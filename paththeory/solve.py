@@ -190,8 +190,22 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
     return jax.lax.while_loop(cond, body, state)
 
 
-_minimise_jit = jax.jit(_minimise, static_argnames=("sizes", "scales", "heads", "variances", "history"))
-_matrices_jit = jax.jit(theta_to_matrices, static_argnames=("sizes", "scales"))
+def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, *, sizes, scales, heads, variances):
+    """:func:`_minimise` for a batch of start points, temperatures ``[B]`` and widths ``[B, L+1]``.
+
+    One ``vmap``-ed while loop: every lane stops updating once it has converged, and the
+    loop ends when the last lane does.
+    """
+    def one(t0, temp, w):
+        return _minimise(t0, _Data(op, y, temp, w), tol, max_iter,
+                         sizes=sizes, scales=scales, heads=heads, variances=variances)
+
+    state = jax.vmap(one)(theta0, temperature, widths)
+    mats = jax.vmap(lambda t: theta_to_matrices(t, sizes, scales))(state.theta)
+    return state, mats
+
+
+_minimise_many_jit = jax.jit(_minimise_many, static_argnames=("sizes", "scales", "heads", "variances"))
 
 
 # --------------------------------------------------------------------------- public API
@@ -308,47 +322,66 @@ class Theory:
 
         Starts at the GP point unless ``init`` (a :class:`Solution` or list of matrices) is given.
         """
-        widths = self.arch.widths(width)
-        t = self._check_temperature(temperature)
-        theta0 = jnp.asarray(self._initial_theta(init))
-        data = _Data(self.operator, self.y, jnp.asarray(t), jnp.asarray(widths))
+        return self.solve_many([width], [temperature], [init], tol=tol, max_iter=max_iter)[0]
+
+    def solve_many(self, widths: Sequence, temperatures: Sequence, inits: Sequence | None = None,
+                   tol: float = 1e-9, max_iter: int = 5000) -> list[Solution]:
+        """Solve several ``(width, temperature)`` points at once in one batched L-BFGS run.
+
+        Args:
+          widths: one width (N or ``(n_0..n_L)``) per point.
+          temperatures: one temperature per point.
+          inits: optional start points (:class:`Solution`, list of matrices or ``None``).
+        Returns:
+          one :class:`Solution` per point; ``report["seconds"]`` is the time of the whole batch.
+        """
+        if len(widths) != len(temperatures):
+            raise ValueError(f"got {len(widths)} widths but {len(temperatures)} temperatures; pass one of each per point.")
+        inits = [None] * len(widths) if inits is None else list(inits)
+        all_widths = [self.arch.widths(w) for w in widths]
+        temps = [self._check_temperature(t) for t in temperatures]
+        theta0 = jnp.asarray(np.stack([self._initial_theta(i) for i in inits]))
         start = time.perf_counter()
-        state = _minimise_jit(
-            theta0, data, jnp.asarray(tol), jnp.asarray(max_iter),
+        state, mats = _minimise_many_jit(
+            theta0, self.operator, self.y, jnp.asarray(temps), jnp.asarray(all_widths),
+            jnp.asarray(tol), jnp.asarray(max_iter),
             sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
         )
-        Us = [np.asarray(U) for U in _matrices_jit(state.theta, sizes=self.sizes, scales=self.scales)]
+        mats = [np.asarray(m) for m in mats]
         seconds = time.perf_counter() - start
-        U_a = float(readout_order_parameter(np.trace(Us[-1]), widths, self.arch.heads, self.arch.variances))
-        status = int(state.status)
-        if not np.isfinite(float(state.f)):
+        if not np.all(np.isfinite(np.asarray(state.f))):
             raise ValueError("the action is not finite at the start point; check features, labels and temperature.")
-        report = {
-            "grad_norm": float(state.gmax),
-            "iterations": int(state.it),
-            "evaluations": int(state.evals),
-            "seconds": seconds,
-            "converged": status == 1,
-            "status": STATUS[status],
-            "action": float(state.f),
-            "tolerance": tol,
-        }
-        return Solution(Us[0], Us[1:], U_a, widths, t, report)
+        solutions = []
+        for b, (ws, t) in enumerate(zip(all_widths, temps)):
+            Us = [m[b] for m in mats]
+            status = int(state.status[b])
+            report = {
+                "grad_norm": float(state.gmax[b]),
+                "iterations": int(state.it[b]),
+                "evaluations": int(state.evals[b]),
+                "seconds": seconds,
+                "batch_size": len(temps),
+                "converged": status == 1,
+                "status": STATUS[status],
+                "action": float(state.f[b]),
+                "tolerance": tol,
+            }
+            U_a = float(readout_order_parameter(np.trace(Us[-1]), ws, self.arch.heads, self.arch.variances))
+            solutions.append(Solution(Us[0], Us[1:], U_a, ws, t, report))
+        return solutions
 
     def sweep(self, widths: Sequence, temperatures, **opts) -> list:
-        """Solve on a grid, warm-starting each width from the next larger one (closer to the GP).
+        """Solve on a grid of widths and temperatures, reusing the kernel operator.
 
+        All widths of one temperature are solved together (:meth:`solve_many`); each further
+        temperature warm-starts every width from its solution at the previous temperature.
         Returns a list over ``widths`` (one temperature) or a list over temperatures of such lists.
         """
         temps = [temperatures] if np.ndim(temperatures) == 0 else list(temperatures)
-        order = sorted(range(len(widths)), key=lambda i: -float(np.max(widths[i])))
-        grid = []
+        grid, inits = [], None
         for t in temps:
-            row: list = [None] * len(widths)
-            init = None
-            for i in order:
-                row[i] = init = self.solve(widths[i], t, init=init, **opts)
-            grid.append(row)
+            inits = self.solve_many(list(widths), [t] * len(widths), inits, **opts)
+            grid.append(inits)
         return grid[0] if np.ndim(temperatures) == 0 else grid
 
 

@@ -1,0 +1,407 @@
+"""Fig. 2 of the paper, hidden-Markov-chain classification, at a profile's scale (spec §6.4).
+
+The pieces below are used by :func:`run` (and so by ``paththeory reproduce markov``) and by
+the chapter ``book/markov.md``:
+
+* :data:`SETTINGS` and :func:`settings`: sizes per profile (smoke, colab, paper);
+* :func:`problem`: data set, architecture and path features of one variant (cached);
+* :func:`theory_curve`: order parameters and test accuracy of the theory over widths;
+* :func:`gp_accuracy`: the infinite-width (GP) accuracy, ``U = I``;
+* :func:`sample_at`: NUTS posterior samples at one width (:mod:`paththeory.sampling`);
+* :func:`pc_overlaps`: overlaps of the training-kernel PCs with the labels;
+* figures :func:`plot_accuracy` (Fig. 2c), :func:`plot_order_parameters` (Fig. 2c, right),
+  :func:`plot_sampled_order_parameters`, :func:`plot_pc_overlaps` (Fig. 2d),
+  :func:`plot_two_path` (Fig. 2e) and :func:`plot_kernels` (App. Fig. 5b).
+
+The readout token is the **last** one, as in the authors' code; the paper's text says first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Sequence
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+import paththeory
+from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
+from paththeory.model import Architecture, path_features
+from paththeory.plots import matrix_heatmap, stamp_profile
+from paththeory.predict import accuracy, pc_label_overlap, predictor
+from paththeory.profiles import choose, current_profile
+from paththeory.sampling import PosteriorSamples, sample_posterior
+from paththeory.solve import Solution, Theory
+from paththeory.tasks import markov
+
+PAPER_WIDTHS = (10, 30, 50, 100, 300, 500, 1000)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one profile.
+
+    ``widths``: theory widths; ``sample_widths`` / ``two_path_sample_widths``: widths sampled
+    with NUTS for the four-path and the noisier two-path experiment; ``time_limit``: seconds
+    allowed to each sampling run (it stops cleanly and reports where, see
+    :func:`paththeory.sampling.sample_posterior`).
+    """
+
+    n_train: int
+    n_test: int
+    widths: tuple[int, ...]
+    sample_widths: tuple[int, ...]
+    two_path_sample_widths: tuple[int, ...]
+    num_warmup: int
+    num_samples: int
+    num_chains: int
+    time_limit: float
+    temperature: float = 0.01
+    n_pcs: int = 30
+
+
+SETTINGS: dict[str, Config] = {
+    "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 150.0),
+    "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30, 100), (10,), 200, 200, 4, 900.0),
+    "paper": Config(100, 1000, PAPER_WIDTHS, (10, 30, 50, 100, 300, 500), (10, 30, 100), 300, 300, 4, 4 * 3600.0),
+}
+
+# variant name -> (architecture factory, path names in matrix order, out-of-plane noise sigma_perp)
+VARIANTS: dict[str, tuple[Callable[[], Architecture], tuple[str, ...], float]] = {
+    "four_paths": (markov.four_paths, markov.FOUR_PATH_NAMES, 1.0),
+    "good_path": (markov.good_path, markov.GOOD_PATH_NAMES, 1.0),
+    "good_and_denoising": (markov.good_and_denoising, markov.TWO_PATH_NAMES, 1.0),
+    "two_paths_noisy": (markov.two_paths_noisy, markov.TWO_PATH_NAMES, markov.NOISY_SIGMA_PERP),
+    "good_path_noisy": (markov.good_path, markov.GOOD_PATH_NAMES, markov.NOISY_SIGMA_PERP),
+}
+
+
+def settings(profile: str | None = None) -> Config:
+    """The :class:`Config` of ``profile`` (default: the current profile)."""
+    return choose(SETTINGS, profile)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One variant on one data set: path features ``train [P, n_paths, N0]``, ``test [P_test, ...]``."""
+
+    arch: Architecture
+    names: tuple[str, ...]
+    train: np.ndarray
+    test: np.ndarray
+    y_train: np.ndarray
+    y_test: np.ndarray
+
+
+@lru_cache(maxsize=8)
+def problem(variant: str, n_train: int, n_test: int) -> Problem:
+    """Data (train seed 27, test seed 59), architecture and path features of a :data:`VARIANTS` entry."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {sorted(VARIANTS)}; got {variant!r}.")
+    make_arch, names, sigma_perp = VARIANTS[variant]
+    arch = make_arch()
+    train = markov.sample_task(n_train, seed=markov.TRAIN_SEED, sigma_perp=sigma_perp)
+    test = markov.sample_task(n_test, seed=markov.TEST_SEED, sigma_perp=sigma_perp)
+    return Problem(arch, names, np.asarray(path_features(arch, train.x)), np.asarray(path_features(arch, test.x)),
+                   train.y, test.y)
+
+
+@dataclass(frozen=True)
+class TheoryPoint:
+    """The theory at one width: the solver's :class:`~paththeory.solve.Solution` and the test accuracy."""
+
+    width: int
+    solution: Solution
+    accuracy: float
+
+
+def theory_curve(prob: Problem, widths: Sequence[int], temperature: float) -> list[TheoryPoint]:
+    """Solve the action at every width (warm-started from the widest) and score the mean predictor."""
+    solutions = Theory(prob.arch, prob.train, prob.y_train).sweep(list(widths), temperature)
+    points = []
+    for width, sol in zip(widths, solutions):
+        mean, _ = predictor(sol.U, prob.train, prob.y_train, prob.test, temperature)
+        points.append(TheoryPoint(int(width), sol, accuracy(mean, prob.y_test)))
+    return points
+
+
+def gp_accuracy(prob: Problem, temperature: float) -> float:
+    """Test accuracy of the GP (infinite-width) predictor, ``U = sigma_a^2 prod sigma_l^2 I``."""
+    mean, _ = predictor(prob.arch.gp_scale * np.eye(prob.arch.n_paths), prob.train, prob.y_train, prob.test,
+                        temperature)
+    return accuracy(mean, prob.y_test)
+
+
+def sample_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progress: bool = True) -> PosteriorSamples:
+    """NUTS posterior samples at ``width`` with the profile's chain lengths and time limit."""
+    return sample_posterior(
+        prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test,
+        num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
+        time_limit=cfg.time_limit, seed=seed, progress_bar=progress,
+    )
+
+
+def sample_accuracy(samples: PosteriorSamples, prob: Problem) -> float:
+    """Accuracy of the sampled mean predictor (NaN when the run stopped before its first draw)."""
+    return accuracy(samples.mean, prob.y_test) if np.all(np.isfinite(samples.mean)) else float("nan")
+
+
+def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """``|v_i . y| / sqrt(P)`` for the top-``k`` PCs of the training kernels ``K_U`` and ``K_GP`` (spec §4)."""
+    k_u = kernel_matrix(U, prob.train)
+    k_gp = gp_kernel(prob.arch, prob.train)
+    return pc_label_overlap(k_u, prob.y_train, k), pc_label_overlap(k_gp, prob.y_train, k)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: bool, timings: dict, tag: str) -> dict:
+    """Theory over ``widths`` and NUTS at ``sample_widths`` for one problem: a JSON-ready dict."""
+    t = time.perf_counter()
+    curve = theory_curve(prob, widths, cfg.temperature)
+    timings[f"{tag}theory"] = time.perf_counter() - t
+    out = {
+        "paths": list(prob.names),
+        "accuracy": {"theory": {str(p.width): p.accuracy for p in curve}, "samples": {}},
+        "order_parameter": {str(p.width): p.solution.U for p in curve},
+        "solver": {str(p.width): p.solution.report for p in curve},
+        "order_parameter_samples": {},
+        "sampling_diagnostics": {},
+    }
+    for i, width in enumerate(sample_widths):
+        t = time.perf_counter()
+        res = sample_at(prob, width, cfg, seed=i, progress=progress)
+        timings[f"{tag}sampling_N{width}"] = time.perf_counter() - t
+        if progress:
+            print(res.summary(), flush=True)
+        out["accuracy"]["samples"][str(width)] = sample_accuracy(res, prob)
+        out["order_parameter_samples"][str(width)] = res.U if np.all(np.isfinite(res.U)) else None
+        summary = res.to_dict()
+        out["sampling_diagnostics"][str(width)] = {**summary["diagnostics"], "chains": summary["chains"],
+                                                   "stopped": summary["stopped"], "settings": summary["settings"]}
+    return out
+
+
+def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
+        progress: bool = True) -> dict:
+    """Reproduce Fig. 2 at the profile's scale; write ``results.json``, ``features.npz`` and PNGs to ``out_dir``.
+
+    Args:
+      profile: ``smoke``, ``colab`` or ``paper`` (default: :func:`paththeory.profiles.current_profile`).
+      out_dir: output folder (created); nothing is written when ``None``.
+      config: sizes overriding the profile's :data:`SETTINGS` entry.
+      progress: show NUTS progress bars and print sampling summaries.
+    Returns:
+      the content of ``results.json`` (see the chapter for its keys).
+    """
+    name = current_profile(profile)
+    cfg = config or settings(name)
+    temp = cfg.temperature
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+
+    main = problem("four_paths", cfg.n_train, cfg.n_test)
+    results = {"profile": name, "config": asdict(cfg), "temperature": temp, "widths": list(cfg.widths),
+               "display_order": list(markov.DISPLAY_ORDER), "readout": main.arch.readout}
+    results.update(_experiment(main, cfg.widths, cfg.sample_widths, cfg, progress, timings, ""))
+    t = time.perf_counter()
+    results["accuracy"].update({
+        "gp_all": gp_accuracy(main, temp),
+        "gp_good": gp_accuracy(problem("good_path", cfg.n_train, cfg.n_test), temp),
+        "gp_good_denoising": gp_accuracy(problem("good_and_denoising", cfg.n_train, cfg.n_test), temp),
+    })
+    n_small = min(cfg.widths)
+    theory_pcs, gp_pcs = pc_overlaps(main, results["order_parameter"][str(n_small)], cfg.n_pcs)
+    results["pc_overlap"] = {"width": n_small, "theory": theory_pcs, "gp": gp_pcs}
+    timings["gp_and_pcs"] = time.perf_counter() - t
+
+    noisy = problem("two_paths_noisy", cfg.n_train, cfg.n_test)
+    two = _experiment(noisy, cfg.widths, cfg.two_path_sample_widths, cfg, progress, timings, "two_path_")
+    two["accuracy"].update({
+        "gp_good_denoising": gp_accuracy(noisy, temp),
+        "gp_good": gp_accuracy(problem("good_path_noisy", cfg.n_train, cfg.n_test), temp),
+    })
+    results["two_path"] = {"sigma_perp": markov.NOISY_SIGMA_PERP, "denoising": "uniform", **two}
+    timings["total"] = time.perf_counter() - start
+    results["timings"] = timings
+    results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
+                              "backend": jax.default_backend(), "device": str(jax.devices()[0])}
+    results = _jsonable(results)
+    if out_dir is not None:
+        write_outputs(results, main, noisy, Path(out_dir))
+    return results
+
+
+def _jsonable(obj):
+    """Arrays to lists, numpy scalars to floats, NaN to None (strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.ndarray, jax.Array)):
+        return _jsonable(np.asarray(obj).tolist())
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+FIGURES = ("accuracy", "order_parameters", "order_parameters_sampled", "pc_overlap", "two_path", "kernels")
+
+
+def write_outputs(results: dict, main: Problem, noisy: Problem, out_dir: Path) -> list[Path]:
+    """``results.json``, ``features.npz`` (the theory's inputs) and one PNG per entry of :data:`FIGURES`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1))
+    np.savez_compressed(
+        out_dir / "features.npz", train_features=main.train, test_features=main.test, y_train=main.y_train,
+        y_test=main.y_test, temperature=results["temperature"], paths=np.array(main.names),
+        two_path_train_features=noisy.train, two_path_test_features=noisy.test,
+        two_path_y_train=noisy.y_train, two_path_y_test=noisy.y_test,
+    )
+    figures = {
+        "accuracy": plot_accuracy(results), "order_parameters": plot_order_parameters(results),
+        "order_parameters_sampled": plot_sampled_order_parameters(results), "pc_overlap": plot_pc_overlaps(results),
+        "two_path": plot_two_path(results), "kernels": plot_kernels(results, main),
+    }
+    paths = [out_dir / "results.json", out_dir / "features.npz"]
+    for key, fig in figures.items():
+        paths.append(out_dir / f"{key}.png")
+        fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
+        plt.close(fig)
+    return paths
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``{"N": value}`` -> sorted widths and values (None -> NaN)."""
+    items = sorted((int(k), np.nan if v is None else v) for k, v in d.items())
+    return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
+
+
+def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]]) -> None:
+    widths, theory = _curve(acc["theory"])
+    ax.semilogx(widths, theory, "o-", color="C0", label="theory (renormalised kernel)")
+    if acc["samples"]:
+        ws, sampled = _curve(acc["samples"])
+        ax.semilogx(ws, sampled, "s", color="C3", ms=8, mfc="none", mew=2, label="NUTS samples")
+    for key, style, label in gp_lines:
+        ax.axhline(acc[key], color="0.4", ls=style, label=label)
+    ax.set_xlabel("width $N$")
+    ax.set_ylabel("test accuracy")
+    ax.legend(fontsize=8)
+
+
+def plot_accuracy(results: dict) -> Figure:
+    """Fig. 2c: test accuracy vs width; theory, NUTS points and GP lines (all, good, good + denoising)."""
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    _accuracy_axes(ax, results["accuracy"], [("gp_all", "-", "GP, all paths"), ("gp_good", "--", "GP, good path"),
+                                             ("gp_good_denoising", ":", "GP, good + denoising")])
+    ax.set_title(f"Hidden Markov chain, P = {results['config']['n_train']}, T = {results['temperature']}")
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def _display(U, order: Sequence[int]) -> np.ndarray:
+    return np.asarray(U, dtype=float)[np.ix_(order, order)]
+
+
+def _pick_widths(available: Sequence[int]) -> list[int]:
+    """N = 10, 100, 1000 when available, else the smallest, middle and largest width."""
+    wanted = [w for w in (10, 100, 1000) if w in available]
+    ordered = sorted(available)
+    return wanted if len(wanted) == 3 else sorted({ordered[0], ordered[len(ordered) // 2], ordered[-1]})
+
+
+def plot_order_parameters(results: dict, widths: Sequence[int] | None = None) -> Figure:
+    """Fig. 2c (right): the theory's ``U`` at ``N = 10, 100, 1000``, paths in the order g, d, a1, a2."""
+    widths = list(widths) if widths is not None else _pick_widths([int(w) for w in results["order_parameter"]])
+    order = results["display_order"]
+    names = [results["paths"][i] for i in order]
+    fig, axes = plt.subplots(1, len(widths), figsize=(3.6 * len(widths), 3.2), squeeze=False)
+    for ax, w in zip(axes[0], widths):
+        matrix_heatmap(ax, _display(results["order_parameter"][str(w)], order), names, f"theory $U$, N = {w}")
+    fig.tight_layout()
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def plot_sampled_order_parameters(results: dict) -> Figure:
+    """Theory ``U`` next to the NUTS estimate ``<w^pi . w^sigma> / n_0`` at every sampled width."""
+    sampled = {w: u for w, u in results["order_parameter_samples"].items() if u is not None}
+    order = results["display_order"]
+    names = [results["paths"][i] for i in order]
+    fig, axes = plt.subplots(max(1, len(sampled)), 2, figsize=(7.2, 3.2 * max(1, len(sampled))), squeeze=False)
+    for row, (w, u) in zip(axes, sampled.items()):
+        matrix_heatmap(row[0], _display(results["order_parameter"][w], order), names, f"theory, N = {w}")
+        matrix_heatmap(row[1], _display(u, order), names, f"NUTS, N = {w}")
+    if not sampled:
+        for ax in axes[0]:
+            ax.text(0.5, 0.5, "no samples in this profile", ha="center", va="center")
+            ax.set_axis_off()
+    fig.tight_layout()
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def plot_pc_overlaps(results: dict) -> Figure:
+    """Fig. 2d: ``|v_i . y| / sqrt(P)`` for the top kernel PCs, renormalised kernel vs GP kernel."""
+    pcs = results["pc_overlap"]
+    k = np.arange(1, len(pcs["theory"]) + 1)
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    ax.plot(k, pcs["theory"], "o-", color="C0", label=f"renormalised kernel, N = {pcs['width']}")
+    ax.plot(k, pcs["gp"], "s--", color="0.4", label="GP kernel")
+    ax.set_xlabel("principal component (by decreasing eigenvalue)")
+    ax.set_ylabel(r"overlap $|v_i\cdot y|/\sqrt{P}$")
+    ax.legend(fontsize=8)
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def plot_two_path(results: dict) -> Figure:
+    """Fig. 2e: the noisier task (``sigma_perp = 5``) with paths g and d: accuracy vs N and ``U`` at the smallest N."""
+    two = results["two_path"]
+    fig, (ax, ax_u) = plt.subplots(1, 2, figsize=(9.5, 3.8), gridspec_kw={"width_ratios": [1.5, 1]})
+    _accuracy_axes(ax, two["accuracy"], [("gp_good_denoising", ":", "GP, good + denoising"),
+                                         ("gp_good", "--", "GP, good path")])
+    ax.set_title(rf"noisier task, $\sigma_\perp$ = {two['sigma_perp']}, {two['denoising']} denoising head")
+    n_small = min(int(w) for w in two["order_parameter"])
+    matrix_heatmap(ax_u, two["order_parameter"][str(n_small)], two["paths"], f"theory $U$, N = {n_small}")
+    fig.tight_layout()
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def plot_kernels(results: dict, prob: Problem, per_class: int = 25) -> Figure:
+    """App. Fig. 5b: same-path kernels ``H_tot C^{pi pi}``, ``K_GP`` and ``K_U`` at the smallest N.
+
+    Training examples ``0..per_class-1`` (class +1) and ``P/2..P/2+per_class-1`` (class -1).
+    """
+    half = prob.train.shape[0] // 2
+    m = min(per_class, half)
+    idx = np.r_[0:m, half : half + m]
+    feats = prob.train[idx]
+    c = np.asarray(path_kernels(feats))
+    n_small = min(int(w) for w in results["order_parameter"])
+    panels = [(f"path {prob.names[i]}", prob.arch.n_paths * c[i, i]) for i in results["display_order"]]
+    panels += [("GP kernel", np.asarray(gp_kernel(prob.arch, feats))),
+               (f"$K_U$, N = {n_small}", np.asarray(kernel_matrix(results["order_parameter"][str(n_small)], feats)))]
+    fig, axes = plt.subplots(2, 3, figsize=(11, 7))
+    for ax, (title, k) in zip(axes.ravel(), panels):
+        matrix_heatmap(ax, k, None, title, xlabel="example", ylabel="example")
+    fig.tight_layout()
+    stamp_profile(fig, results["profile"])
+    return fig

@@ -1,0 +1,81 @@
+"""Tests of the Fig. 2 reproduction pipeline (spec §6.4) on a tiny configuration.
+
+Oracles: the GP limit of the theory at large width, the stored features re-scored with the
+stored order parameters, and the GP accuracies of the one- and two-path variants recomputed
+from the four-path features (a sub-network's path features are a rescaled subset).
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from paththeory.experiments import markov as exp
+from paththeory.predict import accuracy, predictor
+from paththeory.profiles import PROFILES
+
+TINY = exp.Config(n_train=20, n_test=40, widths=(10, 1000), sample_widths=(10,), two_path_sample_widths=(),
+                  num_warmup=10, num_samples=10, num_chains=1, time_limit=120.0)
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("markov")
+    results = exp.run("smoke", out, config=TINY, progress=False)
+    return results, out
+
+
+def test_files_and_keys(outputs):
+    results, out = outputs
+    assert json.loads((out / "results.json").read_text()) == results
+    for name in exp.FIGURES:
+        assert (out / f"{name}.png").stat().st_size > 1000
+    assert results["profile"] == "smoke" and results["widths"] == [10, 1000]
+    assert results["paths"] == ["g", "a1", "d", "a2"] and results["readout"] == "last"
+    acc = results["accuracy"]
+    assert set(acc) >= {"theory", "gp_all", "gp_good", "gp_good_denoising", "samples"}
+    assert set(acc["theory"]) == {"10", "1000"} and set(acc["samples"]) == {"10"}
+    assert 0.0 <= acc["samples"]["10"] <= 1.0
+    diag = results["sampling_diagnostics"]["10"]
+    assert {"r_hat_max", "ess_bulk_min", "divergences", "e_bfmi", "ess_per_second", "seconds"} <= set(diag)
+    assert np.asarray(results["order_parameter"]["10"]).shape == (4, 4)
+    assert results["two_path"]["paths"] == ["g", "d"] and results["two_path"]["accuracy"]["samples"] == {}
+    assert len(results["pc_overlap"]["theory"]) == min(TINY.n_pcs, TINY.n_train)
+
+
+def test_stored_features_reproduce_stored_accuracy(outputs):
+    results, out = outputs
+    f = np.load(out / "features.npz")
+    temp = float(f["temperature"])
+    for w in ("10", "1000"):
+        mean, _ = predictor(np.asarray(results["order_parameter"][w]), f["train_features"], f["y_train"],
+                            f["test_features"], temp)
+        assert accuracy(mean, f["y_test"]) == results["accuracy"]["theory"][w]
+
+
+def test_large_width_is_the_gp_limit(outputs):
+    results, _ = outputs
+    u = np.asarray(results["order_parameter"]["1000"])
+    np.testing.assert_allclose(u, np.eye(4), atol=0.15)  # P/N = 0.02
+    assert abs(results["accuracy"]["theory"]["1000"] - results["accuracy"]["gp_all"]) <= 0.05
+
+
+def test_variant_gp_accuracies_from_four_path_features(outputs):
+    results, out = outputs
+    f = np.load(out / "features.npz")
+    temp = float(f["temperature"])
+    # xi scales as 1/sqrt(H_tot): good path = 2 xi^g, good + denoising = sqrt(2) (xi^g, xi^d)
+    for key, paths, scale in (("gp_good", [0], 2.0), ("gp_good_denoising", [0, 2], math.sqrt(2.0))):
+        mean, _ = predictor(np.eye(len(paths)), scale * f["train_features"][:, paths], f["y_train"],
+                            scale * f["test_features"][:, paths], temp)
+        assert accuracy(mean, f["y_test"]) == results["accuracy"][key], key
+
+
+def test_profiles_and_bad_variant():
+    assert set(exp.SETTINGS) == set(PROFILES)
+    paper = exp.SETTINGS["paper"]
+    assert (paper.n_train, paper.n_test, paper.temperature, paper.widths) == (100, 1000, 0.01, exp.PAPER_WIDTHS)
+    assert set(exp.SETTINGS["colab"].sample_widths) == {10, 30, 100}
+    with pytest.raises(ValueError, match="variant"):
+        exp.problem("five_paths", 10, 10)
