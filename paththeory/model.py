@@ -356,14 +356,16 @@ def network_output(
     xj = check_tokens(arch, x) if attn is None else jnp.asarray(x)
     attn = attention_matrices(arch, xj) if attn is None else attn
     check_params(arch, params, xj.shape[2])
-    masks = [jnp.ones(h) for h in arch.heads] if head_mask is None else [jnp.asarray(m, float) for m in head_mask]
+    masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else [
+        jnp.asarray(m, xj.dtype) for m in head_mask
+    ]
     if len(masks) != arch.n_layers or any(m.shape != (h,) for m, h in zip(masks, arch.heads)):
         raise ValueError(f"head_mask must be a list of L arrays of shapes {[(h,) for h in arch.heads]}.")
     z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
     for v, a, m in zip(params["V"], attn, masks):
         mixed = jnp.einsum("bsi,bhst->bhti", z, a) * m[None, :, None, None]
         z = jnp.einsum("hji,bhti->btj", v, mixed) / jnp.sqrt(jnp.sum(m) * v.shape[2])
-    pooled = jnp.einsum("btj,t->bj", z, readout_vector(arch.readout, xj.shape[1]))
+    pooled = jnp.einsum("btj,t->bj", z, readout_vector(arch.readout, xj.shape[1]).astype(z.dtype))
     return pooled @ params["a"] / math.sqrt(params["a"].shape[0])
 
 

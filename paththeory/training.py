@@ -1,0 +1,539 @@
+"""Gradient-descent training of the attention network with trainable Q/K (spec §1.5, §7.2).
+
+The network is the one of :func:`paththeory.model.network_output` (spec §1.2: explicit
+``1/sqrt(width)`` factors, no residual, LayerNorm or MLP, every layer's attention from the bare
+input, mean-pooling readout). All of it is trained with AdamW on the MSE against ``y = +-1``
+(decision by sign): the input projection ``V0 [n, N0]``, the value weights ``V[l] [H, n, n]``, the
+readout ``a [n]`` and the query/key weights ``Q[l], K[l] [H, G, N0]``. The model kept is the one
+with the best accuracy on sequences of held-out *validation* characters.
+
+Choices against the loss plateau (measured on 2 CPU cores shared with other jobs, L = 2, H = 4,
+G = 32, mean readout, 1-channel tokens). At MSE = 1 the output is ~0: with random Q/K the attention
+carries no information on which context image matches the query (the correlation between the
+label mass that reaches the query tokens and ``y`` is |r| < 0.05 at init for every initial Q/K scale
+or ``K = Q``), so the value and readout weights shrink, and then the Q/K gradients vanish too: a
+saddle that only batch noise leaves. Even an oracle content-matching head
+(``S = beta * patch_s . patch_t`` plus a same-position bonus) gives only 62-65 % on its own.
+What we did and measured:
+
+* Q/K initial std ``1 / sqrt(N0)`` (``--qk-scale 1``): about 1.7 x the PyTorch default for these
+  tokens, so the attention is not uniform at init (mean entropy 2.65 nats vs log 48 = 3.87);
+  ``--qk-init shared`` (``K = Q``) makes heads attend to tokens similar to the query, mostly to
+  themselves and their own image; it did not shorten the plateau in 300-600-step trials.
+* Linear warm-up (200 steps), global-norm clipping at 1, AdamW; lr 2e-3, 5e-3 and 1e-2 all sat at
+  loss ~1.0 for the first 300-600 steps at ``d_model`` 64-128.
+* ``--channels 1`` (``N0 = 64``): three times cheaper than ``N0 = 192``, where an earlier trial never
+  left the plateau in 3,000 steps; ``--augment dihedral`` (8 rotations/reflections of each training
+  character, 158 -> 1,264 classes) against over-fitting the few characters available offline.
+* The shipped checkpoint (``d_model`` 64, batch 64, lr 5e-3, 20,000 steps, 31 min on CPU) left
+  the plateau only slowly: training loss 1.006 at step 2,000, 0.98 at 8,000, 0.93 at 18,000;
+  validation accuracy 0.53 at 4,000, 0.58 at 10,000, best 0.609 at 19,500. Its accuracies on
+  1,000 balanced sequences each: training characters 56.2 %, held-out characters 56.9 %, one-shot
+  runs 57.7 %, MNIST 0-vs-1 41.0 % (below chance). The paper's model (1,028 characters, about
+  41,000 steps of batch 128 on a GPU) reached 83.8 %; ours is far from trained, and a longer run
+  (``paththeory train omniglot`` on a GPU) is needed for the paper's effects.
+
+Data: the 242 background characters available offline (``load_omniglot("auto")`` uses the full
+964-character background set where it can be found); characters are split into train /
+validation / held-out test (:func:`paththeory.tasks.omniglot.split_characters`), and the training
+characters can be augmented by rotations (and reflections) of every drawing, each a new class.
+
+Checkpoints are an ``.npz`` of float32 arrays (``Q``, ``K`` ``[L, H, G, N0]``, ``V0``, ``V1..VL``,
+``a``) and a ``.json`` of metadata (config, command line, data, steps, wall time, accuracies): no
+pickles. :func:`load_checkpoint` reads the shipped one by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.resources
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from paththeory.model import Architecture, QKAttention, effective_weights, network_output
+
+Params = dict  # {"Q", "K": [L, H, G, N0], "V0": [n, N0], "V": tuple of [H, n, n], "a": [n]}
+SHIPPED = "omniglot_l2h4"
+EVAL_SETS = ("train", "validation", "test", "one_shot_runs", "mnist")
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Sizes and optimiser settings of one training run (defaults: the shipped checkpoint's)."""
+
+    steps: int = 20000
+    batch_size: int = 64
+    lr: float = 5e-3
+    warmup: int = 200
+    clip: float = 1.0
+    weight_decay: float = 5e-5
+    d_model: int = 64
+    qk_dim: int = 32
+    heads: int = 4
+    layers: int = 2
+    channels: int = 1
+    qk_scale: float = 1.0
+    qk_init: str = "random"
+    augment: str = "dihedral"
+    seed: int = 0
+    val_every: int = 250
+    n_eval: int = 1000
+    split_seed: int = 0
+    validation: float = 0.1
+    test: float = 0.25
+    time_limit_minutes: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "d_model", "qk_dim", "heads", "layers", "val_every", "n_eval"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be a positive integer; got {getattr(self, name)!r}.")
+        if self.channels not in (1, 3):
+            raise ValueError(f"channels must be 1 (N0 = 64) or 3 (N0 = 192); got {self.channels!r}.")
+        if self.qk_init not in ("random", "shared"):
+            raise ValueError(f"qk_init must be 'random' or 'shared'; got {self.qk_init!r}.")
+        if self.augment not in AUGMENTATIONS:
+            raise ValueError(f"augment must be one of {tuple(AUGMENTATIONS)}; got {self.augment!r}.")
+        if not (self.lr > 0 and self.clip > 0 and self.weight_decay >= 0 and self.warmup >= 0 and self.qk_scale > 0):
+            raise ValueError("lr, clip and qk_scale must be > 0; weight_decay and warmup >= 0.")
+        if self.n_eval % 2:
+            raise ValueError(f"n_eval must be even (balanced evaluation sets); got {self.n_eval}.")
+
+
+#: Image transforms whose results are new training classes: rotations by k * 90 degrees, then
+#: optionally a left-right flip.
+AUGMENTATIONS: dict[str, tuple[tuple[int, bool], ...]] = {
+    "none": ((0, False),),
+    "rot4": tuple((k, False) for k in range(4)),
+    "dihedral": tuple((k, f) for f in (False, True) for k in range(4)),
+}
+
+
+# --------------------------------------------------------------------------- parameters and model
+
+
+def init_params(config: TrainConfig, input_dim: int, seed: int = 0) -> Params:
+    """Initial weights (numpy float32). ``V0, V, a ~ N(0, 1)`` (the 1/sqrt(width) factors are explicit);
+    ``Q, K ~ N(0, qk_scale^2 / N0)``, and with ``qk_init="shared"`` ``K = Q`` (``K^T Q`` positive
+    semi-definite: every head starts out attending to tokens similar to the query)."""
+    L, H, G, n = config.layers, config.heads, config.qk_dim, config.d_model
+    rng = np.random.default_rng(seed)
+    std = config.qk_scale / math.sqrt(input_dim)
+    q = std * rng.standard_normal((L, H, G, input_dim))
+    k = q if config.qk_init == "shared" else std * rng.standard_normal((L, H, G, input_dim))
+    params = {
+        "Q": q,
+        "K": k,
+        "V0": rng.standard_normal((n, input_dim)),
+        "V": tuple(rng.standard_normal((H, n, n)) for _ in range(L)),
+        "a": rng.standard_normal(n),
+    }
+    return jax.tree.map(lambda a: a.astype(np.float32), params)
+
+
+def architecture(params: Params) -> Architecture:
+    """The :class:`Architecture` of the trained Q/K (mean readout); works on traced arrays too."""
+    return Architecture(
+        tuple(QKAttention(q, k) for q, k in zip(params["Q"], params["K"])), readout="mean"
+    )
+
+
+def value_params(params: Params) -> dict:
+    """The ``{"V0", "V", "a"}`` part that :func:`paththeory.model.network_output` takes."""
+    return {"V0": params["V0"], "V": tuple(params["V"]), "a": params["a"]}
+
+
+def predict(params: Params, x: jax.Array, head_mask: Sequence | None = None) -> jax.Array:
+    """Network output ``f(x)`` ``[B]`` for tokens ``x [B, 48, N0]`` (spec §1.2 forward pass)."""
+    return network_output(architecture(params), value_params(params), x, head_mask=head_mask)
+
+
+def loss_fn(params: Params, x: jax.Array, y: jax.Array) -> jax.Array:
+    """Mean squared error ``mean (f(x) - y)^2`` against ``y = +-1`` (spec §1.5)."""
+    return jnp.mean((predict(params, x) - y) ** 2)
+
+
+def optimizer(config: TrainConfig) -> optax.GradientTransformation:
+    """Global-norm clipping, then AdamW with a linear warm-up to a constant learning rate."""
+    schedule = optax.linear_schedule(0.0, config.lr, max(config.warmup, 1))
+    return optax.chain(
+        optax.clip_by_global_norm(config.clip), optax.adamw(schedule, weight_decay=config.weight_decay)
+    )
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@jax.jit
+def _predict_jit(params: Params, x: jax.Array, head_mask) -> jax.Array:
+    return predict(params, x, head_mask)
+
+
+def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batch_size: int = 500) -> float:
+    """Accuracy ``mean(sign f(x) == y)`` of a :class:`Checkpoint` or a training params dict.
+
+    Args:
+      x: tokens ``[P, 48, N0]``; ``y``: targets ``[P]`` in ``{-1, +1}``.
+      head_mask: list over layers of ``[H_l]`` 0/1 arrays: pruned heads (spec §5.2).
+    Computed in float32, as in training.
+    """
+    params = checkpoint_or_params.trained if isinstance(checkpoint_or_params, Checkpoint) else checkpoint_or_params
+    y = np.asarray(y, dtype=np.float64)
+    if np.ndim(x) != 3 or len(x) != len(y) or not np.all(np.abs(y) == 1):
+        raise ValueError(f"x must be [P, T, N0] and y [P] in {{-1, +1}}; got {np.shape(x)} and {y.shape}.")
+    with jax.enable_x64(False):
+        p32 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
+        mask = None if head_mask is None else [jnp.asarray(m, jnp.float32) for m in head_mask]
+        f = np.concatenate([
+            np.asarray(_predict_jit(p32, jnp.asarray(x[i : i + batch_size], jnp.float32), mask))
+            for i in range(0, len(y), batch_size)
+        ])
+    return float(np.mean(np.sign(f) == y))
+
+
+def gd_order_parameter(arch: Architecture, params: dict) -> np.ndarray:
+    """"Gradient-descent U" ``w^pi . w^sigma`` ``[n_paths, n_paths]`` from trained weights (spec §2.4).
+
+    ``w^pi`` are the effective weights of :func:`paththeory.effective_weights` (``V0`` excluded);
+    they differ from the raw products ``V1^T V2^T a`` by one factor common to all paths, so only
+    the colour pattern is meaningful. ``params`` may be the value part or the full training dict.
+    """
+    w = np.asarray(effective_weights(arch, value_params(params)), dtype=np.float64)
+    if w.shape[0] != arch.n_paths:
+        raise ValueError(f"params give {w.shape[0]} paths but the architecture has {arch.n_paths}.")
+    return w @ w.T
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class OmniglotData:
+    """Encoded drawings and the character split of one training run.
+
+    Attributes:
+      patches: ``[n_images, 16, 64]`` encoded drawings (:func:`encode_images`); ``labels`` their characters.
+      split: train / validation / test character ids.
+      pool_patches, pool_labels: the training pool, training characters only, augmented (each
+        transform of a character is a new class id).
+      source: the data set's ``source`` string, e.g. ``"omniglot:background_small"``.
+    """
+
+    patches: np.ndarray
+    labels: np.ndarray
+    split: object
+    pool_patches: np.ndarray
+    pool_labels: np.ndarray
+    source: str
+
+
+def omniglot_data(config: TrainConfig, root: str | os.PathLike | None = None) -> OmniglotData:
+    """Load Omniglot, split its characters (``config.split_seed``) and build the augmented training pool."""
+    from paththeory.data import load_omniglot
+    from paththeory.tasks.omniglot import encode_images, split_characters
+
+    chars = load_omniglot(root=root)
+    split = split_characters(chars.n_classes, validation=config.validation, test=config.test, seed=config.split_seed)
+    patches = encode_images(chars.images)
+    train_images = np.isin(chars.labels, split.train)
+    pool_patches, pool_labels = [], []
+    for i, (k, flip) in enumerate(AUGMENTATIONS[config.augment]):
+        images = np.rot90(chars.images[train_images], k, axes=(1, 2))
+        images = np.ascontiguousarray(images[:, :, ::-1] if flip else images)
+        pool_patches.append(patches[train_images] if i == 0 else encode_images(images))
+        pool_labels.append(chars.labels[train_images] + i * chars.n_classes)
+    return OmniglotData(
+        patches, np.asarray(chars.labels), split, np.concatenate(pool_patches), np.concatenate(pool_labels), chars.source
+    )
+
+
+def _mnist_context(root) -> str:
+    """``"train"`` where the MNIST training set is on disk (the authors' contexts), else ``"test"``."""
+    from paththeory.data import DataNotFoundError, load_mnist
+
+    try:
+        load_mnist("train", root=root, download=False)
+        return "train"
+    except DataNotFoundError:
+        return "test"
+
+
+def evaluation_sets(
+    config: TrainConfig,
+    data: OmniglotData,
+    names: Sequence[str] = EVAL_SETS,
+    *,
+    root: str | os.PathLike | None = None,
+    mnist_context: str | None = None,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Fixed, balanced evaluation sequences ``{name: (x, y)}`` of ``config.n_eval`` sequences each.
+
+    ``train``/``validation``/``test``: Omniglot sequences of those characters (no augmentation);
+    ``one_shot_runs``: the 20 runs of the evaluation alphabets; ``mnist``: MNIST 0 vs 1 (spec §7.3),
+    contexts from ``mnist_context`` (default: the training set if present, else the test set).
+    Seeds are fixed (``10_000 + index in EVAL_SETS``), so a checkpoint's numbers can be rebuilt.
+    """
+    from paththeory.data import load_one_shot_runs
+    from paththeory.tasks.omniglot import icl_sequences, ood_sequences, one_shot_run_sequences
+
+    unknown = set(names) - set(EVAL_SETS)
+    if unknown:
+        raise ValueError(f"unknown evaluation sets {sorted(unknown)}; choose from {EVAL_SETS}.")
+    n, ch = config.n_eval, config.channels
+    out = {}
+    for name in names:
+        seed = 10_000 + EVAL_SETS.index(name)
+        if name in ("train", "validation", "test"):
+            chars = getattr(data.split, name)
+            out[name] = icl_sequences(data.patches, data.labels, seed, n, characters=chars, balanced=True, channels=ch)
+        elif name == "one_shot_runs":
+            out[name] = one_shot_run_sequences(load_one_shot_runs(root=root), seed, n, balanced=True, channels=ch)
+        else:
+            context = mnist_context or _mnist_context(root)
+            out[name] = ood_sequences("mnist", n // 2, context=context, root=root, channels=ch)
+    return out
+
+
+# --------------------------------------------------------------------------- training loop
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Best-validation parameters (numpy float32), the history and bookkeeping of one run.
+
+    ``history``: ``step``, ``loss`` (mean training loss since the previous record; ``None`` at
+    step 0) and ``val_accuracy`` at every validation point (step 0 included).
+    """
+
+    params: Params
+    history: dict
+    best_step: int
+    steps_done: int
+    wall_time_s: float
+
+
+def omniglot_batches(config: TrainConfig, data: OmniglotData) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Endless fresh training sequences from the (augmented) training pool, seeded by ``config.seed``."""
+    from paththeory.tasks.omniglot import icl_sequences
+
+    rng = np.random.default_rng(config.seed)
+    while True:
+        yield icl_sequences(data.pool_patches, data.pool_labels, rng, config.batch_size, channels=config.channels)
+
+
+def train(
+    config: TrainConfig,
+    batches: Iterator[tuple[np.ndarray, np.ndarray]],
+    val: tuple[np.ndarray, np.ndarray],
+    *,
+    progress: bool = True,
+) -> TrainResult:
+    """AdamW on the MSE over the training batches; keep the parameters of best validation accuracy.
+
+    Args:
+      batches: yields ``(x [B, T, N0], y [B])`` (e.g. :func:`omniglot_batches`); ``config.batch_size``
+        is not used here.
+      val: validation sequences ``(x, y)``, checked every ``config.val_every`` steps and at step 0.
+    Runs ``config.steps`` steps or until ``config.time_limit_minutes``, in float32 (with a tqdm bar
+    showing loss and validation accuracy if ``progress``).
+    """
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    limit = math.inf if config.time_limit_minutes is None else 60.0 * config.time_limit_minutes
+    opt = optimizer(config)
+    with jax.enable_x64(False):
+        x, y = next(batches)
+        params = init_params(config, x.shape[2], config.seed)
+        state = opt.init(params)
+
+        @jax.jit
+        def step(params, state, x, y):
+            loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+            updates, state = opt.update(grads, state, params)
+            return optax.apply_updates(params, updates), state, loss
+
+        history = {"step": [], "loss": [], "val_accuracy": []}
+        best, best_step, losses = -1.0, 0, []
+        bar = tqdm(total=config.steps, disable=not progress, desc="train", mininterval=2.0)
+        done = 0
+        for done in range(config.steps + 1):
+            if done % config.val_every == 0 or done == config.steps or time.perf_counter() - start > limit:
+                acc = evaluate(params, *val)
+                history["step"].append(done)
+                history["loss"].append(float(np.mean(losses)) if losses else None)
+                history["val_accuracy"].append(acc)
+                if acc > best:
+                    best, best_step, kept = acc, done, jax.tree.map(np.asarray, params)
+                bar.set_postfix(loss=f"{np.mean(losses) if losses else np.nan:.3f}", val_acc=f"{acc:.3f}", best=f"{best:.3f}")
+                losses = []
+                if done == config.steps or time.perf_counter() - start > limit:
+                    break
+            if done:
+                x, y = next(batches)
+            params, state, loss = step(params, state, jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32))
+            losses.append(float(loss))
+            bar.update(1)
+        bar.close()
+    return TrainResult(kept, history, best_step, done, time.perf_counter() - start)
+
+
+def training_demo(steps: int = 300, *, d_model: int = 32, batch_size: int = 32, val_every: int = 25,
+                  seed: int = 0, root: str | os.PathLike | None = None) -> dict:
+    """A short run for the ``smoke`` profile (about a minute on CPU): the loss/accuracy history.
+
+    Returns ``train(...).history`` plus ``"config"`` (the :class:`TrainConfig` as a dict).
+    """
+    config = TrainConfig(steps=steps, d_model=d_model, batch_size=batch_size, val_every=val_every,
+                         warmup=min(100, steps // 4), seed=seed, n_eval=400, augment="none")
+    data = omniglot_data(config, root)
+    val = evaluation_sets(config, data, ("validation",), root=root)["validation"]
+    result = train(config, omniglot_batches(config, data), val, progress=False)
+    return {**result.history, "config": dataclasses.asdict(config)}
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A trained network: its :class:`Architecture` (trained Q/K heads, mean readout), the value
+    params ``{"V0", "V", "a"}`` for :func:`paththeory.network_output`, and the json metadata."""
+
+    architecture: Architecture
+    params: dict
+    metadata: dict
+
+    @property
+    def trained(self) -> Params:
+        """The full training dict, Q/K included (float32), as :func:`evaluate` takes it."""
+        q = np.stack([layer.query for layer in self.architecture.attention]).astype(np.float32)
+        k = np.stack([layer.key for layer in self.architecture.attention]).astype(np.float32)
+        return {"Q": q, "K": k, **self.params}
+
+    @property
+    def config(self) -> TrainConfig:
+        return TrainConfig(**self.metadata["config"])
+
+    @property
+    def channels(self) -> int:
+        """Pixel copies in the tokens the network was trained on (``N0 = 64 * channels``)."""
+        return int(self.metadata["config"]["channels"])
+
+
+def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict) -> tuple[Path, Path]:
+    """Write ``stem.npz`` (float32 ``Q``, ``K``, ``V0``, ``V1..VL``, ``a``) and ``stem.json``."""
+    stem = Path(stem).with_suffix("") if Path(stem).suffix in (".npz", ".json") else Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {"Q": params["Q"], "K": params["K"], "V0": params["V0"], "a": params["a"]}
+    arrays.update({f"V{l + 1}": v for l, v in enumerate(params["V"])})
+    np.savez(stem.with_suffix(".npz"), **{k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()})
+    stem.with_suffix(".json").write_text(json.dumps(metadata, indent=1) + "\n")
+    return stem.with_suffix(".npz"), stem.with_suffix(".json")
+
+
+def load_checkpoint(path: str | os.PathLike | None = None) -> Checkpoint:
+    """Read a checkpoint (``.npz`` + ``.json``, given with or without suffix); default: the shipped one."""
+    if path is None:
+        path = importlib.resources.files("paththeory") / "checkpoints" / f"{SHIPPED}.npz"
+    stem = Path(str(path))
+    stem = stem.with_suffix("") if stem.suffix in (".npz", ".json") else stem
+    npz, meta = stem.with_suffix(".npz"), stem.with_suffix(".json")
+    if not npz.is_file() or not meta.is_file():
+        raise ValueError(f"a checkpoint needs both {npz} and {meta}; at least one is missing.")
+    with np.load(npz, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    n_layers = arrays["Q"].shape[0]
+    params = {"V0": arrays["V0"], "V": tuple(arrays[f"V{l + 1}"] for l in range(n_layers)), "a": arrays["a"]}
+    arch = architecture({"Q": arrays["Q"], "K": arrays["K"]})
+    return Checkpoint(arch, params, json.loads(meta.read_text()))
+
+
+def checkpoint_sequences(checkpoint: Checkpoint, names: Sequence[str] = ("test",), *,
+                         root: str | os.PathLike | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Rebuild the evaluation sequences a checkpoint's accuracies were measured on."""
+    config = checkpoint.config
+    data = omniglot_data(dataclasses.replace(config, augment="none"), root)
+    if data.source != checkpoint.metadata["data"]["source"]:
+        raise ValueError(f"the checkpoint was evaluated on {checkpoint.metadata['data']['source']}, "
+                         f"but {data.source} was found; its character split differs.")
+    return evaluation_sets(config, data, names, root=root, mnist_context=checkpoint.metadata["data"]["mnist_context"])
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    d = TrainConfig()
+    p = argparse.ArgumentParser(prog="paththeory train omniglot",
+                                description="Train the L-layer attention network on one-shot Omniglot (spec §7.2).")
+    for flag, kind, help_ in [
+        ("steps", int, "optimiser steps"), ("batch_size", int, "sequences per step"),
+        ("lr", float, "peak learning rate (AdamW)"), ("warmup", int, "linear warm-up steps"),
+        ("clip", float, "global gradient-norm clip"), ("weight_decay", float, "AdamW weight decay"),
+        ("d_model", int, "width n of every layer"), ("qk_dim", int, "query/key dimension G"),
+        ("heads", int, "heads per layer H"), ("layers", int, "attention layers L"),
+        ("qk_scale", float, "Q/K init std times sqrt(N0)"), ("seed", int, "initialisation and batch seed"),
+        ("val_every", int, "steps between validations"), ("n_eval", int, "sequences per evaluation set"),
+        ("split_seed", int, "seed of the character split"),
+        ("time_limit_minutes", float, "stop after this wall time (keeps the best validation model)"),
+    ]:
+        p.add_argument("--" + flag.replace("_", "-"), type=kind, default=getattr(d, flag), help=help_)
+    p.add_argument("--channels", type=int, choices=(1, 3), default=d.channels, help="pixel copies: N0 = 64 * channels")
+    p.add_argument("--qk-init", choices=("random", "shared"), default=d.qk_init, help="'shared': K = Q at init")
+    p.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=d.augment,
+                   help="rotations/reflections of training characters as new classes")
+    p.add_argument("--out", required=True, help="output stem: writes OUT.npz and OUT.json")
+    p.add_argument("--data-root", default=None, help="folder holding omniglot/ and mnist/ (see paththeory.data)")
+    return p
+
+
+def train_command(argv: list[str], command_line: str) -> int:
+    """``paththeory train omniglot ...``: train, evaluate on every set, write the checkpoint."""
+    args = vars(_parser().parse_args(argv))
+    out, root = args.pop("out"), args.pop("data_root")
+    config = TrainConfig(**args)
+    data = omniglot_data(config, root)
+    mnist_context = _mnist_context(root)
+    sets = evaluation_sets(config, data, root=root, mnist_context=mnist_context)
+    result = train(config, omniglot_batches(config, data), sets["validation"])
+    accuracies = {name: evaluate(result.params, x, y) for name, (x, y) in sets.items()}
+    metadata = {
+        "format": "paththeory checkpoint v1: npz float32 arrays Q, K [L, H, G, N0], V0 [n, N0], V1..VL [H, n, n], a [n]",
+        "command_line": command_line,
+        "config": dataclasses.asdict(config),
+        "data": {
+            "source": data.source, "characters": {k: len(getattr(data.split, k)) for k in ("train", "validation", "test")},
+            "training_classes_after_augmentation": int(len(np.unique(data.pool_labels))),
+            "mnist_context": mnist_context, "n_eval": config.n_eval,
+        },
+        "steps_done": result.steps_done, "best_step": result.best_step,
+        "wall_time_s": round(result.wall_time_s, 1),
+        "accuracies": accuracies,
+        "history": result.history,
+        "package_version": _version(), "device": f"{jax.default_backend()} ({platform.processor() or platform.machine()})",
+    }
+    npz, _ = save_checkpoint(out, result.params, metadata)
+    print(json.dumps({"checkpoint": str(npz), "steps_done": result.steps_done, "best_step": result.best_step,
+                      "wall_time_s": metadata["wall_time_s"], "accuracies": accuracies}, indent=1))
+    return 0
+
+
+def _version() -> str:
+    from paththeory import __version__
+
+    return __version__
