@@ -1,0 +1,29 @@
+"""The benchmark's comparison machinery on a tiny problem (no timing assertions)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from paththeory import bench
+from paththeory.cli import build_parser
+from paththeory.solve import Theory
+
+
+def test_compare_reaches_the_baseline_gradient_and_the_same_minimum(small_problem):
+    arch, feats, y, *_ = small_problem
+    theory = Theory(arch, feats, y)
+    result = bench.compare(theory, [5.0, 50.0], 0.1, lr=0.1, baseline_max_steps=20_000)
+    assert result["converged"]
+    assert result["grad_norm"] <= result["baseline_grad_norm"] < 1e-5
+    assert result["grad_norm_tol_1e-9"] <= 1e-9
+    assert all(steps < 20_000 for steps in result["baseline_steps"])
+    # Adam and L-BFGS find the same order parameter (to the baseline's tolerance).
+    Us, _, _ = bench.baseline_adam(theory, 5.0, 0.1, 0.1, 20_000)
+    np.testing.assert_allclose(Us[0], theory.solve(5.0, 0.1).U, atol=1e-3)
+
+
+def test_cli_parses_bench_and_reproduce():
+    args = build_parser().parse_args(["bench", "--json", "--case", "markov", "--baseline-max-steps", "10"])
+    assert args.json and args.case == "markov" and args.baseline_max_steps == 10
+    args = build_parser().parse_args(["reproduce", "markov", "--profile", "smoke", "--out", "x"])
+    assert args.experiment == "markov" and args.profile == "smoke"
