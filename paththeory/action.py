@@ -29,22 +29,43 @@ Array = jax.Array
 
 
 def order_parameter_sizes(heads: Sequence[int]) -> list[int]:
-    """Sizes of ``U^(1), ..., U^(L)``: ``prod_{m >= l} H_m``."""
+    """Sizes of ``U^(1), ..., U^(L)``: ``prod_{m >= l} H_m``.
+
+    Example:
+      >>> order_parameter_sizes((2, 3))
+      [6, 3]
+    """
     return [int(np.prod(heads[l:])) for l in range(len(heads))]
 
 
 def gp_order_parameters(heads: Sequence[int], variances: Sequence[float]) -> list[np.ndarray]:
-    """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I`` (spec §3.4)."""
+    """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I`` (spec §3.4).
+
+    Example:
+      >>> [round(float(u[0, 0]), 4) for u in gp_order_parameters((2, 3), (1.0, 0.6, 1.7, 2.1))]
+      [2.142, 3.57]
+    """
     return [np.eye(size) * level_scale(l, variances) for l, size in enumerate(order_parameter_sizes(heads))]
 
 
 def level_scale(l: int, variances: Sequence[float]) -> float:
-    """``sigma_a^2 prod_{m > l} sigma_m^2`` for 0-based layer index ``l`` (the GP value of ``U^(l+1)``)."""
+    """``sigma_a^2 prod_{m > l} sigma_m^2`` for 0-based layer index ``l`` (the GP value of ``U^(l+1)``).
+
+    Example:
+      >>> round(level_scale(0, (1.0, 0.6, 1.7, 2.1)), 4), round(level_scale(1, (1.0, 0.6, 1.7, 2.1)), 4)
+      (2.142, 3.57)
+    """
     return float(variances[-1] * np.prod(variances[1 + l : -1]))
 
 
 def partial_trace(U: Array, n_heads: int) -> Array:
-    """``(Tr_{h_l} U^(l))_{pi' sigma'} = sum_h U_{(h, pi'), (h, sigma')}`` over the slowest head index."""
+    """``(Tr_{h_l} U^(l))_{pi' sigma'} = sum_h U_{(h, pi'), (h, sigma')}`` over the slowest head index.
+
+    Example:
+      >>> print(np.asarray(partial_trace(jnp.eye(4), 2)))
+      [[2. 0.]
+       [0. 2.]]
+    """
     m = U.shape[0] // n_heads
     return jnp.einsum("hahb->ab", U.reshape(n_heads, m, n_heads, m))
 
@@ -54,6 +75,10 @@ def readout_order_parameter(trace_last: Array, widths: Sequence[float], heads: S
 
     ``beta_a = sigma_a^2 (H_L n_{L-1} / n_L - 1)``,
     ``gamma_a = sigma_a^2 n_{L-1} Tr U^(L) / (sigma_L^2 n_L)``.
+
+    Example:
+      >>> round(float(readout_order_parameter(2.5, (10.0, 10.0, 30.0), (2, 3), (1.0, 1.0, 0.8, 1.5))), 6)
+      1.25
     """
     n_prev, n_last = widths[-2], widths[-1]
     var_a, var_last = variances[-1], variances[-2]
@@ -67,7 +92,13 @@ def _logdet_pd(U: Array) -> Array:
 
 
 def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, variances) -> Array:
-    """The entropy part of S (not divided by N) at a given ``U_a``."""
+    """The entropy part of S (not divided by N) at a given ``U_a``.
+
+    Example:
+      >>> Us = [jnp.eye(4), jnp.eye(2)]
+      >>> round(float(entropy_with_readout(Us, 1.0, (10.0, 10.0, 10.0), (2, 2), (1.0,) * 4)), 6)
+      70.0
+    """
     L = len(heads)
     n_prev_last, n_last = widths[L - 1], widths[L]
     var_a = variances[-1]
@@ -87,20 +118,41 @@ def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, varianc
 
 
 def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
-    """Entropy part of S with ``U_a`` at its closed-form root (not divided by N)."""
+    """Entropy part of S with ``U_a`` at its closed-form root (not divided by N).
+
+    Example:
+      >>> Us = [jnp.eye(4), jnp.eye(2)]
+      >>> round(float(entropy(Us, (10.0, 10.0, 10.0), (2, 2), (1.0,) * 4)), 6)
+      70.0
+    """
     U_a = readout_order_parameter(jnp.trace(Us[-1]), widths, heads, variances)
     return entropy_with_readout(Us, U_a, widths, heads, variances)
 
 
 def energy(K: Array, y: Array, temperature) -> Array:
-    """``ln det(K + T I) + y^T (K + T I)^{-1} y`` through a Cholesky factor."""
+    """``ln det(K + T I) + y^T (K + T I)^{-1} y`` through a Cholesky factor.
+
+    Example:
+      >>> round(float(energy(jnp.eye(2), jnp.array([1.0, -1.0]), 1.0)), 6)
+      2.386294
+    """
     chol = jnp.linalg.cholesky(K + temperature * jnp.eye(K.shape[0], dtype=K.dtype))
     alpha = jax.scipy.linalg.solve_triangular(chol, y, lower=True)
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol))) + alpha @ alpha
 
 
 def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, variances) -> Array:
-    """``S / N`` with ``N = max_l n_l`` for order parameters ``Us`` and the kernel ``K = K(U^(1))``."""
+    """``S / N`` with ``N = max_l n_l`` for order parameters ``Us`` and the kernel ``K = K(U^(1))``.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.kernels import kernel_matrix
+      >>> arch, _, x = model_problem()
+      >>> Us = [jnp.eye(6), jnp.eye(2)]
+      >>> K = kernel_matrix(Us[0], pt.path_features(arch, x))
+      >>> round(float(action(Us, K, jnp.array([1.0, -1.0, 1.0, -1.0]), 0.1, (10.0,) * 3, arch.heads, arch.variances)), 4)
+      9.4033
+    """
     n_max = jnp.max(jnp.asarray(widths))
     return (entropy(Us, widths, heads, variances) + energy(K, y, temperature)) / n_max
 
@@ -109,6 +161,10 @@ def single_path_entropy_minimum(U: float, depth: int) -> float:
     """Closed form for one path at depth L: ``min_inner S_ent / N = (L+1) U^{1/(L+1)} - ln U`` (spec §3.2).
 
     Valid for unit variances and equal widths (up to an additive constant that is zero here).
+
+    Example:
+      >>> float(single_path_entropy_minimum(1.0, 2))
+      3.0
     """
     return (depth + 1) * U ** (1.0 / (depth + 1)) - np.log(U)
 
@@ -120,6 +176,12 @@ def inner_order_parameter_l2(U: np.ndarray, heads: Sequence[int], widths, varian
     Solves ``a (U2)^2 + b U2 - c u = 0`` with ``u = Tr_{h_1} U``, ``a = n_1 / (sigma_2^2 U_a)``,
     ``b = n_0 H_1 - n_1``, ``c = n_0 / sigma_1^2`` in the eigenbasis of ``u``, iterating ``U_a`` to
     its fixed point. An independent oracle for the jointly optimised inner order parameter.
+
+    Example:
+      >>> U2, U_a = inner_order_parameter_l2(np.eye(4), (2, 2), (10.0, 10.0, 10.0), (1.0,) * 4)
+      >>> print(np.round(U2, 4), round(U_a, 4))
+      [[1. 0.]
+       [0. 1.]] 1.0
     """
     h1, h2 = heads
     n0, n1, n2 = widths

@@ -43,6 +43,10 @@ class QKAttention:
     Args:
       query: ``[H, G, N0]`` query weights, one ``G x N0`` matrix per head.
       key: ``[H, G, N0]`` key weights.
+
+    Example:
+      >>> pt.QKAttention(query=np.zeros((2, 3, 5)), key=np.zeros((2, 3, 5))).n_heads
+      2
     """
 
     query: np.ndarray
@@ -77,6 +81,10 @@ class ScoreAttention:
 
     Args:
       w: ``[H, N0, N0]``; the row index acts on the key token, the column index on the query.
+
+    Example:
+      >>> pt.ScoreAttention(np.zeros((3, 5, 5))).n_heads
+      3
     """
 
     w: np.ndarray
@@ -105,6 +113,10 @@ class FixedAttention:
 
     Args:
       matrices: ``[B, H, T, T]`` indexed ``[b, h, key, query]``; nonnegative, columns sum to one.
+
+    Example:
+      >>> pt.FixedAttention(np.full((1, 2, 4, 4), 0.25)).n_heads
+      2
     """
 
     matrices: np.ndarray
@@ -155,6 +167,13 @@ class Architecture:
         :class:`FixedAttention`); layer ``l`` has ``H_l`` heads (may differ per layer).
       readout: ``"first"``, ``"last"`` or ``"mean"`` token pooling (spec §1.2).
       variances: prior variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)``; all 1 by default.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> layer = pt.QKAttention(rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 3, 5)))
+      >>> arch = pt.Architecture((layer, layer), readout="mean")
+      >>> arch.heads, arch.n_paths, arch.path_names()
+      ((2, 2), 4, ['(0,0)', '(0,1)', '(1,0)', '(1,1)'])
     """
 
     attention: tuple[LayerAttention, ...]
@@ -228,7 +247,12 @@ class Architecture:
 
 
 def readout_vector(readout: Readout, n_tokens: int) -> Array:
-    """The pooling vector ``r`` over query tokens (spec §1.2)."""
+    """The pooling vector ``r`` over query tokens (spec §1.2).
+
+    Example:
+      >>> print(np.asarray(readout_vector("mean", 4)))
+      [0.25 0.25 0.25 0.25]
+    """
     if readout == "mean":
         return jnp.full((n_tokens,), 1.0 / n_tokens)
     return jnp.zeros((n_tokens,)).at[0 if readout == "first" else n_tokens - 1].set(1.0)
@@ -247,7 +271,14 @@ def check_tokens(arch: Architecture, x) -> Array:
 
 
 def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
-    """Attention of every layer, computed from the bare input: tuple of ``[B, H_l, T, T]``."""
+    """Attention of every layer, computed from the bare input: tuple of ``[B, H_l, T, T]``.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, params, x = model_problem()  # heads (3, 2), 4 inputs of 5 tokens
+      >>> [a.shape for a in pt.attention_matrices(arch, x)]
+      [(4, 3, 5, 5), (4, 2, 5, 5)]
+    """
     xj = check_tokens(arch, x)
     return tuple(_layer_attention(layer, xj) for layer in arch.attention)
 
@@ -264,7 +295,15 @@ def path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Arr
 
 
 def path_attention(arch: Architecture, x) -> Array:
-    """Path attention vectors ``alpha^pi(x)``: ``[B, n_paths, T]``; each sums to one over tokens."""
+    """Path attention vectors ``alpha^pi(x)``: ``[B, n_paths, T]``; each sums to one over tokens.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, params, x = model_problem()
+      >>> alpha = pt.path_attention(arch, x)
+      >>> alpha.shape, bool(np.allclose(alpha.sum(axis=-1), 1.0))
+      ((4, 6, 5), True)
+    """
     return path_attention_from_matrices(attention_matrices(arch, x), arch.readout)
 
 
@@ -276,6 +315,12 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
       batch_size: examples processed at once (bounds memory for large B).
     Returns:
       ``[B, n_paths, N0]`` float64.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, params, x = model_problem()
+      >>> pt.path_features(arch, x).shape
+      (4, 6, 6)
     """
     xj = check_tokens(arch, x)
     if any(isinstance(layer, FixedAttention) for layer in arch.attention):
@@ -299,6 +344,14 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
 
     Returns a dict with ``V0 [n0, N0]``, ``V`` (tuple over layers of ``[H_l, n_l, n_{l-1}]``) and
     ``a [n_L]``.
+
+    Example:
+      >>> import jax
+      >>> from paththeory.exercises import model_problem
+      >>> arch, _, x = model_problem()
+      >>> params = pt.sample_prior(arch, 8, x.shape[2], jax.random.PRNGKey(0))
+      >>> params["V0"].shape, [v.shape for v in params["V"]], params["a"].shape
+      ((8, 6), [(3, 8, 8), (2, 8, 8)], (8,))
     """
     ns = [int(w) for w in arch.widths(widths)]
     keys = jax.random.split(key, arch.n_layers + 2)
@@ -352,6 +405,13 @@ def network_output(
       head_mask: optional list over layers of ``[H_l]`` 0/1 weights. A pruned head's output is
         zeroed and the layer sum is rescaled by ``(H_l - d_l)^{-1/2}`` instead of ``H_l^{-1/2}``
         (spec §5.2).
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, params, x = model_problem()
+      >>> f = pt.network_output(arch, params, x)
+      >>> f.shape, bool(np.allclose(f, pt.path_expansion_output(arch, params, x)))
+      ((4,), True)
     """
     xj = check_tokens(arch, x) if attn is None else jnp.asarray(x)
     attn = attention_matrices(arch, xj) if attn is None else attn
@@ -370,7 +430,14 @@ def network_output(
 
 
 def effective_weights(arch: Architecture, params: dict) -> Array:
-    """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (spec §2.4)."""
+    """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (spec §2.4).
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, params, x = model_problem()
+      >>> pt.effective_weights(arch, params).shape  # [paths, n0]
+      (6, 8)
+    """
     w = params["a"][None, :]  # [1, n_L]
     for v in reversed(params["V"]):
         w = jnp.einsum("pj,hji->hpi", w, v) / math.sqrt(v.shape[1])
@@ -379,7 +446,14 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
 
 
 def path_expansion_output(arch: Architecture, params: dict, x) -> Array:
-    """``f(x) = sum_pi w^pi . (V^0 xi^pi(x)) / (sigma_0 sqrt(n_0))``: the network as a sum over paths."""
+    """``f(x) = sum_pi w^pi . (V^0 xi^pi(x)) / (sigma_0 sqrt(n_0))``: the network as a sum over paths.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, params, x = model_problem()
+      >>> bool(np.allclose(pt.path_expansion_output(arch, params, x), pt.network_output(arch, params, x)))
+      True
+    """
     xi = path_features(arch, x)
     w = effective_weights(arch, params)
     n0 = params["V0"].shape[0]

@@ -22,6 +22,11 @@ def stamp_profile(fig: Figure, profile: str | None = None) -> Text:
     """Write ``"profile: <name>"`` in small grey type in the figure's bottom-left corner.
 
     ``profile=None`` stamps the current profile (:func:`paththeory.profiles.current_profile`).
+
+    Example:
+      >>> from matplotlib.figure import Figure
+      >>> stamp_profile(Figure(), "smoke").get_text()
+      'profile: smoke'
     """
     return fig.text(
         0.005, 0.005, f"profile: {current_profile(profile)}", ha="left", va="bottom", fontsize=7, color="0.55"
@@ -49,6 +54,12 @@ def matrix_heatmap(
       title: axes title.
     Returns:
       the image (its colour bar is attached to ``ax``'s figure).
+
+    Example:
+      >>> from matplotlib.figure import Figure
+      >>> ax = Figure().subplots()
+      >>> matrix_heatmap(ax, np.array([[1.0, -0.5], [-0.5, 2.0]]), ["a", "b"], "U").get_clim()
+      (-2.0, 2.0)
     """
     m = np.asarray(M, dtype=float)
     if m.ndim != 2 or m.shape[0] != m.shape[1]:

@@ -29,6 +29,14 @@ def predictor(U, features_train, y, features_test, temperature, batch_size: int 
       y: ``[P]`` training targets.
       temperature: Gibbs temperature ``T >= 0`` added to the training kernel.
       batch_size: test points per batch of the cross kernel.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, _, x = model_problem("mean")
+      >>> f = pt.path_features(arch, x)
+      >>> mean, var = predictor(arch.gp_scale * np.eye(6), f[:3], np.array([1.0, -1.0, 1.0]), f, 0.1)
+      >>> mean.shape, var.shape, bool(np.all(var > -1e-12))
+      ((4,), (4,), True)
     """
     ftr = check_features(features_train, "features_train")
     fte = check_features(features_test, "features_test")
@@ -54,7 +62,12 @@ def predictor(U, features_train, y, features_test, temperature, batch_size: int 
 
 
 def accuracy(mean, y) -> float:
-    """Classification accuracy ``mean_mu Theta(y^mu <f(x^mu)>)`` for labels ``+-1``."""
+    """Classification accuracy ``mean_mu Theta(y^mu <f(x^mu)>)`` for labels ``+-1``.
+
+    Example:
+      >>> round(accuracy(np.array([0.3, -1.2, 0.5]), np.array([1.0, -1.0, -1.0])), 3)
+      0.667
+    """
     m, t = np.asarray(mean), np.asarray(y)
     if m.shape != t.shape:
         raise ValueError(f"mean and y must have the same shape; got {m.shape} and {t.shape}.")
@@ -62,13 +75,23 @@ def accuracy(mean, y) -> float:
 
 
 def soft_accuracy(mean, variance, y) -> float:
-    """``mean_mu Phi(y^mu <f> / sqrt(Var f))``, the probability of a correct sign under the posterior."""
+    """``mean_mu Phi(y^mu <f> / sqrt(Var f))``, the probability of a correct sign under the posterior.
+
+    Example:
+      >>> round(soft_accuracy(np.array([1.0, -1.0]), np.array([1.0, 1.0]), np.array([1.0, -1.0])), 4)
+      0.8413
+    """
     m, v, t = np.asarray(mean), np.asarray(variance), np.asarray(y)
     return float(np.mean(ndtr(t * m / np.sqrt(np.maximum(v, 1e-300)))))
 
 
 def pc_label_overlap(K, y, k: int = 30) -> np.ndarray:
-    """``|v_i . y| / sqrt(P)`` for the top-``k`` eigenvectors of the training kernel (spec §4)."""
+    """``|v_i . y| / sqrt(P)`` for the top-``k`` eigenvectors of the training kernel (spec §4).
+
+    Example:
+      >>> print(np.round(pc_label_overlap(np.diag([3.0, 2.0, 1.0]), np.array([1.0, -1.0, 1.0]), k=2), 4))
+      [0.5774 0.5774]
+    """
     kern = as_float_array(K, "K", ndim=2)
     targets = as_float_array(y, "y", ndim=1)
     if kern.shape != (targets.size, targets.size):

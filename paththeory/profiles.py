@@ -48,6 +48,10 @@ def current_profile(name: str | None = None) -> str:
 
     The default is ``"colab"`` when JAX sees a GPU and ``"smoke"`` otherwise.
     Raises ``ValueError`` for a name that is not one of :data:`PROFILES`.
+
+    Example:
+      >>> current_profile("smoke")
+      'smoke'
     """
     if name is not None:
         return _validate(name, "the argument")
@@ -60,9 +64,12 @@ def current_profile(name: str | None = None) -> str:
 def choose(settings: Mapping[str, T], profile: str | None = None) -> T:
     """Pick the entry of ``settings`` (a dict keyed by profile name) for the current profile.
 
-    Example: ``n_train = choose({"smoke": 50, "colab": 400, "paper": 1000})``.
     Raises ``ValueError`` when ``settings`` has a key that is not a profile (a typo) or lacks
     the current profile.
+
+    Example:
+      >>> choose({"smoke": 50, "colab": 400, "paper": 1000}, profile="smoke")
+      50
     """
     unknown = [k for k in settings if k not in PROFILES]
     if unknown:
@@ -77,6 +84,11 @@ def choose(settings: Mapping[str, T], profile: str | None = None) -> T:
 
 
 def describe(profile: str | None = None) -> str:
-    """One line for the chapters, e.g. ``"profile smoke: CPU continuous integration; ..."``."""
+    """One line for the chapters, e.g. ``"profile smoke: CPU continuous integration; ..."``.
+
+    Example:
+      >>> describe("smoke")
+      'profile smoke: CPU continuous integration; tiny sizes, a few minutes per chapter'
+    """
     name = current_profile(profile)
     return f"profile {name}: {PROFILES[name]}"

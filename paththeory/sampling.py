@@ -339,6 +339,14 @@ def sample_posterior(
         run stops cleanly and ``stopped`` reports where.
       seed: seeds initialisation, NUTS and the readout draws; same seed, same result.
       progress_bar: show a tqdm bar per chain on stderr.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, _, x = model_problem("mean")
+      >>> out = sample_posterior(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 4, 0.1,
+      ...                        num_warmup=20, num_samples=20, num_chains=1, progress_bar=False)
+      >>> out.U.shape, out.mean.shape, len(out.chains)
+      ((6, 6), (4,), 1)
     """
     xi, yy, xt, temperature = _check_inputs(arch, features, y, features_test, temperature)
     widths = tuple(int(w) for w in arch.widths(width))

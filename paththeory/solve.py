@@ -221,8 +221,15 @@ class Solution:
       U_a: the readout order parameter at its closed-form root.
       widths: ``(n_0, ..., n_L)``.
       temperature: the Gibbs temperature ``T``.
-      report: convergence report: ``grad_norm`` (max |d(S/N)/dU|), ``iterations``,
+      report: convergence report: ``grad_norm`` (max ``|d(S/N)/dU|``), ``iterations``,
         ``evaluations``, ``seconds``, ``converged``, ``status``, ``action`` (S/N).
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, _, x = model_problem("mean")
+      >>> sol = solve(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 10, 0.1)
+      >>> [u.shape for u in sol.order_parameters], sol.widths, sol.report["converged"]
+      ([(6, 6), (2, 2)], (10.0, 10.0, 10.0), True)
     """
 
     U: np.ndarray
@@ -247,6 +254,16 @@ class Theory:
       y: training targets ``[P]``.
       memory_budget: bytes allowed for precomputed Gram blocks (default 2 GiB); above it the
         kernel is evaluated from the features (spec §2.3), see :func:`~paththeory.kernels.kernel_operator`.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, _, x = model_problem("mean")
+      >>> theory = Theory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]))
+      >>> sol = theory.solve(10, 0.1)
+      >>> sol.U.shape, sol.report["converged"]
+      ((6, 6), True)
+      >>> theory.action(sol.order_parameters, 10, 0.1) <= theory.action(theory.gp_order_parameters(), 10, 0.1)
+      True
     """
 
     def __init__(self, arch: Architecture, features, y, memory_budget: int = DEFAULT_MEMORY_BUDGET):
@@ -321,6 +338,14 @@ class Theory:
         """Minimise ``S/N`` at widths ``width`` (N or ``(n_0..n_L)``) and temperature ``T``.
 
         Starts at the GP point unless ``init`` (a :class:`Solution` or list of matrices) is given.
+
+        Example:
+          >>> from paththeory.exercises import model_problem
+          >>> arch, _, x = model_problem("mean")
+          >>> theory = Theory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]))
+          >>> sol = theory.solve(10, 0.1)
+          >>> bool(np.allclose(sol.U, sol.U.T)), sol.temperature
+          (True, 0.1)
         """
         return self.solve_many([width], [temperature], [init], tol=tol, max_iter=max_iter)[0]
 
@@ -376,6 +401,14 @@ class Theory:
         All widths of one temperature are solved together (:meth:`solve_many`); each further
         temperature warm-starts every width from its solution at the previous temperature.
         Returns a list over ``widths`` (one temperature) or a list over temperatures of such lists.
+
+        Example:
+          >>> from paththeory.exercises import model_problem
+          >>> arch, _, x = model_problem("mean")
+          >>> theory = Theory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]))
+          >>> grid = theory.sweep([10], [0.1, 1.0])  # one list of widths per temperature
+          >>> [[round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in sols] for sols in grid]
+          [[0.66], [0.12]]
         """
         temps = [temperatures] if np.ndim(temperatures) == 0 else list(temperatures)
         grid, inits = [], None
@@ -386,12 +419,28 @@ class Theory:
 
 
 def solve(arch: Architecture, features, y, width, temperature, **opts) -> Solution:
-    """One-call solver: ``Theory(arch, features, y).solve(width, temperature, **opts)``."""
+    """One-call solver: ``Theory(arch, features, y).solve(width, temperature, **opts)``.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, _, x = model_problem("mean")
+      >>> sol = solve(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 10, 0.1)
+      >>> sol.U.shape, sol.report["converged"]
+      ((6, 6), True)
+    """
     budget = opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET)
     return Theory(arch, features, y, budget).solve(width, temperature, **opts)
 
 
 def sweep(arch: Architecture, features, y, widths, temperatures, **opts) -> list:
-    """One-call sweep: ``Theory(arch, features, y).sweep(widths, temperatures, **opts)``."""
+    """One-call sweep: ``Theory(arch, features, y).sweep(widths, temperatures, **opts)``.
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, _, x = model_problem("mean")
+      >>> sols = sweep(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), [10], 0.1)
+      >>> [round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in sols]
+      [0.66]
+    """
     budget = opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET)
     return Theory(arch, features, y, budget).sweep(widths, temperatures, **opts)

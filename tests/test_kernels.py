@@ -22,8 +22,8 @@ def test_path_kernel_matches_token_double_sum(rng):
 
 
 def test_kernel_matrix_forms_agree(rng):
-    arch = random_qk_arch((3, 2))
-    feats = pt.path_features(arch, rng.normal(size=(9, 5, 12)))
+    arch = random_qk_arch((3, 2), n0=60)
+    feats = pt.path_features(arch, rng.normal(size=(9, 5, 60)))
     A = rng.normal(size=(6, 6))
     U = A @ A.T + np.eye(6)
     C = np.asarray(kernels.path_kernels(feats))
@@ -44,10 +44,12 @@ def test_kernel_matrix_forms_agree(rng):
 
 def test_memory_budget_selects_backend():
     assert kernels.gram_bytes(600, 16) == 8 * 136 * 600**2  # the Omniglot size: 392 MB
-    feats = np.zeros((50, 4, 3))
+    feats = np.zeros((50, 4, 40))  # N0 = 8 (n + 1): Gram blocks are the faster form
     budget = 2 * kernels.gram_bytes(50, 4)
     assert isinstance(kernels.kernel_operator(feats, budget), kernels.GramBlocks)
     assert isinstance(kernels.kernel_operator(feats, budget - 1), kernels.FeatureKernel)
+    # with few features per path the factorised form is faster, whatever the budget
+    assert isinstance(kernels.kernel_operator(feats[:, :, :39], budget), kernels.FeatureKernel)
 
 
 def test_kernel_bad_inputs(rng):

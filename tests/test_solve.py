@@ -10,6 +10,7 @@ from scipy.optimize import minimize_scalar
 
 import paththeory as pt
 from paththeory import action as act
+from paththeory import kernels
 from paththeory.kernels import kernel_matrix
 from paththeory.solve import Theory, solve
 from tests.conftest import random_qk_arch
@@ -87,11 +88,14 @@ def test_permuting_heads_permutes_solution(small_problem, rng):
     np.testing.assert_allclose(sol_swapped.U, sol.U[np.ix_(perm, perm)], atol=1e-7)
 
 
-def test_sweep_warm_start_agrees_with_cold_start_and_backends(small_problem):
+def test_sweep_warm_start_agrees_with_cold_start_and_backends(small_problem, monkeypatch):
     arch, feats, y, *_ = small_problem
     widths = [4, 16, 64]
-    warm = Theory(arch, feats, y).sweep(widths, T)
     streamed = Theory(arch, feats, y, memory_budget=0).sweep(widths, [T])[0]
+    monkeypatch.setattr(kernels, "GRAM_MIN_FEATURES_PER_PATH", 0)
+    gram = Theory(arch, feats, y)
+    assert isinstance(gram.operator, kernels.GramBlocks)
+    warm = gram.sweep(widths, T)
     for w, a, b in zip(widths, warm, streamed):
         cold = solve(arch, feats, y, w, T)
         np.testing.assert_allclose(a.U, cold.U, atol=1e-7)

@@ -19,7 +19,6 @@ The readout token is the **last** one, as in the authors' code; the paper's text
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -39,6 +38,7 @@ from paththeory.predict import accuracy, pc_label_overlap, predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior
 from paththeory.solve import Solution, Theory
+from paththeory.experiments import jsonable
 from paththeory.tasks import markov
 
 PAPER_WIDTHS = (10, 30, 50, 100, 300, 500, 1000)
@@ -234,27 +234,10 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["timings"] = timings
     results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
                               "backend": jax.default_backend(), "device": str(jax.devices()[0])}
-    results = _jsonable(results)
+    results = jsonable(results)
     if out_dir is not None:
         write_outputs(results, main, noisy, Path(out_dir))
     return results
-
-
-def _jsonable(obj):
-    """Arrays to lists, numpy scalars to floats, NaN to None (strict JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.ndarray, jax.Array)):
-        return _jsonable(np.asarray(obj).tolist())
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
 
 
 FIGURES = ("accuracy", "order_parameters", "order_parameters_sampled", "pc_overlap", "two_path", "kernels")
