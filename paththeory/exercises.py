@@ -100,13 +100,10 @@ def markov_problem(n_train: int = 100, n_test: int = 1000):
       >>> f_train.shape, f_test.shape
       ((10, 4, 231), (20, 4, 231))
     """
-    import paththeory as pt
-    from paththeory.tasks import markov
+    from paththeory.experiments.markov import problem
 
-    arch = markov.four_paths()
-    train = markov.sample_task(n_train, seed=markov.TRAIN_SEED)
-    test = markov.sample_task(n_test, seed=markov.TEST_SEED)
-    return arch, pt.path_features(arch, train.x), train.y, pt.path_features(arch, test.x), test.y
+    prob = problem("four_paths", n_train, n_test)
+    return prob.arch, prob.train, prob.y_train, prob.test, prob.y_test
 
 
 def _gp_accuracy(problem, paths: list[int], temperature: float) -> float:
