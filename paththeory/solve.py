@@ -305,15 +305,22 @@ class Theory:
     def _initial_theta(self, init) -> np.ndarray:
         if init is None:
             return np.zeros(sum(s * (s + 1) // 2 for s in self.sizes))
-        Us = init.order_parameters if isinstance(init, Solution) else list(init)
+        Us = init.order_parameters if isinstance(init, Solution) else init
+        return matrices_to_theta(self._check_order_parameters(Us, "init"), self.scales)
+
+    def _check_order_parameters(self, Us: Sequence, name: str) -> list[np.ndarray]:
+        """``[U^(1), ..., U^(L)]`` as float64 arrays, each of the right size and positive definite."""
+        Us = list(Us)
         if len(Us) != self.arch.n_layers:
-            raise ValueError(f"init must hold L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)]; got {len(Us)}.")
+            raise ValueError(f"{name} must hold L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)]; got {len(Us)}.")
+        mats = []
         for l, (U, size) in enumerate(zip(Us, self.sizes)):
-            U = np.asarray(U, dtype=np.float64)
+            U = as_float_array(U, f"{name} U^({l + 1})", ndim=2)
             if U.shape != (size, size):
-                raise ValueError(f"init U^({l + 1}) must be {size}x{size}; got {U.shape}.")
-            check_positive_definite(U, f"init U^({l + 1})")
-        return matrices_to_theta(Us, self.scales)
+                raise ValueError(f"{name} U^({l + 1}) must be {size}x{size}; got {U.shape}.")
+            check_positive_definite(U, f"{name} U^({l + 1})")
+            mats.append(U)
+        return mats
 
     # ------------------------------------------------------------------ API
     def gp_order_parameters(self) -> list[np.ndarray]:
@@ -324,13 +331,7 @@ class Theory:
         """``S/N`` at explicit order parameters (checked positive definite)."""
         widths = self.arch.widths(width)
         t = self._check_temperature(temperature)
-        mats = []
-        for l, (U, size) in enumerate(zip(Us, self.sizes)):
-            U = as_float_array(U, f"U^({l + 1})", ndim=2)
-            if U.shape != (size, size):
-                raise ValueError(f"U^({l + 1}) must be {size}x{size}; got {U.shape}.")
-            check_positive_definite(U, f"U^({l + 1})")
-            mats.append(jnp.asarray(U))
+        mats = [jnp.asarray(U) for U in self._check_order_parameters(Us, "Us")]
         K = apply_operator(self.operator, mats[0])
         return float(action(mats, K, self.y, t, widths, self.arch.heads, self.arch.variances))
 

@@ -115,6 +115,8 @@ def test_bad_input_raises_value_errors(small_problem):
         theory.solve(5, T, init=[np.diag([1.0, 1.0, -1.0, 1.0]), np.eye(2)])
     with pytest.raises(ValueError, match="positive definite"):
         theory.action([np.diag([1.0, 1.0, 0.0, 1.0]), np.eye(2)], 5, T)
+    with pytest.raises(ValueError, match="L = 2 matrices"):
+        theory.action([np.eye(4)], 5, T)
     with pytest.raises(ValueError, match="temperature"):
         theory.solve(5, -0.1)
     nan_y = y.copy()
