@@ -129,16 +129,43 @@ def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
     return entropy_with_readout(Us, U_a, widths, heads, variances)
 
 
+@jax.custom_vjp
 def energy(K: Array, y: Array, temperature) -> Array:
     """``ln det(K + T I) + y^T (K + T I)^{-1} y`` through a Cholesky factor.
+
+    Its gradient is written out (reverse mode only): with ``G = (K + T I)^{-1}`` and ``b = G y``,
+    ``dE/dK = G - b b^T``, ``dE/dy = 2 b``, ``dE/dT = Tr G - b.b``; ``G`` comes from the same
+    Cholesky factor, which is cheaper than differentiating through the factorisation.
 
     Example:
       >>> round(float(energy(jnp.eye(2), jnp.array([1.0, -1.0]), 1.0)), 6)
       2.386294
     """
+    return _energy_factor(K, y, temperature)[0]
+
+
+def _energy_factor(K: Array, y: Array, temperature) -> tuple[Array, tuple[Array, Array]]:
     chol = jnp.linalg.cholesky(K + temperature * jnp.eye(K.shape[0], dtype=K.dtype))
     alpha = jax.scipy.linalg.solve_triangular(chol, y, lower=True)
-    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol))) + alpha @ alpha
+    value = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol))) + alpha @ alpha
+    return value, (chol, alpha)
+
+
+def _energy_fwd(K, y, temperature):
+    value, (chol, alpha) = _energy_factor(K, y, temperature)
+    return value, (chol, alpha, temperature)
+
+
+def _energy_bwd(res, cot):
+    chol, alpha, temperature = res
+    inverse = jax.scipy.linalg.cho_solve((chol, True), jnp.eye(chol.shape[0], dtype=chol.dtype))
+    b = jax.scipy.linalg.solve_triangular(chol, alpha, lower=True, trans=1)
+    dK = cot * (inverse - jnp.outer(b, b))
+    dT = cot * (jnp.trace(inverse) - b @ b)
+    return dK, cot * 2.0 * b, jnp.reshape(dT, jnp.shape(temperature)).astype(jnp.result_type(temperature))
+
+
+energy.defvjp(_energy_fwd, _energy_bwd)
 
 
 def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, variances) -> Array:

@@ -2,8 +2,10 @@
 
 Baseline (spec §3.6): Adam on free matrices ``P^(l)`` with ``U^(l) = (P + P^T)/2``, started at
 the GP point, stopped when ``max |d(S/N)/dP| < 1e-5`` or after 50,000 steps; lr 0.1 for the
-Markov-chain task and 0.008 for Omniglot. Both use the same kernel operator, so the
-comparison measures the optimiser only. Cases:
+Markov-chain task and 0.008 for Omniglot. Both use the same kernel operator and the same
+action code in float64, so the comparison measures the solver's strategy (L-BFGS on a
+Cholesky parametrisation, and at the Omniglot size its float32 first phase); its final
+gradient is always evaluated in float64. Cases:
 
 * ``markov``: P = 100, 4 paths, N0 = 231, 31 tokens, 10 widths (the Markov-chain task, T = 0.01),
   solved together as one batched sweep;

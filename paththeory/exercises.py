@@ -17,7 +17,7 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -112,6 +112,52 @@ def _gp_accuracy(problem, paths: list[int], temperature: float) -> float:
     arch, f_train, y_train, f_test, y_test = problem
     U = arch.gp_scale * np.diag(np.isin(np.arange(arch.n_paths), paths).astype(float))
     return accuracy(predictor(U, f_train, y_train, f_test, temperature)[0], y_test)
+
+
+OMNIGLOT_SPLITS = ("train", "validation", "test")
+
+
+class OmniglotProblem(NamedTuple):
+    """Data of the Omniglot and pruning exercises (:func:`omniglot_problem`).
+
+    ``network``: the shipped :class:`paththeory.training.Checkpoint`; ``x``, ``y`` and ``features``:
+    dicts over ``"train"``, ``"validation"`` and ``"test"`` (sequences of training, validation and
+    held-out characters) of tokens ``[P, 48, 64]``, targets ``[P]`` (first half ``+1``) and path
+    features ``[P, 16, 64]``. The arrays are read-only.
+    """
+
+    network: Any
+    x: dict
+    y: dict
+    features: dict
+
+
+@functools.lru_cache(maxsize=None)
+def omniglot_problem(n: int = 200) -> OmniglotProblem:
+    """The trained network and ``n`` balanced sequences per split for the Omniglot and pruning exercises.
+
+    The sequences are those of :func:`paththeory.experiments.omniglot.build_sequences` with ``n``
+    sequences per split (seed 0), whatever the profile; needs the Omniglot files (:mod:`paththeory.data`).
+
+    Example:
+      >>> network, x, y, features = omniglot_problem(20)
+      >>> network.architecture.heads, x["test"].shape, features["train"].shape
+      ((4, 4), (20, 48, 64), (20, 16, 64))
+    """
+    import dataclasses
+
+    from paththeory.experiments import omniglot
+
+    network = omniglot.trained_network()
+    cfg = dataclasses.replace(omniglot.settings("smoke"), n_train=n, n_validation=n, n_test=n, sample_n_train=0)
+    seqs = omniglot.build_sequences(cfg, network)
+    x = {s: seqs.x[s] for s in OMNIGLOT_SPLITS}
+    y = {s: seqs.y[s] for s in OMNIGLOT_SPLITS}
+    features = omniglot.build_features(network.architecture, dataclasses.replace(seqs, x=x))
+    for arrays in (x, y, features):
+        for a in arrays.values():
+            a.flags.writeable = False
+    return OmniglotProblem(network, x, y, features)
 
 
 # --------------------------------------------------------------------------- the model chapter
@@ -257,6 +303,92 @@ def _markov_u_gd_check(answer) -> str:
     return f"U*_gd = {truth:.4f} at N = 10: the good and denoising paths are anti-correlated."
 
 
+# --------------------------------------------------------------------------- the Omniglot chapter
+
+OMNIGLOT_GP_TEMPERATURES = (0.05, 0.25, 1.0)
+
+
+def _omniglot_patches(answer) -> str:
+    from paththeory.tasks.omniglot import encode_images
+
+    image = np.random.default_rng(0).integers(0, 256, (32, 32), dtype=np.uint8)
+    _close("omniglot.patches", answer, encode_images(image[None])[0], rtol=1e-9, atol=1e-9)
+    return "16 patches of 64 pixels, row-major, each LayerNormed: the tokens' image part (encode_images)."
+
+
+def _omniglot_gd_accuracy(answer) -> str:
+    from paththeory.training import evaluate
+
+    network, x, y, _ = omniglot_problem()
+    truth = evaluate(network, x["test"], y["test"])
+    _close("omniglot.gd_accuracy", answer, truth, rtol=0, atol=1e-12)
+    noise = np.sqrt(truth * (1 - truth) / len(y["test"]))
+    return (f"the trained network labels {truth:.3f} of {len(y['test'])} held-out sequences correctly "
+            f"(standard error {noise:.3f}; chance is 0.5).")
+
+
+@functools.lru_cache(maxsize=None)
+def _omniglot_gp_selection() -> tuple[float, float, float]:
+    from paththeory.experiments.omniglot import gp_accuracies, select_temperature
+
+    network, _, y, features = omniglot_problem()
+    temps = OMNIGLOT_GP_TEMPERATURES
+    acc = gp_accuracies(network.architecture, features, y, temps, splits=("validation", "test"))
+    chosen = float(select_temperature(acc["validation"], temps))
+    return chosen, float(acc["test"][temps.index(chosen)]), float(acc["test"].max())
+
+
+def _omniglot_gp_temperature(answer) -> str:
+    chosen, truth, best_test = _omniglot_gp_selection()
+    _close("omniglot.gp_temperature", answer, truth, rtol=0, atol=1e-12)
+    return (f"T = {chosen:g} is best on validation and gives test accuracy {truth:.3f}; the best test "
+            f"accuracy over T, {best_test:.3f}, would be an optimistic estimate.")
+
+
+# --------------------------------------------------------------------------- the pruning chapter
+
+
+def _pruning_head_scores(answer) -> str:
+    from paththeory.pruning import head_scores
+
+    a = np.random.default_rng(0).normal(size=(16, 16))
+    truth = np.stack(head_scores(a @ a.T / 16, (4, 4)))
+    _close("pruning.head_scores", answer, truth, rtol=1e-12, atol=1e-12)
+    layer, head = np.unravel_index(np.argmin(truth), truth.shape)
+    return f"the lowest score, {truth.min():.3f}, is that of head {head} of layer {layer}."
+
+
+def _pruning_path_removal(answer) -> str:
+    import paththeory as pt
+    from paththeory.experiments.omniglot import head_mask
+
+    network, x, _, _ = omniglot_problem()
+    arch = network.architecture
+    truth = pt.network_output(arch, network.params, x["test"][:8], head_mask=head_mask(arch.heads, [(0, 1)]))
+    _close("pruning.path_removal", answer, truth, rtol=1e-8, atol=1e-12)
+    return "dropping the 4 paths through head 1 of layer 0 and rescaling by sqrt(4/3) is pruning that head."
+
+
+@functools.lru_cache(maxsize=None)
+def _omniglot_lowest_two() -> tuple[list, float, float]:
+    from paththeory.experiments.omniglot import head_scores, pruned_accuracy
+    from paththeory.solve import Theory
+
+    network, x, y, features = omniglot_problem()
+    arch = network.architecture
+    U = Theory(arch, features["train"], y["train"]).solve(10, 0.25).U
+    pair = [tuple(lh) for lh in head_scores(U, arch.heads)["order"][:2]]
+    return (pair, pruned_accuracy(network, x["test"], y["test"], pair),
+            pruned_accuracy(network, x["test"], y["test"], []))
+
+
+def _pruning_lowest_two(answer) -> str:
+    pair, truth, full = _omniglot_lowest_two()
+    _close("pruning.lowest_two", answer, truth, rtol=0, atol=1e-12)
+    return (f"without heads {pair[0]} and {pair[1]} (layer, head), the lowest scores, the test accuracy is "
+            f"{truth:.3f} (unpruned {full:.3f}).")
+
+
 EXERCISES: dict[str, Exercise] = {
     "model.n_paths": Exercise("number of paths of a network with heads (3, 2, 4)", _model_n_paths),
     "model.path_expansion": Exercise("f(x) as a sum over paths, readout = first token", _model_path_expansion),
@@ -270,6 +402,14 @@ EXERCISES: dict[str, Exercise] = {
     "markov.agreement": Exercise("fraction of agreeing neighbours per class", _markov_agreement),
     "markov.good_path": Exercise("GP test accuracy of the good path alone", _markov_good_path),
     "markov.u_gd": Exercise("the good-denoising entry of U* at N = 10", _markov_u_gd_check),
+    "omniglot.patches": Exercise("the 16 LayerNormed 8 x 8 patches of a 32 x 32 image", _omniglot_patches),
+    "omniglot.gd_accuracy": Exercise("test accuracy of the trained network", _omniglot_gd_accuracy),
+    "omniglot.gp_temperature": Exercise("GP test accuracy at the validation-selected temperature",
+                                        _omniglot_gp_temperature),
+    "pruning.head_scores": Exercise("normalised head scores from a given order parameter", _pruning_head_scores),
+    "pruning.path_removal": Exercise("pruning a head as removing its paths from the path expansion",
+                                     _pruning_path_removal),
+    "pruning.lowest_two": Exercise("test accuracy without the two lowest-scoring heads", _pruning_lowest_two),
 }
 
 

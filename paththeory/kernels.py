@@ -6,11 +6,11 @@ All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeo
 * ``K_U(x, x') = sum_{pi sigma} U_{pi sigma} C^{pi sigma}(x, x')``;
 * ``K_GP = sigma_a^2 prod_l sigma_l^2 sum_pi C^{pi pi}`` (``U`` at the GP point).
 
-The solver evaluates ``K(U)`` thousands of times. :func:`kernel_operator` either precomputes
-the ``n(n+1)/2`` distinct Gram blocks (when they fit the memory budget; then ``K(U)`` is one
-contraction of cost ``n^2 P^2 / 2``) or keeps only the features and evaluates the factorised
-form ``K = Xi (U kron I) Xi^T`` (memory ``P n N0``, cost ``P n^2 N0 + P^2 n N0``). Neither
-materialises the ``[n, n, P, P]`` tensor.
+The solver evaluates ``K(U)`` many times. :func:`kernel_operator` either precomputes the
+``n(n+1)/2`` distinct symmetrised Gram blocks, packed as lower triangles (when they fit the memory
+budget; then ``K(U)`` is one matrix-vector product of cost ``n^2 P^2 / 4``), or keeps only the
+features and evaluates the factorised form ``K = Xi (U kron I) Xi^T`` (memory ``P n N0``, cost
+``P n^2 N0 + P^2 n N0``). Neither materialises the ``[n, n, P, P]`` tensor.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from paththeory._checks import as_float_array
 
 Array = jax.Array
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes
-# Gram blocks cost ~n^2 P^2 / 2 memory reads per evaluation, the factorised form ~n N0 P^2
-# multiply-adds. Measured on a 2-core CPU (P = 600, n = 16): at N0 = 64 the factorised form
-# was 2.3x faster, so the blocks pay off only for N0 >~ 8.5 (n + 1).
-GRAM_MIN_FEATURES_PER_PATH = 8
+# Packed Gram blocks cost ~n^2 P^2 / 4 memory reads per evaluation, the factorised form ~n N0 P^2
+# multiply-adds. Measured per action-and-gradient evaluation on a 2-core CPU (P = 600, n = 16,
+# float64): blocks 27-29 ms for any N0, factorised 22 ms at N0 = 32, 29 ms at 64, 35 ms at 96;
+# so the blocks pay off from N0 ~ 4 (n + 1).
+GRAM_MIN_FEATURES_PER_PATH = 4
 
 
 def check_features(features, name: str = "features") -> Array:
@@ -121,17 +122,29 @@ def kernel_diagonal(U, features) -> Array:
 # --------------------------------------------------------------------------- solver backends
 
 
-class GramBlocks(NamedTuple):
-    """Precomputed distinct Gram blocks ``C^{ab}`` for ``a <= b`` (row-major upper triangle).
+def _triangular_count_root(count: int) -> int:
+    """``m`` such that ``m (m + 1) / 2 = count``."""
+    return int(round((np.sqrt(8 * count + 1) - 1) / 2))
 
-    ``K(U) = S + S^T`` with ``S = sum_{a<=b} w_ab U_ab C^{ab}``, ``w_aa = 1/2``, ``w_ab = 1``.
+
+class GramBlocks(NamedTuple):
+    """Precomputed symmetrised Gram blocks, packed: row ``k`` of ``blocks`` holds the lower triangle
+    (``np.tril_indices(P)`` order) of ``D^{ab} = w_ab (C^{ab} + C^{ab T})`` for the ``k``-th pair
+    ``a <= b`` (``np.triu_indices(n)`` order), ``w_aa = 1/2``, ``w_ab = 1``.
+
+    Then ``K(U) = sum_{a <= b} U_ab D^{ab}`` for symmetric ``U``: storing only what a symmetric
+    ``K`` needs halves both the memory and the reads of every evaluation.
     """
 
-    blocks: Array  # [n(n+1)/2, P, P]
+    blocks: Array  # [n(n+1)/2, P(P+1)/2]
 
     @property
     def n_paths(self) -> int:
-        return int(round((np.sqrt(8 * self.blocks.shape[0] + 1) - 1) / 2))
+        return _triangular_count_root(self.blocks.shape[0])
+
+    @property
+    def n_examples(self) -> int:
+        return _triangular_count_root(self.blocks.shape[1])
 
 
 class FeatureKernel(NamedTuple):
@@ -145,14 +158,16 @@ KernelOperator = Union[GramBlocks, FeatureKernel]
 
 def gram_bytes(n_examples: int, n_paths: int) -> int:
     """Bytes needed by :class:`GramBlocks` for ``P`` examples and ``n`` paths (float64)."""
-    return 8 * n_paths * (n_paths + 1) // 2 * n_examples**2
+    return 8 * (n_paths * (n_paths + 1) // 2) * (n_examples * (n_examples + 1) // 2)
 
 
 def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> KernelOperator:
     """Choose the fastest ``K(U)`` backend that fits ``memory_budget`` bytes.
 
     Gram blocks are used when they take at most half the budget (the rest is left for the
-    solver's temporaries); otherwise the factorised form streams through the features.
+    solver's temporaries and, in mixed precision, its float32 copy of the blocks) and when
+    ``N0 >= GRAM_MIN_FEATURES_PER_PATH (n + 1)``; otherwise the factorised form streams through
+    the features.
 
     Example:
       >>> f = np.random.default_rng(0).normal(size=(10, 2, 40))  # P = 10, 2 paths, N0 = 40
@@ -164,21 +179,32 @@ def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> Ker
     if gram_bytes(p, n) > memory_budget // 2 or n0 < GRAM_MIN_FEATURES_PER_PATH * (n + 1):
         return FeatureKernel(f)
     rows, cols = np.triu_indices(n)
-    blocks = jnp.einsum("mkn,qkn->kmq", f[:, rows], f[:, cols])
-    return GramBlocks(blocks)
+    lower = np.tril_indices(p)
+    weights = jnp.where(jnp.asarray(rows == cols), 0.5, 1.0)
+    packed = []
+    for a, b, w in zip(rows, cols, weights):  # one P x P block at a time: no [n, n, P, P] temporary
+        block = f[:, a] @ f[:, b].T
+        packed.append((w * (block + block.T))[lower])
+    return GramBlocks(jnp.stack(packed))
 
 
 def apply_operator(op: KernelOperator, U: Array) -> Array:
     """``K(U)`` for either backend (traceable; used inside the jitted solver)."""
     if isinstance(op, GramBlocks):
         rows, cols = np.triu_indices(op.n_paths)
-        weights = jnp.where(rows == cols, 0.5, 1.0) * U[rows, cols]
-        p = op.blocks.shape[1]
-        # A matrix-vector product over the flattened blocks: its transpose (the gradient) is
-        # another contiguous product, whereas einsum("k,kpq->pq") transposes 8 n^2 P^2 bytes.
-        half = (weights @ op.blocks.reshape(op.blocks.shape[0], p * p)).reshape(p, p)
-        return half + half.T
+        p = op.n_examples
+        lower = np.tril_indices(p)
+        # A matrix-vector product over the packed blocks; its transpose (the gradient) is another
+        # contiguous product. Then the lower triangle is mirrored into the full symmetric K.
+        packed = U[rows, cols].astype(op.blocks.dtype) @ op.blocks
+        tril = jnp.zeros((p, p), packed.dtype).at[lower].set(packed)
+        return tril + tril.T - jnp.diag(jnp.diagonal(tril))
     return _kernel(U, op.features, op.features)
+
+
+def operator_astype(op: KernelOperator, dtype) -> KernelOperator:
+    """The same backend with its arrays cast to ``dtype`` (the solver's float32 copy)."""
+    return type(op)(*(jnp.asarray(a, dtype) for a in op))
 
 
 def operator_n_paths(op: KernelOperator) -> int:

@@ -104,6 +104,23 @@ def test_energy_matches_dense_linear_algebra(rng):
     assert abs(float(act.energy(jnp.asarray(K), jnp.asarray(y), T)) - expected) < 1e-10
 
 
+def test_energy_gradient_matches_finite_differences(rng):
+    """The hand-written reverse-mode gradient (in K, y and T) against central differences."""
+    K, y, T = random_pd(rng, 10), rng.normal(size=10), 0.3
+    gK, gy, gT = jax.grad(act.energy, argnums=(0, 1, 2))(jnp.asarray(K), jnp.asarray(y), T)
+    E = lambda K, y, T: float(act.energy(jnp.asarray(K), jnp.asarray(y), T))  # noqa: E731
+    h = 1e-6
+    D = rng.normal(size=(10, 10))
+    D = D + D.T  # symmetric direction: K stays symmetric
+    fd_K = (E(K + h * D, y, T) - E(K - h * D, y, T)) / (2 * h)
+    assert abs(float(jnp.sum(gK * D)) - fd_K) < 1e-6 * max(1.0, abs(fd_K))
+    v = rng.normal(size=10)
+    fd_y = (E(K, y + h * v, T) - E(K, y - h * v, T)) / (2 * h)
+    assert abs(float(gy @ v) - fd_y) < 1e-6 * max(1.0, abs(fd_y))
+    fd_T = (E(K, y, T + h) - E(K, y, T - h)) / (2 * h)
+    assert abs(float(gT) - fd_T) < 1e-6 * max(1.0, abs(fd_T))
+
+
 def test_partial_trace_sums_diagonal_blocks(rng):
     U = rng.normal(size=(6, 6))
     traced = np.asarray(act.partial_trace(jnp.asarray(U), 2))

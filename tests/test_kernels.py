@@ -43,13 +43,14 @@ def test_kernel_matrix_forms_agree(rng):
 
 
 def test_memory_budget_selects_backend():
-    assert kernels.gram_bytes(600, 16) == 8 * 136 * 600**2  # the Omniglot size: 392 MB
-    feats = np.zeros((50, 4, 40))  # N0 = 8 (n + 1): Gram blocks are the faster form
+    assert kernels.gram_bytes(600, 16) == 8 * 136 * (600 * 601 // 2)  # the Omniglot size: 196 MB
+    n0 = kernels.GRAM_MIN_FEATURES_PER_PATH * 5  # n = 4 paths: from here Gram blocks are the faster form
+    feats = np.zeros((50, 4, n0))
     budget = 2 * kernels.gram_bytes(50, 4)
     assert isinstance(kernels.kernel_operator(feats, budget), kernels.GramBlocks)
     assert isinstance(kernels.kernel_operator(feats, budget - 1), kernels.FeatureKernel)
     # with few features per path the factorised form is faster, whatever the budget
-    assert isinstance(kernels.kernel_operator(feats[:, :, :39], budget), kernels.FeatureKernel)
+    assert isinstance(kernels.kernel_operator(feats[:, :, : n0 - 1], budget), kernels.FeatureKernel)
 
 
 def test_kernel_bad_inputs(rng):

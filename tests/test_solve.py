@@ -102,9 +102,30 @@ def test_sweep_warm_start_agrees_with_cold_start_and_backends(small_problem, mon
         np.testing.assert_allclose(b.U, cold.U, atol=1e-7)
 
 
+def test_mixed_precision_reaches_the_double_precision_minimum():
+    """The float32 first phase changes the path, not the answer: same U* and a float64 gradient <= tol."""
+    rng = np.random.default_rng(11)
+    arch = random_qk_arch((2, 2), n0=24, readout="mean", seed=5)
+    x = rng.normal(size=(300, 6, 24))
+    y = np.sign(x[:, 0] @ rng.normal(size=24))
+    feats = np.asarray(pt.path_features(arch, x))
+    auto = Theory(arch, feats, y)
+    assert auto.precision == "mixed"  # P = 300 >= MIXED_PRECISION_MIN_EXAMPLES
+    assert Theory(arch, feats[:100], y[:100]).precision == "double"
+    double = Theory(arch, feats, y, precision="double").solve(8, T)
+    for tol in (1e-7, 1e-9):
+        mixed = auto.solve(8, T, tol=tol)
+        assert mixed.report["converged"] and mixed.report["precision"] == "mixed"
+        assert mixed.report["grad_norm"] <= tol
+        assert independent_gradient(arch, feats, y, mixed) <= 10 * tol
+        np.testing.assert_allclose(mixed.U, double.U, atol=1e-4 if tol == 1e-7 else 1e-6)
+
+
 def test_bad_input_raises_value_errors(small_problem):
     arch, feats, y, *_ = small_problem
     theory = Theory(arch, feats, y)
+    with pytest.raises(ValueError, match="precision must be"):
+        Theory(arch, feats, y, precision="half")
     with pytest.raises(ValueError, match="paths"):
         Theory(arch, feats[:, :3], y)
     with pytest.raises(ValueError, match="labels"):

@@ -240,6 +240,27 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     return results
 
 
+def key_figure(widths: Sequence[int] = (10, 20, 50, 100, 200, 500, 1000), temperature: float = 0.01,
+               n_train: int = 100, n_test: int = 1000) -> Figure:
+    """The book's key figure, computed live in seconds (no sampling): on the Markov-chain task,
+    the theory's test accuracy against the width ``N`` next to the GP lines (left), and ``U*`` at
+    the smallest width (right), where finite width has up-weighted the good path and
+    anti-correlated it with the denoising path."""
+    prob = problem("four_paths", n_train, n_test)
+    curve = theory_curve(prob, widths, temperature)
+    acc = {"theory": {str(p.width): p.accuracy for p in curve}, "samples": {},
+           "gp_all": gp_accuracy(prob, temperature),
+           "gp_good": gp_accuracy(problem("good_path", n_train, n_test), temperature)}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1.25, 1]})
+    _accuracy_axes(left, acc, [("gp_all", "-", "GP (infinite width), all paths"), ("gp_good", "--", "GP, good path only")])
+    left.set_title(f"Hidden Markov chain, P = {n_train}, T = {temperature}")
+    order = list(markov.DISPLAY_ORDER)
+    matrix_heatmap(right, _display(curve[0].solution.U, order), [prob.names[i] for i in order],
+                   f"order parameter $U^*$ at N = {curve[0].width}")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = ("accuracy", "order_parameters", "order_parameters_sampled", "pc_overlap", "two_path", "kernels")
 
 
