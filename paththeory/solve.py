@@ -43,12 +43,13 @@ from paththeory.model import Architecture
 
 Array = jax.Array
 STATUS = {0: "running", 1: "converged", 2: "maximum iterations reached", 3: "line search failed"}
-# The float32 phase of the mixed-precision solver stops at this gradient (float32 gradients of S/N
-# were accurate to ~2e-7 at the Omniglot size), or once this many of its steps could not be
-# certified by the float32 action (its noise floor; larger problems have a higher one); then
-# float64 takes over.
+# The float32 phase of the mixed-precision solver stops once max |dS/dU| is below LOW_PRECISION_TOL
+# and below LOW_PRECISION_NOISE_MARGIN times the float32 gradient's error at the start point
+# (~2e-7 at the Omniglot size, larger for larger S/N), or after LOW_PRECISION_MAX_UNCERTIFIED
+# steps the float32 action could not certify; then float64 takes over.
 LOW_PRECISION_TOL = 1e-5
-LOW_PRECISION_MAX_UNCERTIFIED = 10
+LOW_PRECISION_NOISE_MARGIN = 10.0
+LOW_PRECISION_MAX_UNCERTIFIED = 20
 # Mixed precision pays off where the O(n^2 P^2) kernel products and the O(P^3) Cholesky dominate.
 MIXED_PRECISION_MIN_EXAMPLES = 256
 
@@ -101,7 +102,6 @@ class _State(NamedTuple):
     gmax: Array
     s_hist: Array
     y_hist: Array
-    rho: Array
     count: Array
     it: Array
     evals: Array
@@ -109,8 +109,8 @@ class _State(NamedTuple):
     uncertified: Array  # steps accepted on the approximate Wolfe condition, not Armijo's
 
 
-def _objective_and_grads(theta, data: _Data, sizes, scales, heads, variances):
-    """``(S/N, dS/dtheta, max |dS/dU|)``; the U-gradient comes for free from the chain rule."""
+def _gradients(theta, data: _Data, sizes, scales, heads, variances):
+    """``(S/N, dS/dtheta, [dS/dU^(l)])``; the U-gradients come for free from the chain rule."""
     Us, pullback = jax.vjp(lambda t: theta_to_matrices(t, sizes, scales), theta)
     widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
 
@@ -121,33 +121,44 @@ def _objective_and_grads(theta, data: _Data, sizes, scales, heads, variances):
     f, g_us = jax.value_and_grad(s_of_u)(Us)
     g_us = [0.5 * (g + g.T) for g in g_us]
     (g_theta,) = pullback(g_us)
-    gmax = jnp.max(jnp.stack([jnp.max(jnp.abs(g)) for g in g_us]))
-    return f, g_theta, gmax
+    return f, g_theta, g_us
 
 
-def _two_loop(g, s_hist, y_hist, rho, count):
-    """L-BFGS direction ``-H g`` from the last ``m`` pairs (newest at index count-1 mod m)."""
+def _max_abs(arrays) -> Array:
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(a)) for a in arrays]))
+
+
+def _objective_and_grads(theta, data: _Data, sizes, scales, heads, variances):
+    """``(S/N, dS/dtheta, max |dS/dU|)``."""
+    f, g_theta, g_us = _gradients(theta, data, sizes, scales, heads, variances)
+    return f, g_theta, _max_abs(g_us)
+
+
+def _lbfgs_direction(g, s_hist, y_hist, count):
+    """L-BFGS direction ``-H g`` from the last ``m`` pairs (ring buffer, newest at ``count-1 mod m``).
+
+    Compact form of Byrd, Nocedal and Schnabel (1994) with ``H_0 = gamma I``: with ``S, Y`` the
+    pairs oldest first, ``R = triu(S^T Y)``, ``D = diag(S^T Y)``, ``u = R^{-1} S^T g``,
+    ``H g = gamma g + S R^{-T} [(D + gamma Y^T Y) u - gamma Y^T g] - gamma Y u``: a few small
+    matrix products instead of the sequential two-loop recursion.
+    """
     m = s_hist.shape[0]
     n_valid = jnp.minimum(count, m)
-
-    def backward(i, carry):  # newest to oldest
-        q, alphas = carry
-        idx = (count - 1 - i) % m
-        a = jnp.where(i < n_valid, rho[idx] * (s_hist[idx] @ q), 0.0)
-        return q - a * y_hist[idx], alphas.at[i].set(a)
-
-    q, alphas = jax.lax.fori_loop(0, m, backward, (g, jnp.zeros(m, g.dtype)))
-    newest = (count - 1) % m
-    yy = y_hist[newest] @ y_hist[newest]
-    gamma = jnp.where(count > 0, (s_hist[newest] @ y_hist[newest]) / jnp.where(yy > 0, yy, 1.0), 1.0)
-
-    def forward(j, r):  # oldest to newest
-        i = m - 1 - j
-        idx = (count - 1 - i) % m
-        b = rho[idx] * (y_hist[idx] @ r)
-        return r + jnp.where(i < n_valid, alphas[i] - b, 0.0) * s_hist[idx]
-
-    return -jax.lax.fori_loop(0, m, forward, gamma * q)
+    k = jnp.arange(m)
+    valid = k < n_valid
+    order = (count - n_valid + k) % m  # oldest first
+    S = jnp.where(valid[:, None], s_hist[order], 0.0)
+    Y = jnp.where(valid[:, None], y_hist[order], 0.0)
+    sy = S @ Y.T
+    R = jnp.triu(sy) + jnp.diag(jnp.where(valid, 0.0, 1.0))
+    newest = Y[jnp.maximum(n_valid - 1, 0)]
+    yy = newest @ newest
+    gamma = jnp.where(count > 0, (S[jnp.maximum(n_valid - 1, 0)] @ newest) / jnp.where(yy > 0, yy, 1.0), 1.0)
+    a, b = S @ g, Y @ g
+    u = jax.scipy.linalg.solve_triangular(R, a, lower=False)
+    inner = jnp.diagonal(sy) * u + gamma * (Y @ (Y.T @ u)) - gamma * b
+    p1 = jax.scipy.linalg.solve_triangular(R, inner, lower=False, trans=1)
+    return -(gamma * g + S.T @ p1 - gamma * (Y.T @ u))
 
 
 def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks: int,
@@ -163,7 +174,7 @@ def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks:
         return s.status == 0
 
     def body(s: _State):
-        direction = _two_loop(s.g, s.s_hist, s.y_hist, s.rho, s.count)
+        direction = _lbfgs_direction(s.g, s.s_hist, s.y_hist, s.count)
         slope = s.g @ direction
         direction = jnp.where(slope < 0, direction, -s.g)
         slope = jnp.where(slope < 0, slope, -(s.g @ s.g))
@@ -195,7 +206,6 @@ def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks:
         slot = s.count % history
         s_hist = jnp.where(keep, s.s_hist.at[slot].set(step), s.s_hist)
         y_hist = jnp.where(keep, s.y_hist.at[slot].set(dg), s.y_hist)
-        rho = jnp.where(keep, s.rho.at[slot].set(1.0 / jnp.where(keep, sy, 1.0)), s.rho)
         f = jnp.where(ok, f_new, s.f)
         g = jnp.where(ok, g_new, s.g)
         gmax = jnp.where(ok, gmax_new, s.gmax)
@@ -203,7 +213,7 @@ def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks:
         uncertified = s.uncertified + (ok & ~certified)
         done = gmax <= tol if max_uncertified is None else (gmax <= tol) | (uncertified >= max_uncertified)
         status = jnp.where(done, 1, jnp.where(~ok, 3, jnp.where(it >= max_iter, 2, 0)))
-        return _State(theta_new, f, g, gmax, s_hist, y_hist, rho, s.count + keep, it, s.evals + n_ls, status,
+        return _State(theta_new, f, g, gmax, s_hist, y_hist, s.count + keep, it, s.evals + n_ls, status,
                       uncertified)
 
     return jax.lax.while_loop(cond, body, state)
@@ -212,13 +222,13 @@ def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks:
 def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, low: _Data | None = None,
               history=40):
     """L-BFGS from ``theta0``. With ``low`` (the same problem in float32), first iterate on the
-    float32 objective down to ``max |dS/dU| <= max(tol, LOW_PRECISION_TOL)``, or until float32 can no
-    longer certify descent or its line search fails, then go on in float64 from there, keeping the
-    curvature history."""
+    float32 objective down to ``max |dS/dU| <= max(tol, LOW_PRECISION_TOL, margin x float32 error)``,
+    or until float32 can no longer certify descent or its line search fails, then go on in float64
+    from there, keeping the curvature history."""
     opts = dict(sizes=sizes, scales=scales, heads=heads, variances=variances)
     fg = lambda th: _objective_and_grads(th, data, **opts)  # noqa: E731
     d = theta0.shape[0]
-    zeros = dict(s_hist=jnp.zeros((history, d)), y_hist=jnp.zeros((history, d)), rho=jnp.zeros((history,)),
+    zeros = dict(s_hist=jnp.zeros((history, d)), y_hist=jnp.zeros((history, d)),
                  count=jnp.array(0), it=jnp.array(0), evals=jnp.array(1), uncertified=jnp.array(0))
     if low is None:
         f0, g0, gmax0 = fg(theta0)
@@ -228,7 +238,11 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
             f, g, gmax = _objective_and_grads(th.astype(jnp.float32), low, **opts)
             return f.astype(th.dtype), g.astype(th.dtype), gmax.astype(th.dtype)
 
-        switch = jnp.maximum(tol, LOW_PRECISION_TOL)
+        # Where float32 gradients stop being informative: their error at the start point, by a margin.
+        _, _, g_high = _gradients(theta0, data, **opts)
+        _, _, g_low = _gradients(theta0.astype(jnp.float32), low, **opts)
+        noise = _max_abs([a.astype(b.dtype) - b for a, b in zip(g_low, g_high)])
+        switch = jnp.maximum(jnp.maximum(tol, LOW_PRECISION_TOL), LOW_PRECISION_NOISE_MARGIN * noise)
         f0, g0, gmax0 = fg_low(theta0)
         finite = jnp.isfinite(f0) & jnp.all(jnp.isfinite(g0))
         state = _State(theta0, f0, g0, gmax0, status=jnp.where(finite & (gmax0 > switch), 0, 1), **zeros)
@@ -236,7 +250,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
                        max_uncertified=LOW_PRECISION_MAX_UNCERTIFIED)
         f, g, gmax = fg(state.theta)
         status = jnp.where(gmax <= tol, 1, jnp.where(state.it >= max_iter, 2, 0))
-        state = state._replace(f=f, g=g, gmax=gmax, evals=state.evals + 1, status=status)
+        state = state._replace(f=f, g=g, gmax=gmax, evals=state.evals + 2, status=status)
     return _lbfgs(state, fg, tol, max_iter, roundoff=1e-12, max_backtracks=50)
 
 
