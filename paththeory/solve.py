@@ -9,7 +9,7 @@ definite. ``U_a`` is eliminated in closed form; all ``U^(l)`` are optimised join
 L-BFGS (two-loop recursion, backtracking Armijo line search) inside one jitted
 ``lax.while_loop``. Width and temperature are traced arguments, so a sweep compiles once.
 
-From P = 256 training examples the solver runs in mixed precision (``Theory(precision=...)``):
+From P = 256 training examples, with Gram blocks, the solver runs in mixed precision (``Theory(precision=...)``):
 it iterates on the action evaluated in float32, about twice as cheap per evaluation, until the
 gradient reaches 1e-5 or float32 can no longer certify descent, then finishes in float64 from
 there with the same curvature history. Tolerances and reported gradients are always float64's.
@@ -33,6 +33,7 @@ from paththeory._checks import as_float_array, check_positive_definite
 from paththeory.action import action, gp_order_parameters, level_scale, order_parameter_sizes, readout_order_parameter
 from paththeory.kernels import (
     DEFAULT_MEMORY_BUDGET,
+    GramBlocks,
     KernelOperator,
     apply_operator,
     check_features,
@@ -327,7 +328,9 @@ class Theory:
         kernel operator (half its memory again), iterates on the float32 action down to
         ``max |d(S/N)/dU| <= 1e-5`` (:data:`LOW_PRECISION_TOL`) and finishes in float64, so the reported
         gradient and the tolerance are float64's; ``"auto"`` (default) picks ``"mixed"`` from
-        P = 256 training examples (:data:`MIXED_PRECISION_MIN_EXAMPLES`), where it is about twice as fast.
+        P = 256 training examples (:data:`MIXED_PRECISION_MIN_EXAMPLES`) with the Gram-block backend,
+        where it is about twice as fast. Mixed precision is not offered with the factorised backend:
+        there the batched float32 solve hung in XLA on CPU (seen at P = 600, 16 paths, N0 = 64).
 
     Example:
       >>> from paththeory.exercises import model_problem
@@ -357,7 +360,13 @@ class Theory:
         self.features = feats
         self.y = jnp.asarray(targets)
         self.operator = kernel_operator(feats, memory_budget)
-        mixed = precision == "mixed" or (precision == "auto" and feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
+        gram = isinstance(self.operator, GramBlocks)
+        if precision == "mixed" and not gram:
+            raise ValueError(
+                "precision='mixed' needs the Gram-block kernel backend, but these features use the factorised "
+                "one (too few features per path or too small a memory_budget); use precision='double'."
+            )
+        mixed = precision == "mixed" or (precision == "auto" and gram and feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
         self.precision = "mixed" if mixed else "double"
         self._low_operator = operator_astype(self.operator, jnp.float32) if mixed else None
         self.sizes = tuple(order_parameter_sizes(arch.heads))

@@ -126,6 +126,9 @@ def test_bad_input_raises_value_errors(small_problem):
     theory = Theory(arch, feats, y)
     with pytest.raises(ValueError, match="precision must be"):
         Theory(arch, feats, y, precision="half")
+    with pytest.raises(ValueError, match="needs the Gram-block"):
+        Theory(arch, feats, y, memory_budget=0, precision="mixed")
+    assert Theory(arch, np.tile(feats, (5, 1, 1)), np.tile(y, 5), memory_budget=0).precision == "double"
     with pytest.raises(ValueError, match="paths"):
         Theory(arch, feats[:, :3], y)
     with pytest.raises(ValueError, match="labels"):
