@@ -6,13 +6,15 @@ Every order parameter is parametrised by a Cholesky factor with a log-diagonal,
 
 with ``c_l`` its GP value, so ``theta = 0`` is the GP point and every iterate is positive
 definite. ``U_a`` is eliminated in closed form; all ``U^(l)`` are optimised jointly with
-L-BFGS (two-loop recursion, backtracking Armijo line search) inside one jitted
-``lax.while_loop``. Width and temperature are traced arguments, so a sweep compiles once.
+L-BFGS (compact form, backtracking line search with Armijo's condition or, at round-off level,
+an approximate Wolfe condition) inside one jitted ``lax.while_loop``. Width and temperature are
+traced arguments, so a sweep compiles once.
 
-From P = 256 training examples, with Gram blocks, the solver runs in mixed precision (``Theory(precision=...)``):
-it iterates on the action evaluated in float32, about twice as cheap per evaluation, until the
-gradient reaches 1e-5 or float32 can no longer certify descent, then finishes in float64 from
-there with the same curvature history. Tolerances and reported gradients are always float64's.
+From P = 256 training examples, with Gram blocks, the solver runs in mixed precision
+(``Theory(precision=...)``): it iterates on the action evaluated in float32, about twice as cheap
+per evaluation, until the gradient reaches 1e-5 (or float32's own error, measured at the start)
+or float32 can no longer certify descent, then finishes in float64 from there with the same
+curvature history. Tolerances and reported gradients are always float64's.
 
 Convergence is measured as the authors measured it (spec §3.6, §10.9): the largest
 absolute entry of the gradient of ``S/N`` with respect to the symmetric matrices
@@ -235,16 +237,20 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
         f0, g0, gmax0 = fg(theta0)
         state = _State(theta0, f0, g0, gmax0, status=jnp.where(gmax0 <= tol, 1, 0), **zeros)
     else:
+        def low_gradients(th):
+            f, g, g_us = _gradients(th.astype(jnp.float32), low, **opts)
+            return f.astype(th.dtype), g.astype(th.dtype), [u.astype(th.dtype) for u in g_us]
+
         def fg_low(th):
-            f, g, gmax = _objective_and_grads(th.astype(jnp.float32), low, **opts)
-            return f.astype(th.dtype), g.astype(th.dtype), gmax.astype(th.dtype)
+            f, g, g_us = low_gradients(th)
+            return f, g, _max_abs(g_us)
 
         # Where float32 gradients stop being informative: their error at the start point, by a margin.
+        f0, g0, g_low = low_gradients(theta0)
         _, _, g_high = _gradients(theta0, data, **opts)
-        _, _, g_low = _gradients(theta0.astype(jnp.float32), low, **opts)
-        noise = _max_abs([a.astype(b.dtype) - b for a, b in zip(g_low, g_high)])
+        noise = _max_abs([a - b for a, b in zip(g_low, g_high)])
         switch = jnp.maximum(jnp.maximum(tol, LOW_PRECISION_TOL), LOW_PRECISION_NOISE_MARGIN * noise)
-        f0, g0, gmax0 = fg_low(theta0)
+        gmax0 = _max_abs(g_low)
         finite = jnp.isfinite(f0) & jnp.all(jnp.isfinite(g0))
         state = _State(theta0, f0, g0, gmax0, status=jnp.where(finite & (gmax0 > switch), 0, 1), **zeros)
         state = _lbfgs(state, fg_low, switch, max_iter, roundoff=1e-6, max_backtracks=20,
@@ -326,7 +332,8 @@ class Theory:
         kernel is evaluated from the features (spec §2.3), see :func:`~paththeory.kernels.kernel_operator`.
       precision: ``"double"`` iterates in float64 throughout; ``"mixed"`` keeps a float32 copy of the
         kernel operator (half its memory again), iterates on the float32 action down to
-        ``max |d(S/N)/dU| <= 1e-5`` (:data:`LOW_PRECISION_TOL`) and finishes in float64, so the reported
+        ``max |d(S/N)/dU| <= 1e-5`` (:data:`LOW_PRECISION_TOL`, or ten times float32's gradient error at
+        the start if larger) and finishes in float64, so the reported
         gradient and the tolerance are float64's; ``"auto"`` (default) picks ``"mixed"`` from
         P = 256 training examples (:data:`MIXED_PRECISION_MIN_EXAMPLES`) with the Gram-block backend,
         where it is about twice as fast. Mixed precision is not offered with the factorised backend:
@@ -519,9 +526,7 @@ def solve(arch: Architecture, features, y, width, temperature, **opts) -> Soluti
       >>> sol.U.shape, sol.report["converged"]
       ((6, 6), True)
     """
-    budget = opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET)
-    precision = opts.pop("precision", "auto")
-    return Theory(arch, features, y, budget, precision).solve(width, temperature, **opts)
+    return _theory(arch, features, y, opts).solve(width, temperature, **opts)
 
 
 def sweep(arch: Architecture, features, y, widths, temperatures, **opts) -> list:
@@ -534,6 +539,9 @@ def sweep(arch: Architecture, features, y, widths, temperatures, **opts) -> list
       >>> [round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in sols]
       [0.66]
     """
-    budget = opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET)
-    precision = opts.pop("precision", "auto")
-    return Theory(arch, features, y, budget, precision).sweep(widths, temperatures, **opts)
+    return _theory(arch, features, y, opts).sweep(widths, temperatures, **opts)
+
+
+def _theory(arch: Architecture, features, y, opts: dict) -> Theory:
+    """A :class:`Theory` from the one-call functions' options (pops ``memory_budget`` and ``precision``)."""
+    return Theory(arch, features, y, opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET), opts.pop("precision", "auto"))
