@@ -156,10 +156,37 @@ def _energy_fwd(K, y, temperature):
     return value, (chol, alpha, temperature)
 
 
+def inverse_upper_triangular(R: Array, base: int = 32) -> Array:
+    """``R^{-1}`` for an upper-triangular ``R`` by recursive halving (LAPACK's trtri, blocked):
+
+        [[A, B], [0, D]]^{-1} = [[A^{-1}, -A^{-1} B D^{-1}], [0, D^{-1}]],
+
+    with a triangular solve below ``base`` rows. Almost all of its ``P^3 / 3`` flops are matrix
+    products, 2-3x faster on CPU than triangular solves against the identity.
+
+    Example:
+      >>> R = jnp.array([[2.0, 1.0], [0.0, 4.0]])
+      >>> print(np.asarray(inverse_upper_triangular(R, base=1)))
+      [[ 0.5   -0.125]
+       [ 0.     0.25 ]]
+    """
+    n = R.shape[0]
+    if n <= base:
+        return jax.scipy.linalg.solve_triangular(R, jnp.eye(n, dtype=R.dtype), lower=False)
+    h = n // 2
+    a_inv = inverse_upper_triangular(R[:h, :h], base)
+    d_inv = inverse_upper_triangular(R[h:, h:], base)
+    top = jnp.concatenate([a_inv, -(a_inv @ R[:h, h:]) @ d_inv], axis=1)
+    bottom = jnp.concatenate([jnp.zeros((n - h, h), R.dtype), d_inv], axis=1)
+    return jnp.concatenate([top, bottom], axis=0)
+
+
 def _energy_bwd(res, cot):
     chol, alpha, temperature = res
-    inverse = jax.scipy.linalg.cho_solve((chol, True), jnp.eye(chol.shape[0], dtype=chol.dtype))
-    b = jax.scipy.linalg.solve_triangular(chol, alpha, lower=True, trans=1)
+    # K + T I = R^T R with R = chol^T, so G = R^{-1} R^{-T} and b = R^{-1} alpha.
+    r_inv = inverse_upper_triangular(chol.T)
+    inverse = r_inv @ r_inv.T
+    b = r_inv @ alpha
     dK = cot * (inverse - jnp.outer(b, b))
     dT = cot * (jnp.trace(inverse) - b @ b)
     return dK, cot * 2.0 * b, jnp.reshape(dT, jnp.shape(temperature)).astype(jnp.result_type(temperature))

@@ -146,7 +146,7 @@ def omniglot_size_problem(seed: int = 0, n_examples: int = 600) -> tuple[Archite
     x = rng.normal(size=(n_examples, tokens, n0))
     teacher = rng.normal(size=n0)
     y = np.sign(x.mean(axis=1) @ teacher)
-    return arch, np.asarray(path_features(arch, x)), y
+    return arch, np.asarray(path_features(arch, x, batch_size=50)), y  # batches bound the attention temporaries
 
 
 def omniglot_case(width: float = 10.0, temperature: float = 0.5,

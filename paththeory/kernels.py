@@ -127,16 +127,57 @@ def _triangular_count_root(count: int) -> int:
     return int(round((np.sqrt(8 * count + 1) - 1) / 2))
 
 
+def pack_symmetric(D: np.ndarray) -> np.ndarray:
+    """The ``P (P + 1) / 2`` numbers of a symmetric ``[P, P]`` matrix as a ``[rows, h]`` rectangle.
+
+    With ``h = ceil(P / 2)`` and ``D = [[D11, D21^T], [D21, D22]]`` (``D11`` of size ``h``), the two
+    lower triangles share one block: for even ``P`` an ``(h + 1) x h`` block with ``tril(D11)``
+    in rows ``1..h`` and ``tril(D22)^T`` on and above the diagonal of rows ``0..h-1``; for odd ``P``
+    an ``h x h`` block with ``tril(D11)`` and ``tril(D22)^T`` strictly above its diagonal. ``D21``
+    follows, so ``rows = P + 1`` (even ``P``) or ``P`` (odd). This is LAPACK's rectangular full
+    packed format in spirit: unpacking is slicing and triangle masks, not a gather.
+
+    Example:
+      >>> D = np.arange(9.0).reshape(3, 3); D = D + D.T
+      >>> bool(np.array_equal(unpack_symmetric(jnp.asarray(pack_symmetric(D)), 3), D))
+      True
+    """
+    p = D.shape[0]
+    h = (p + 1) // 2
+    low = np.tril(D[h:, h:]).T
+    if p % 2 == 0:
+        top = np.zeros((h + 1, h), D.dtype)
+        top[1:] += np.tril(D[:h, :h])
+        top[:h] += low
+    else:
+        top = np.tril(D[:h, :h])
+        top[: h - 1, 1:] += low
+    return np.concatenate([top, D[h:, :h]], axis=0)
+
+
+def unpack_symmetric(R: Array, p: int) -> Array:
+    """The symmetric ``[P, P]`` matrix from :func:`pack_symmetric`'s rectangle (traceable)."""
+    h = (p + 1) // 2
+    if p % 2 == 0:
+        t1, t2, d21 = jnp.tril(R[1 : h + 1]), jnp.triu(R[:h]).T, R[h + 1 :]
+    else:
+        t1, t2, d21 = jnp.tril(R[:h]), jnp.triu(R[: h - 1, 1:h]).T, R[h:]
+    s1 = t1 + t1.T - jnp.diag(jnp.diagonal(t1))
+    s2 = t2 + t2.T - jnp.diag(jnp.diagonal(t2))
+    return jnp.concatenate([jnp.concatenate([s1, d21.T], axis=1), jnp.concatenate([d21, s2], axis=1)], axis=0)
+
+
 class GramBlocks(NamedTuple):
-    """Precomputed symmetrised Gram blocks, packed: row ``k`` of ``blocks`` holds the lower triangle
-    (``np.tril_indices(P)`` order) of ``D^{ab} = w_ab (C^{ab} + C^{ab T})`` for the ``k``-th pair
-    ``a <= b`` (``np.triu_indices(n)`` order), ``w_aa = 1/2``, ``w_ab = 1``.
+    """Precomputed symmetrised Gram blocks, packed: ``blocks[k]`` is :func:`pack_symmetric` of
+    ``D^{ab} = w_ab (C^{ab} + C^{ab T})`` for the ``k``-th pair ``a <= b`` (``np.triu_indices(n)``
+    order), ``w_aa = 1/2``, ``w_ab = 1``.
 
     Then ``K(U) = sum_{a <= b} U_ab D^{ab}`` for symmetric ``U``: storing only what a symmetric
-    ``K`` needs halves both the memory and the reads of every evaluation.
+    ``K`` needs halves both the memory and the reads of every evaluation, and unpacking needs no
+    index arrays (which XLA would otherwise embed as large constants in every compiled solver).
     """
 
-    blocks: Array  # [n(n+1)/2, P(P+1)/2]
+    blocks: Array  # [n(n+1)/2, P + 1 - P mod 2, ceil(P/2)]
 
     @property
     def n_paths(self) -> int:
@@ -144,7 +185,8 @@ class GramBlocks(NamedTuple):
 
     @property
     def n_examples(self) -> int:
-        return _triangular_count_root(self.blocks.shape[1])
+        rows, h = self.blocks.shape[1:]
+        return rows - 1 if rows == 2 * h + 1 else rows
 
 
 class FeatureKernel(NamedTuple):
@@ -179,37 +221,24 @@ def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> Ker
     if gram_bytes(p, n) > memory_budget // 2 or n0 < GRAM_MIN_FEATURES_PER_PATH * (n + 1):
         return FeatureKernel(f)
     rows, cols = np.triu_indices(n)
-    lower = np.tril_indices(p)
-    weights = jnp.where(jnp.asarray(rows == cols), 0.5, 1.0)
-    packed = []
-    for a, b, w in zip(rows, cols, weights):  # one P x P block at a time: no [n, n, P, P] temporary
-        block = f[:, a] @ f[:, b].T
-        packed.append((w * (block + block.T))[lower])
-    return GramBlocks(jnp.stack(packed))
+    packed = np.empty((rows.size, p + 1 - p % 2, (p + 1) // 2))
+    for k, (a, b) in enumerate(zip(rows, cols)):  # one P x P block at a time: no [n, n, P, P] temporary
+        block = np.asarray(f[:, a] @ f[:, b].T)
+        packed[k] = pack_symmetric((0.5 if a == b else 1.0) * (block + block.T))
+    return GramBlocks(jnp.asarray(packed))
 
 
 def apply_operator(op: KernelOperator, U: Array) -> Array:
     """``K(U)`` for either backend (traceable; used inside the jitted solver)."""
     if isinstance(op, GramBlocks):
         rows, cols = np.triu_indices(op.n_paths)
-        p = op.n_examples
-        lower = np.tril_indices(p)
         # A matrix-vector product over the packed blocks; its transpose (the gradient) is another
-        # contiguous product. Then the lower triangle is mirrored into the full symmetric K.
-        packed = U[rows, cols].astype(op.blocks.dtype) @ op.blocks
-        tril = jnp.zeros((p, p), packed.dtype).at[lower].set(packed)
-        return tril + tril.T - jnp.diag(jnp.diagonal(tril))
+        # contiguous product. Then the packed rectangle is unfolded into the full symmetric K.
+        packed = U[rows, cols].astype(op.blocks.dtype) @ op.blocks.reshape(op.blocks.shape[0], -1)
+        return unpack_symmetric(packed.reshape(op.blocks.shape[1:]), op.n_examples)
     return _kernel(U, op.features, op.features)
 
 
 def operator_astype(op: KernelOperator, dtype) -> KernelOperator:
     """The same backend with its arrays cast to ``dtype`` (the solver's float32 copy)."""
     return type(op)(*(jnp.asarray(a, dtype) for a in op))
-
-
-def operator_n_paths(op: KernelOperator) -> int:
-    return op.n_paths if isinstance(op, GramBlocks) else op.features.shape[1]
-
-
-def operator_n_examples(op: KernelOperator) -> int:
-    return op.blocks.shape[1] if isinstance(op, GramBlocks) else op.features.shape[0]

@@ -14,7 +14,7 @@ import pytest
 
 import paththeory as pt
 
-MODULES = ("model", "kernels", "action", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises")
+MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises")
 
 
 @pytest.mark.parametrize("name", MODULES)

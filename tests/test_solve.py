@@ -110,15 +110,18 @@ def test_mixed_precision_reaches_the_double_precision_minimum():
     y = np.sign(x[:, 0] @ rng.normal(size=24))
     feats = np.asarray(pt.path_features(arch, x))
     auto = Theory(arch, feats, y)
-    assert auto.precision == "mixed"  # P = 300 >= MIXED_PRECISION_MIN_EXAMPLES
-    assert Theory(arch, feats[:100], y[:100]).precision == "double"
-    double = Theory(arch, feats, y, precision="double").solve(8, T)
-    for tol in (1e-7, 1e-9):
-        mixed = auto.solve(8, T, tol=tol)
-        assert mixed.report["converged"] and mixed.report["precision"] == "mixed"
-        assert mixed.report["grad_norm"] <= tol
-        assert independent_gradient(arch, feats, y, mixed) <= 10 * tol
-        np.testing.assert_allclose(mixed.U, double.U, atol=1e-4 if tol == 1e-7 else 1e-6)
+    assert auto.precision == "mixed" and auto.hessian  # P = 300 >= MIXED_PRECISION_MIN_EXAMPLES, HESSIAN_MIN_EXAMPLES
+    small = Theory(arch, feats[:100], y[:100])
+    assert small.precision == "double" and not small.hessian
+    double = Theory(arch, feats, y, precision="double", hessian=False).solve(8, T)
+    for theory in (auto, Theory(arch, feats, y, hessian=False)):
+        for tol in (1e-7, 1e-9):
+            mixed = theory.solve(8, T, tol=tol)
+            assert mixed.report["converged"] and mixed.report["precision"] == "mixed"
+            assert mixed.report["hessian"] == theory.hessian
+            assert mixed.report["grad_norm"] <= tol
+            assert independent_gradient(arch, feats, y, mixed) <= 10 * tol
+            np.testing.assert_allclose(mixed.U, double.U, atol=1e-4 if tol == 1e-7 else 1e-6)
 
 
 def test_bad_input_raises_value_errors(small_problem):
