@@ -125,3 +125,12 @@ def test_partial_trace_sums_diagonal_blocks(rng):
     U = rng.normal(size=(6, 6))
     traced = np.asarray(act.partial_trace(jnp.asarray(U), 2))
     np.testing.assert_allclose(traced, U[:3, :3] + U[3:, 3:])
+
+
+@pytest.mark.parametrize("size", [1, 2, 31, 33, 64, 101])  # around the recursion's base size 32
+def test_inverse_upper_triangular_matches_numpy(size, rng):
+    A = rng.normal(size=(size, size))
+    R = np.linalg.cholesky(A @ A.T + size * np.eye(size)).T
+    inv = np.asarray(act.inverse_upper_triangular(jnp.asarray(R)))
+    np.testing.assert_allclose(inv, np.linalg.inv(R), rtol=1e-12, atol=1e-14)
+    assert np.all(np.tril(inv, -1) == 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -40,6 +41,17 @@ def test_kernel_matrix_forms_agree(rng):
     assert isinstance(streamed, kernels.FeatureKernel)
     np.testing.assert_allclose(kernels.apply_operator(gram, U), dense, atol=1e-12)
     np.testing.assert_allclose(kernels.apply_operator(streamed, U), dense, atol=1e-12)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 8, 9, 600, 601])
+def test_symmetric_packing_round_trips(size, rng):
+    A = rng.normal(size=(size, size))
+    D = A + A.T
+    packed = kernels.pack_symmetric(D)
+    assert packed.size == size * (size + 1) // 2  # no padding
+    np.testing.assert_array_equal(np.asarray(kernels.unpack_symmetric(jnp.asarray(packed), size)), D)
+    gram = kernels.GramBlocks(jnp.asarray(packed)[None])
+    assert gram.n_examples == size and gram.n_paths == 1
 
 
 def test_memory_budget_selects_backend():
