@@ -356,13 +356,19 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
 
 
 def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=None, features=None, *, sizes, scales,
-                   heads, variances):
+                   heads, variances, sequential=False):
     """:func:`_minimise` for a batch of start points, temperatures ``[B]`` and widths ``[B, L+1]``.
 
-    One ``vmap``-ed while loop: every lane stops updating once it has converged, and the
-    loop ends when the last lane does. ``low_op``: the kernel operator in float32, for the
-    mixed-precision first phase. ``features``: the path features, for the Hessian restart
-    (``None``: L-BFGS from a scaled identity throughout).
+    With ``sequential`` (the default on CPU) the points are solved one after another in a
+    ``lax.map``; otherwise (GPU) in one ``vmap``-ed while loop, where every lane stops updating once it
+    has converged and the loop ends when the last lane does. On CPU the batched form can deadlock:
+    with a batch dimension, jaxlib's LAPACK kernels (Cholesky, triangular solve) split the batch over
+    XLA's intra-op thread pool and wait for it, and two of them running at once occupied both
+    threads of a 2-core machine (seen at P = 600 with 3 widths; the threads' native stacks showed
+    ``lapack_dpotrf_ffi`` and ``lapack_dtrsm_ffi`` waiting in ``ParallelBatchMap``). Sequential lanes
+    were also no slower on CPU (Markov-chain sweep of 10 widths: 0.049 s against 0.062 s).
+    ``low_op``: the kernel operator in float32, for the mixed-precision first phase. ``features``:
+    the path features, for the Hessian restart (``None``: L-BFGS from a scaled identity throughout).
     """
     f32 = jnp.float32
     hessian = features is not None
@@ -375,12 +381,15 @@ def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=Non
         return _minimise(t0, _Data(op, y, temp, w, features), tol, max_iter, low=low, hessian=hessian,
                          sizes=sizes, scales=scales, heads=heads, variances=variances)
 
-    state = jax.vmap(one)(theta0, temperature, widths)
+    if sequential:
+        state = jax.lax.map(lambda a: one(*a), (theta0, temperature, widths))
+    else:
+        state = jax.vmap(one)(theta0, temperature, widths)
     mats = jax.vmap(lambda t: theta_to_matrices(t, sizes, scales))(state.theta)
     return state, mats
 
 
-_minimise_many_jit = jax.jit(_minimise_many, static_argnames=("sizes", "scales", "heads", "variances"))
+_minimise_many_jit = jax.jit(_minimise_many, static_argnames=("sizes", "scales", "heads", "variances", "sequential"))
 
 
 # --------------------------------------------------------------------------- public API
@@ -573,6 +582,7 @@ class Theory:
             jnp.asarray(tol), jnp.asarray(max_iter), self._low_operator,
             self.features if self.hessian and tol < HESSIAN_SWITCH else None,
             sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
+            sequential=jax.default_backend() == "cpu",
         )
         mats = [np.asarray(m) for m in mats]
         seconds = time.perf_counter() - start

@@ -48,7 +48,7 @@ from matplotlib.figure import Figure
 from scipy.stats import spearmanr
 
 import paththeory
-from paththeory import action, kernels, predict, solve, training
+from paththeory import action, hessian, kernels, predict, solve, training
 from paththeory.data import DataNotFoundError, load_omniglot, load_one_shot_runs
 from paththeory.experiments import jsonable
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
@@ -303,7 +303,7 @@ def cache_dir() -> Path:
 def _digest(arrays: Sequence[np.ndarray], params: dict) -> str:
     """A hash of the arrays, the parameters and the source of the theory's modules."""
     h = hashlib.sha256(json.dumps(params, sort_keys=True).encode())
-    for module in (action, kernels, predict, solve):
+    for module in (action, hessian, kernels, predict, solve):
         h.update(Path(module.__file__).read_bytes())
     for a in arrays:
         h.update(np.ascontiguousarray(a).tobytes())
