@@ -306,6 +306,8 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
     longer certify descent or its line search fails, then go on in float64 from there, keeping the
     curvature history. With ``hessian``, once ``max |dS/dU| <= HESSIAN_SWITCH`` the exact Hessian
     (from the features, in the first phase's precision) restarts L-BFGS as its initial matrix.
+    ``history``: the curvature pairs kept (at the Omniglot size without the restart, 40 pairs took
+    124 evaluations to 1e-9 and 80 took 90).
     """
     opts = dict(sizes=sizes, scales=scales, heads=heads, variances=variances)
     fg = lambda th: _objective_and_grads(th, data, **opts)  # noqa: E731
