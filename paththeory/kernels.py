@@ -7,8 +7,9 @@ All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeo
 * ``K_GP = sigma_a^2 prod_l sigma_l^2 sum_pi C^{pi pi}`` (``U`` at the GP point).
 
 The solver evaluates ``K(U)`` many times. :func:`kernel_operator` either precomputes the
-``n(n+1)/2`` distinct symmetrised Gram blocks, packed as lower triangles (when they fit the memory
-budget; then ``K(U)`` is one matrix-vector product of cost ``n^2 P^2 / 4``), or keeps only the
+``n(n+1)/2`` distinct symmetrised Gram blocks, each packed into a rectangle of ``P (P + 1) / 2``
+numbers (:func:`pack_symmetric`; when they fit the memory budget, ``K(U)`` is then one
+matrix-vector product of cost ``n^2 P^2 / 4``), or keeps only the
 features and evaluates the factorised form ``K = Xi (U kron I) Xi^T`` (memory ``P n N0``, cost
 ``P n^2 N0 + P^2 n N0``). Neither materialises the ``[n, n, P, P]`` tensor.
 """

@@ -321,7 +321,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
         if hessian:
             state = _lbfgs(state, fg, jnp.maximum(tol, HESSIAN_SWITCH), max_iter, roundoff=1e-12, max_backtracks=50)
             # From here the quasi-Newton model starts at the inverse Hessian, without the old pairs.
-            h0 = _inverse_hessian(_hessian(state.theta, data if low is None else low, **opts))
+            h0 = _inverse_hessian(_hessian(state.theta, data, **opts))
             state = state._replace(count=jnp.array(0), status=jnp.where(
                 state.status == 2, 2, jnp.where(state.gmax <= tol, 1, 0)))
     else:
@@ -348,7 +348,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
             # Go on in float32 only if that phase ended at its tolerance, not at float32's limits.
             more = (state.status == 1) & (state.gmax <= first_tol) & (state.gmax > switch) & (
                 state.uncertified < LOW_PRECISION_MAX_UNCERTIFIED)
-            h0 = _inverse_hessian(_hessian(state.theta, data if low is None else low, **opts))
+            h0 = _inverse_hessian(_hessian(state.theta, low, **opts))
             state = state._replace(count=jnp.array(0), status=jnp.where(more, 0, jnp.where(state.status == 2, 2, 1)))
         state = _lbfgs(state, fg_low, switch, max_iter, h0=h0, **low_opts)
         f, g, gmax = fg(state.theta)
@@ -374,12 +374,13 @@ def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=Non
     """
     f32 = jnp.float32
     hessian = features is not None
+    low_y = y.astype(f32)
+    low_features = features.astype(f32) if hessian and low_op is not None else None
 
     def one(t0, temp, w):
         low = None
         if low_op is not None:
-            low = _Data(low_op, y.astype(f32), temp.astype(f32), w.astype(f32),
-                        features.astype(f32) if hessian else None)
+            low = _Data(low_op, low_y, temp.astype(f32), w.astype(f32), low_features)
         return _minimise(t0, _Data(op, y, temp, w, features), tol, max_iter, low=low, hessian=hessian,
                          sizes=sizes, scales=scales, heads=heads, variances=variances)
 
@@ -447,7 +448,8 @@ class Theory:
         gradient and the tolerance are float64's; ``"auto"`` (default) picks ``"mixed"`` from
         P = 256 training examples (:data:`MIXED_PRECISION_MIN_EXAMPLES`) with the Gram-block backend,
         where it is about twice as fast. Mixed precision is not offered with the factorised backend:
-        there the batched float32 solve hung in XLA on CPU (seen at P = 600, 16 paths, N0 = 64).
+        there the batched float32 solve hung on CPU (P = 600, 16 paths, N0 = 64), before the solver
+        ran the points of a batch one after another (see ``_minimise_many``); not re-measured since.
       hessian: restart L-BFGS from the exact inverse Hessian (from the features, in the first
         phase's precision) once ``max |d(S/N)/dU| <= 3e-2`` (:data:`HESSIAN_SWITCH`), for tolerances
         below that; ``None`` (default) decides by cost with :func:`hessian_pays`. At the Omniglot
@@ -578,11 +580,11 @@ class Theory:
         all_widths = [self.arch.widths(w) for w in widths]
         temps = [self._check_temperature(t) for t in temperatures]
         theta0 = jnp.asarray(np.stack([self._initial_theta(i) for i in inits]))
+        use_hessian = self.hessian and tol < HESSIAN_SWITCH
         start = time.perf_counter()
         state, mats = _minimise_many_jit(
             theta0, self.operator, self.y, jnp.asarray(temps), jnp.asarray(all_widths),
-            jnp.asarray(tol), jnp.asarray(max_iter), self._low_operator,
-            self.features if self.hessian and tol < HESSIAN_SWITCH else None,
+            jnp.asarray(tol), jnp.asarray(max_iter), self._low_operator, self.features if use_hessian else None,
             sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
             sequential=jax.default_backend() == "cpu",
         )
@@ -605,7 +607,7 @@ class Theory:
                 "action": float(state.f[b]),
                 "tolerance": tol,
                 "precision": self.precision,
-                "hessian": self.hessian and tol < HESSIAN_SWITCH,
+                "hessian": use_hessian,
             }
             U_a = float(readout_order_parameter(np.trace(Us[-1]), ws, self.arch.heads, self.arch.variances))
             solutions.append(Solution(Us[0], Us[1:], U_a, ws, t, report))
