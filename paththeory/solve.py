@@ -16,7 +16,8 @@ flipped) and restarts L-BFGS from its inverse as the initial matrix: from there 
 quasi-Newton steps converge superlinearly (at the Omniglot size, 37 evaluations to 1e-9 instead
 of about 120).
 
-From P = 256 training examples, with Gram blocks, the solver runs in mixed precision
+From P = 256 training examples, with Gram blocks (or a factorised kernel over many features), the
+solver runs in mixed precision
 (``Theory(precision=...)``): it iterates on the action evaluated in float32, about twice as cheap
 per evaluation, until the gradient reaches 1e-5 (or float32's own error, measured at the start)
 or float32 can no longer certify descent, then finishes in float64 from there with the same
@@ -76,6 +77,10 @@ HESSIAN_MAX_COST = 40.0
 HESSIAN_MIN_EXAMPLES = 256
 # Mixed precision pays off where the O(n^2 P^2) kernel products and the O(P^3) Cholesky dominate.
 MIXED_PRECISION_MIN_EXAMPLES = 256
+# With the factorised kernel, float32 pays only when the [P, n N0] feature products dominate: measured
+# on 2 CPU cores at P = 600, 64 paths x N0 = 192 (n N0 = 12,288) ran 1.4-2x faster in mixed precision
+# (N = 10: 46 s vs 64 s; N = 100: 17 s vs 34 s), 16 paths x N0 = 64 (1,024) 1.1x slower (sweep 24 s vs 22 s).
+MIXED_PRECISION_MIN_FACTORISED_WIDTH = 4096
 
 
 # --------------------------------------------------------------------------- parametrisation
@@ -447,9 +452,11 @@ class Theory:
         the start if larger) and finishes in float64, so the reported
         gradient and the tolerance are float64's; ``"auto"`` (default) picks ``"mixed"`` from
         P = 256 training examples (:data:`MIXED_PRECISION_MIN_EXAMPLES`) with the Gram-block backend,
-        where it is about twice as fast. Mixed precision is not offered with the factorised backend:
-        there the batched float32 solve hung on CPU (P = 600, 16 paths, N0 = 64), before the solver
-        ran the points of a batch one after another (see ``_minimise_many``); not re-measured since.
+        where it is about twice as fast, and with the factorised backend where ``n_paths * N0`` is at
+        least :data:`MIXED_PRECISION_MIN_FACTORISED_WIDTH`. (The factorised float32 solve once hung on
+        CPU; the cause was jaxlib's batched LAPACK kernels deadlocking XLA's thread pool, which
+        solving the points of a batch one after another on CPU removed: a 3 x 2 sweep at P = 600,
+        16 paths, N0 = 64 now runs in 24 s and agrees with float64 to 1e-6 at tolerance 1e-6.)
       hessian: restart L-BFGS from the exact inverse Hessian (from the features, in the first
         phase's precision) once ``max |d(S/N)/dU| <= 3e-2`` (:data:`HESSIAN_SWITCH`), for tolerances
         below that; ``None`` (default) decides by cost with :func:`hessian_pays`. At the Omniglot
@@ -484,12 +491,8 @@ class Theory:
         self.y = jnp.asarray(targets)
         self.operator = kernel_operator(feats, memory_budget)
         gram = isinstance(self.operator, GramBlocks)
-        if precision == "mixed" and not gram:
-            raise ValueError(
-                "precision='mixed' needs the Gram-block kernel backend, but these features use the factorised "
-                "one (too few features per path or too small a memory_budget); use precision='double'."
-            )
-        mixed = precision == "mixed" or (precision == "auto" and gram and feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
+        pays = gram or feats.shape[1] * feats.shape[2] >= MIXED_PRECISION_MIN_FACTORISED_WIDTH
+        mixed = precision == "mixed" or (precision == "auto" and pays and feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
         self.precision = "mixed" if mixed else "double"
         self._low_operator = operator_astype(self.operator, jnp.float32) if mixed else None
         self.hessian = hessian_pays(*feats.shape, memory_budget) if hessian is None else bool(hessian)

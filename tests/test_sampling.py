@@ -107,6 +107,7 @@ def test_time_limit_stops_cleanly():
     assert res.stopped == {**res.stopped, "chain": 0, "phase": "warmup", "iteration": 1, "of": 100}
     assert len(res.chains) == 1 and not res.chains[0].completed and res.chains[0].warmup_done == 1
     assert np.all(np.isnan(res.U)) and "STOPPED" in res.summary()
+    assert res.settings["chain_method"] == ("vectorized" if jax.default_backend() == "gpu" else "sequential")  # auto
 
 
 def test_bad_input_raises():

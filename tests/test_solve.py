@@ -114,7 +114,9 @@ def test_mixed_precision_reaches_the_double_precision_minimum():
     small = Theory(arch, feats[:100], y[:100])
     assert small.precision == "double" and not small.hessian
     double = Theory(arch, feats, y, precision="double", hessian=False).solve(8, T)
-    for theory in (auto, Theory(arch, feats, y, hessian=False)):
+    factorised = Theory(arch, feats, y, memory_budget=0, precision="mixed", hessian=False)
+    assert isinstance(factorised.operator, kernels.FeatureKernel)
+    for theory in (auto, Theory(arch, feats, y, hessian=False), factorised):
         for tol in (1e-7, 1e-9):
             mixed = theory.solve(8, T, tol=tol)
             assert mixed.report["converged"] and mixed.report["precision"] == "mixed"
@@ -129,8 +131,6 @@ def test_bad_input_raises_value_errors(small_problem):
     theory = Theory(arch, feats, y)
     with pytest.raises(ValueError, match="precision must be"):
         Theory(arch, feats, y, precision="half")
-    with pytest.raises(ValueError, match="needs the Gram-block"):
-        Theory(arch, feats, y, memory_budget=0, precision="mixed")
     assert Theory(arch, np.tile(feats, (5, 1, 1)), np.tile(y, 5), memory_budget=0).precision == "double"
     with pytest.raises(ValueError, match="paths"):
         Theory(arch, feats[:, :3], y)
@@ -154,3 +154,26 @@ def test_bad_input_raises_value_errors(small_problem):
     with pytest.raises(ValueError, match="singular"):
         Theory(arch, singular, np.ones(20)).solve(5, 0.0)
     Theory(arch, feats, y).solve(500, 0.0)  # T = 0 is fine for a non-singular kernel
+
+
+@pytest.mark.parametrize("heads", [(3, 3, 3), (8, 8)])
+def test_many_paths_positive_definite_stationary_and_equivariant(heads, rng):
+    """The deeper (27 paths, 378 entries of U) and wider (64 paths, 2,080 entries) networks of the
+    Omniglot chapter, at small P: U* positive definite, stationary by plain autodiff of the action,
+    and relabelling the heads of every layer relabels the paths of U* (features recomputed from the
+    relabelled network, not permuted)."""
+    arch = random_qk_arch(heads, n0=6, g=3, readout="mean", seed=4)
+    x = rng.normal(size=(40, 5, 6))
+    y = np.sign(x[:, 0] @ rng.normal(size=6) + 0.5 * x[:, 1] @ rng.normal(size=6))
+    feats = np.asarray(pt.path_features(arch, x))
+    sol = solve(arch, feats, y, 10, 0.1)
+    assert sol.report["converged"], sol.report
+    assert independent_gradient(arch, feats, y, sol) <= 1e-8
+    for U in sol.order_parameters:
+        assert np.linalg.eigvalsh(U)[0] > 0
+    perms = [rng.permutation(h) for h in heads]
+    relabelled = pt.Architecture(tuple(pt.QKAttention(layer.query[p], layer.key[p])
+                                       for layer, p in zip(arch.attention, perms)), readout=arch.readout)
+    old = [int(np.ravel_multi_index(tuple(p[h] for p, h in zip(perms, path)), heads)) for path in arch.paths]
+    sol_relabelled = solve(relabelled, np.asarray(pt.path_features(relabelled, x)), y, 10, 0.1)
+    np.testing.assert_allclose(sol_relabelled.U, sol.U[np.ix_(old, old)], atol=1e-7)

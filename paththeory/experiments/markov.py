@@ -31,6 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import paththeory
+from paththeory.experiments import jsonable
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
 from paththeory.plots import matrix_heatmap, stamp_profile
@@ -38,7 +39,6 @@ from paththeory.predict import accuracy, pc_label_overlap, predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior
 from paththeory.solve import Solution, Theory
-from paththeory.experiments import jsonable
 from paththeory.tasks import markov
 
 PAPER_WIDTHS = (10, 30, 50, 100, 300, 500, 1000)
@@ -69,7 +69,10 @@ class Config:
 
 SETTINGS: dict[str, Config] = {
     "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 150.0),
-    "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30, 100), (10,), 200, 200, 4, 900.0),
+    # colab: at most 4 x 180 s of NUTS, so the chapter stays within 20 minutes on one GPU whatever the
+    # sampler's speed there; 4 chains x 100 draws give a bulk ESS of about 200 (0.5 per draw at N = 10
+    # in the smoke runs), a Monte Carlo error of about 7 % of a posterior standard deviation.
+    "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30, 100), (10,), 150, 100, 4, 180.0),
     "paper": Config(100, 1000, PAPER_WIDTHS, (10, 30, 50, 100, 300, 500), (10, 30, 100), 300, 300, 4, 4 * 3600.0),
 }
 
