@@ -12,6 +12,10 @@ It also sets ``OPENBLAS_NUM_THREADS=1`` unless you set it yourself. JAX's CPU LA
 (Cholesky, LU) comes from SciPy's OpenBLAS; on a small machine, OpenBLAS threads competing
 with XLA's own made a 600 x 600 Cholesky factorisation 100x slower (1 s instead of 3 ms,
 measured on 2 cores). The variable only takes effect if SciPy has not been imported yet.
+
+Finally it turns on JAX's persistent compilation cache in ``~/.cache/paththeory/jax``, so that
+the solvers compile once per machine rather than once per process
+(:mod:`paththeory.compilation_cache`; opt out with ``PATHTHEORY_NO_COMPILATION_CACHE=1``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ if os.environ.get("PATHTHEORY_NO_X64", "") not in ("1", "true", "yes"):
 
 __version__ = "0.1.0"
 
+from paththeory import compilation_cache  # noqa: E402
+
+compilation_cache.enable()
+
 from paththeory.model import (  # noqa: E402
     Architecture,
     FixedAttention,
@@ -36,6 +44,7 @@ from paththeory.model import (  # noqa: E402
     effective_weights,
     network_output,
     path_attention,
+    path_contributions,
     path_expansion_output,
     path_features,
     sample_prior,
@@ -50,6 +59,7 @@ __all__ = [
     "effective_weights",
     "network_output",
     "path_attention",
+    "path_contributions",
     "path_expansion_output",
     "path_features",
     "sample_prior",

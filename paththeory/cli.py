@@ -1,4 +1,7 @@
-"""Command line: ``paththeory bench``, ``paththeory reproduce CHAPTER``, ``paththeory train omniglot``."""
+"""Command line: ``paththeory bench``, ``paththeory reproduce CHAPTER``, ``paththeory train omniglot``.
+
+Also available as ``python -m paththeory ...``.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +27,10 @@ def _reproduce(args: argparse.Namespace) -> int:
     from paththeory.profiles import current_profile
 
     module = importlib.import_module(f"paththeory.experiments.{args.experiment}")
-    results = module.run(profile=current_profile(args.profile), out_dir=args.out)
+    if args.checkpoint is not None and args.experiment != "omniglot":
+        raise SystemExit(f"--checkpoint applies to `reproduce omniglot` only, not to {args.experiment!r}.")
+    options = {} if args.checkpoint is None else {"network": args.checkpoint}
+    results = module.run(profile=current_profile(args.profile), out_dir=args.out, **options)
     print(f"wrote {args.out}/results.json (profile {results['profile']})")
     return 0
 
@@ -51,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
                      help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
     rep.add_argument("--out", required=True, help="output directory")
+    rep.add_argument("--checkpoint", default=None,
+                     help="omniglot only: another trained network by name, e.g. omniglot_l3h3 or omniglot_l2h8 "
+                          "(looked up by paththeory.training.locate_checkpoint)")
     rep.set_defaults(func=_reproduce)
 
     train = sub.add_parser("train", help="gradient-descent training (see `paththeory train omniglot --help`)")

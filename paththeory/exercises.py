@@ -142,14 +142,15 @@ def omniglot_problem(n: int = 200) -> OmniglotProblem:
     Example:
       >>> network, x, y, features = omniglot_problem(20)
       >>> network.architecture.heads, x["test"].shape, features["train"].shape
-      ((4, 4), (20, 48, 64), (20, 16, 64))
+      ((4, 4), (20, 48, 192), (20, 16, 192))
     """
     import dataclasses
 
     from paththeory.experiments import omniglot
 
     network = omniglot.trained_network()
-    cfg = dataclasses.replace(omniglot.settings("smoke"), n_train=n, n_validation=n, n_test=n, sample_n_train=0)
+    cfg = dataclasses.replace(omniglot.settings("smoke"), n_train=n, n_validation=n, n_test=n, sample_n_train=0,
+                              score_train_sizes=())
     seqs = omniglot.build_sequences(cfg, network)
     x = {s: seqs.x[s] for s in OMNIGLOT_SPLITS}
     y = {s: seqs.y[s] for s in OMNIGLOT_SPLITS}
@@ -360,7 +361,7 @@ def _pruning_head_scores(answer) -> str:
 
 def _pruning_path_removal(answer) -> str:
     import paththeory as pt
-    from paththeory.experiments.omniglot import head_mask
+    from paththeory.pruning import head_mask
 
     network, x, _, _ = omniglot_problem()
     arch = network.architecture

@@ -445,6 +445,33 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
     return w
 
 
+def path_contributions(arch: Architecture, params: dict, features) -> Array:
+    """Each path's share of the output, ``c_pi(x) = w^pi . (V^0 xi^pi(x)) / (sigma_0 sqrt(n_0))``: ``[B, n_paths]``.
+
+    The network output is their sum (:func:`path_expansion_output`), and pruning heads only
+    removes and rescales them (:func:`paththeory.pruning.path_weights`), so the accuracy of every
+    pruned network follows from one ``[B, n_paths]`` array.
+
+    Args:
+      features: path features ``[B, n_paths, N0]`` (:func:`path_features`).
+
+    Example:
+      >>> from paththeory.exercises import model_problem
+      >>> arch, params, x = model_problem()
+      >>> c = pt.path_contributions(arch, params, pt.path_features(arch, x))
+      >>> c.shape, bool(np.allclose(c.sum(axis=1), pt.network_output(arch, params, x)))
+      ((4, 6), True)
+    """
+    xi = jnp.asarray(features)
+    w = effective_weights(arch, params)
+    if xi.ndim != 3 or xi.shape[1] != w.shape[0] or xi.shape[2] != params["V0"].shape[1]:
+        raise ValueError(f"features must be [B, n_paths={w.shape[0]}, N0={params['V0'].shape[1]}] "
+                         f"(paththeory.path_features(arch, x)); got {tuple(xi.shape)}.")
+    n0 = params["V0"].shape[0]
+    per_input = w @ params["V0"]  # [n_paths, N0]: the input direction each path reads out
+    return jnp.einsum("pn,bpn->bp", per_input, xi) / (math.sqrt(arch.variances[0]) * math.sqrt(n0))
+
+
 def path_expansion_output(arch: Architecture, params: dict, x) -> Array:
     """``f(x) = sum_pi w^pi . (V^0 xi^pi(x)) / (sigma_0 sqrt(n_0))``: the network as a sum over paths.
 
@@ -454,8 +481,4 @@ def path_expansion_output(arch: Architecture, params: dict, x) -> Array:
       >>> bool(np.allclose(pt.path_expansion_output(arch, params, x), pt.network_output(arch, params, x)))
       True
     """
-    xi = path_features(arch, x)
-    w = effective_weights(arch, params)
-    n0 = params["V0"].shape[0]
-    proj = jnp.einsum("in,bpn->bpi", params["V0"], xi)
-    return jnp.einsum("pi,bpi->b", w, proj) / (math.sqrt(arch.variances[0]) * math.sqrt(n0))
+    return path_contributions(arch, params, path_features(arch, x)).sum(axis=1)

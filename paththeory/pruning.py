@@ -1,12 +1,20 @@
-"""Head scores from the order parameter (spec §5.1).
+"""Head scores from the order parameter (spec §5.1) and pruning by paths (spec §5.2).
 
 A head's score is the total weight ``|U_{pi sigma}|`` of the path pairs that run through it::
 
     s_{l,h} = sum_{(pi, sigma): pi_l = h or sigma_l = h} |U_{pi sigma}|,   s_hat = s / max s.
+
+Pruning a head zeroes its output and rescales its layer's sum over heads from ``H^{-1/2}`` to
+``(H - d)^{-1/2}``. Since the network's output is a sum over paths
+(:func:`paththeory.path_contributions`), a pruned network multiplies each path's contribution by
+:func:`path_weights`: zero through a pruned head, ``prod_l sqrt(H_l / (H_l - d_l))`` otherwise. So
+the accuracy of every pruned network, and of thousands of pruning orders, follows from one
+``[P, n_paths]`` array of contributions (:func:`pruned_accuracies`, :func:`pruning_curves`).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 import numpy as np
@@ -14,15 +22,19 @@ import numpy as np
 from paththeory._checks import as_float_array
 
 
-def head_scores(U, heads: Sequence[int], normalise: bool = True) -> list[np.ndarray]:
+def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool = True) -> list[np.ndarray]:
     """Scores of every head: a list over layers of ``[H_l]`` arrays (normalised by the max if asked).
+
+    ``absolute=False`` sums the signed entries ``U_{pi sigma}`` instead of their magnitudes (a variant
+    the book compares with the paper's rule; anti-correlated paths then lower a head's score).
 
     Example:
       >>> U = np.diag([4.0, 1.0, 1.0, 1.0])  # paths (0,0), (0,1), (1,0), (1,1)
       >>> [s.round(2).tolist() for s in head_scores(U, (2, 2))]
       [[1.0, 0.4], [1.0, 0.4]]
     """
-    u = np.abs(as_float_array(U, "U", ndim=2))
+    u = as_float_array(U, "U", ndim=2)
+    u = np.abs(u) if absolute else u
     n = int(np.prod(heads))
     if u.shape != (n, n):
         raise ValueError(f"U must be [{n}, {n}] for heads {tuple(heads)}; got {u.shape}.")
@@ -49,3 +61,93 @@ def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
     """
     flat = [(float(s), (l, h)) for l, layer in enumerate(scores) for h, s in enumerate(layer)]
     return [lh for _, lh in sorted(flat)]
+
+
+def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """0/1 masks, a list over layers of ``[H_l]``, with the ``(layer, head)`` pairs in ``pruned`` set to 0
+    (the ``head_mask`` of :func:`paththeory.network_output`).
+
+    Example:
+      >>> [m.tolist() for m in head_mask((2, 3), [(1, 0)])]
+      [[1.0, 1.0], [0.0, 1.0, 1.0]]
+    """
+    masks = [np.ones(h) for h in heads]
+    for layer, head in pruned:
+        if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
+            raise ValueError(f"head ({layer}, {head}) does not exist in a network with heads {tuple(heads)}.")
+        masks[layer][head] = 0.0
+    return masks
+
+
+def path_weights(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> np.ndarray:
+    """Factor of each path's contribution ``[n_paths]`` once the heads ``pruned`` are removed (spec §5.2).
+
+    ``prod_l m_l[pi_l] sqrt(H_l / sum m_l)`` with the masks of :func:`head_mask`: zero for a path
+    through a pruned head, the layers' rescaling otherwise. Raises ``ValueError`` when a layer
+    loses all its heads (the network's output is then identically zero).
+
+    Example:
+      >>> path_weights((2, 2), [(0, 1)]).round(3).tolist()  # paths (0,0), (0,1), (1,0), (1,1)
+      [1.414, 1.414, 0.0, 0.0]
+    """
+    masks = head_mask(heads, pruned)
+    if any(m.sum() == 0 for m in masks):
+        raise ValueError(f"pruning {sorted(tuple(p) for p in pruned)} removes every head of a layer.")
+    paths = np.array(list(itertools.product(*(range(h) for h in heads))))  # [n_paths, L], h_1 slowest
+    return np.prod([m[paths[:, l]] * np.sqrt(m.size / m.sum()) for l, m in enumerate(masks)], axis=0)
+
+
+def _check_contributions(contributions, y, heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    c, yy = np.asarray(contributions, dtype=float), np.asarray(y, dtype=float)
+    n_paths = int(np.prod(heads))
+    if c.ndim != 2 or c.shape[1] != n_paths or yy.shape != (c.shape[0],):
+        raise ValueError(f"contributions must be [P, n_paths={n_paths}] (paththeory.path_contributions) and "
+                         f"y [P]; got {c.shape} and {yy.shape}.")
+    return c, yy
+
+
+def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Sequence) -> np.ndarray:
+    """Accuracy ``mean(sign f == y)`` of the network with each set of heads in ``pruned_sets`` removed.
+
+    Args:
+      contributions: ``[P, n_paths]`` from :func:`paththeory.path_contributions`.
+      y: targets ``[P]`` in ``{-1, +1}``.
+      pruned_sets: a sequence of lists of ``(layer, head)`` pairs.
+    Returns:
+      ``[len(pruned_sets)]``, NaN for a set that empties a layer.
+
+    Example:
+      >>> c = np.array([[1.0, 0.5, -0.2, 0.1], [-1.0, 0.2, 0.3, -0.4]])
+      >>> pruned_accuracies(c, [1, -1], (2, 2), [[], [(0, 0)], [(0, 0), (0, 1)]]).tolist()
+      [1.0, 0.5, nan]
+    """
+    c, yy = _check_contributions(contributions, y, heads)
+    weights = []
+    for pruned in pruned_sets:
+        try:
+            weights.append(path_weights(heads, pruned))
+        except ValueError as err:
+            if "removes every head" not in str(err):
+                raise
+            weights.append(np.full(c.shape[1], np.nan))
+    f = c @ np.array(weights).T  # [P, M]
+    acc = np.mean(np.sign(f) == yy[:, None], axis=0)
+    return np.where(np.isnan(f).any(axis=0), np.nan, acc)
+
+
+def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray:
+    """Accuracy after pruning the first ``k`` heads of each order, ``k = 0..n_heads``: ``[n_orders, n_heads + 1]``.
+
+    ``orders``: ``[n_orders, n_heads, 2]`` (or a list of lists of ``(layer, head)``). Entries past the
+    point where a layer has lost all its heads are NaN.
+    """
+    orders = [[tuple(int(v) for v in lh) for lh in o] for o in orders]
+    sets = [o[:k] for o in orders for k in range(len(o) + 1)]
+    return pruned_accuracies(contributions, y, heads, sets).reshape(len(orders), -1)
+
+
+def random_orders(heads: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
+    """``n`` uniformly random orders of all heads: ``[n, n_heads, 2]`` of ``(layer, head)``."""
+    every = np.array([(l, h) for l, n_h in enumerate(heads) for h in range(n_h)])
+    rng = np.random.default_rng(seed)
+    return every[np.argsort(rng.random((n, len(every))), axis=1)]

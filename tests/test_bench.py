@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 
 from paththeory import bench
-from paththeory.cli import build_parser
+from paththeory.cli import build_parser, main
 from paththeory.solve import Theory
 
 
@@ -27,3 +31,13 @@ def test_cli_parses_bench_and_reproduce():
     assert args.json and args.case == "markov" and args.baseline_max_steps == 10
     args = build_parser().parse_args(["reproduce", "markov", "--profile", "smoke", "--out", "x"])
     assert args.experiment == "markov" and args.profile == "smoke"
+    args = build_parser().parse_args(["reproduce", "omniglot", "--out", "x", "--checkpoint", "omniglot_l2h8"])
+    assert args.checkpoint == "omniglot_l2h8"
+    with pytest.raises(SystemExit, match="omniglot` only"):
+        main(["reproduce", "markov", "--out", "x", "--checkpoint", "omniglot_l2h8"])
+
+
+def test_python_dash_m_runs_the_command_line():
+    out = subprocess.run([sys.executable, "-m", "paththeory", "reproduce", "--help"], capture_output=True, text=True,
+                         check=True)
+    assert "--checkpoint" in out.stdout and "--profile" in out.stdout

@@ -16,7 +16,8 @@ import paththeory as pt
 from paththeory import data
 
 NEEDS_DATA = {"omniglot_problem"}
-MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises")
+MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises",
+           "stats", "training")
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,8 +1,9 @@
 """Tests of the Fig. 3 reproduction pipeline (spec §5, §7) on a tiny configuration.
 
-Oracles: a brute-force temperature pick, the trained network evaluated directly (no heads
-pruned), the stored features re-scored with the stored order parameters, the GP accuracy
-recomputed from the stored features, and a second run with the same seed.
+Oracles: a brute-force temperature pick, the trained network evaluated directly (layer by layer,
+with and without pruned heads), the stored features re-scored with the stored order parameters,
+the GP accuracy and the paired finite-width-minus-GP differences recomputed from the stored
+features, and a second run with the same seed.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import json
 import numpy as np
 import pytest
 
-from paththeory import data, training
+from paththeory import data, stats, training
 from paththeory.experiments import omniglot as exp
 from paththeory.predict import accuracy, predictor
 from paththeory.profiles import PROFILES
-from paththeory.pruning import head_scores, score_order
+from paththeory.pruning import head_mask, head_scores, score_order
 
 pytestmark = [
     pytest.mark.skipif(not data.SHARED_DATA.is_dir(), reason="offline data copies (../shared/data) not present"),
@@ -25,8 +26,9 @@ pytestmark = [
 ]
 
 TINY = exp.Config(n_train=24, n_validation=20, n_test=20, widths=(10, 1000), temperatures=(0.1, 1.0),
-                  sample_n_train=8, num_warmup=5, num_samples=5, num_chains=1, sample_time_limit=60.0,
-                  n_random_orders=2, demo_steps=0, gp_temperatures=(0.1, 0.25))
+                  sample_n_train=8, num_warmup=5, num_samples=8, num_chains=1, sample_time_limit=60.0,
+                  n_random_orders=50, n_bootstrap=50, demo_steps=0, gp_temperatures=(0.1, 0.25),
+                  score_resamples=1, score_train_sizes=(12,))
 NO_SAMPLES = dataclasses.replace(TINY, sample_n_train=0)
 
 
@@ -64,17 +66,28 @@ def test_files_and_keys(outputs):
     assert all(set(acc["theory"][s]) == {"10", "1000"} for s in splits)
     assert set(results["temperature"]["theory"]) == {"10", "1000"}
     assert results["temperature"]["gp"] in TINY.gp_temperatures
+    assert set(results["finite_vs_gp"]) == splits - {"validation"} | ({"fashion"} & set(results["splits"]))
+    assert {"rho", "interval", "selected", "n_bootstrap"} <= set(results["temperature_trend"])
     assert {"scores", "order", "width", "temperature"} <= set(results["head_scores"])
-    assert {"single_head_drop", "cumulative", "orders", "spearman"} <= set(results["pruning"])
-    assert set(results["pruning"]["cumulative"]["test"]) == {"score_ascending", "score_descending", "random_0", "random_1"}
+    assert {"test", "one_shot_runs", "mnist"} <= set(results["pruning"])
+    pr = results["pruning"]["test"]
+    assert {"single_head_drop", "single_head_se", "spearman", "cumulative", "area", "two_lowest", "best_pair"} <= set(pr)
+    assert set(pr["cumulative"]) == {"score_ascending", "score_descending", "random"}
+    assert pr["cumulative"]["random"]["n"] == TINY.n_random_orders
     assert splits <= set(results["gd_accuracy"])
     comp = results["order_parameter_comparison"]
-    for key in ("theory", "sampled", "gd"):
+    for key in ("theory", "sampled", "gd", "sampled_se"):
         assert np.asarray(comp[key]).shape == (9, 9), key
-        assert comp["block_contrast"][key] > 0, key
     assert comp["n_train"] == 8 and comp["width"] == 10
-    lines = exp.paper_expectations(results)
-    assert len(lines) == (len(results["splits"]) - 1) + 1 + len(results["pruning"]["cumulative"])
+    ag = comp["agreement"]
+    assert set(ag["block"]) == {"theory", "sampled", "gd"} and ag["theory_vs_sampled"]["noise"] > 0
+    sens = results["score_sensitivity"]
+    assert set(sens["variants"]) == set(exp.SCORE_VARIANTS) and len(sens["resamples"]) == 1
+    assert set(sens["train_sizes"]) == {"12", "24"}
+    ids = {r["id"] for r in results["claims"]}
+    assert {"finite_vs_gp:test", "temperature_trend", "u_sampled", "u_gd", "u_block", "score_drop:test",
+            "ascending_vs_random:mnist", "two_lowest:test"} <= ids
+    assert all(r["verdict"] in stats.VERDICTS for r in results["claims"])
     with np.load(out / "features.npz") as f:
         assert f["features_train"].shape == (24, 9, 64) and f["y_train"].shape == (24,)
         assert {"features_validation", "features_test", "features_one_shot_runs", "features_mnist"} <= set(f.files)
@@ -105,7 +118,10 @@ def test_select_temperature_is_the_validation_best():
 def test_selected_temperatures_and_stored_features_reproduce_stored_accuracy(outputs):
     results, out = outputs
     grid = {s: np.asarray(v) for s, v in results["accuracy_grid"]["theory"].items()}
+    t_gp = results["temperature"]["gp"]
     with np.load(out / "features.npz") as f:
+        gp_mean, _ = predictor(np.eye(9), f["features_train"], f["y_train"], f["features_mnist"], t_gp)
+        assert accuracy(gp_mean, f["y_mnist"]) == results["accuracy"]["gp"]["mnist"]
         for j, w in enumerate(results["widths"]):
             t = results["temperature"]["theory"][str(w)]
             i = results["temperatures"].index(t)
@@ -113,47 +129,76 @@ def test_selected_temperatures_and_stored_features_reproduce_stored_accuracy(out
             U = np.asarray(results["order_parameter"]["theory_by_width"][str(w)])
             mean, _ = predictor(U, f["features_train"], f["y_train"], f["features_test"], t)
             assert accuracy(mean, f["y_test"]) == results["accuracy"]["theory"]["test"][str(w)]
-        t_gp = results["temperature"]["gp"]
-        mean, _ = predictor(np.eye(9), f["features_train"], f["y_train"], f["features_mnist"], t_gp)
-        assert accuracy(mean, f["y_mnist"]) == results["accuracy"]["gp"]["mnist"]
+            mean, _ = predictor(U, f["features_train"], f["y_train"], f["features_mnist"], t)
+            paired = stats.paired_difference(np.asarray(mean) * f["y_mnist"] > 0, np.asarray(gp_mean) * f["y_mnist"] > 0)
+            assert paired == results["finite_vs_gp"]["mnist"][str(w)]
 
 
-def test_no_pruning_is_the_unpruned_network(outputs, network):
+def test_pruning_study_against_the_network_itself(outputs, network):
+    """Unpruned and single-head-pruned accuracies (from path contributions, float64) against the
+    trained network evaluated layer by layer (float32) with head masks, on the same sequences."""
     results, _ = outputs
     seqs = exp.build_sequences(TINY, network)
-    for s, curves in results["pruning"]["cumulative"].items():
-        full = training.evaluate(network, seqs.x[s], seqs.y[s])
-        assert full == results["gd_accuracy"][s]
-        assert all(c[0] == full for c in curves.values())
-        assert len(curves["score_ascending"]) == 7
+    for s, pr in results["pruning"].items():
+        x, y = seqs.x[s], seqs.y[s]
+        tol = 1.5 / len(y)  # float32 against float64: at most one sequence may change sign
+        full = pr["cumulative"]["score_ascending"][0]
+        assert full == pr["cumulative"]["score_descending"][0]
+        assert abs(full - results["gd_accuracy"][s]) <= tol
+        for l, drops in enumerate(pr["single_head_drop"]):
+            for h, drop in enumerate(drops):
+                assert abs(full - drop - exp.pruned_accuracy(network, x, y, [(l, h)])) <= tol
+        assert len(pr["cumulative"]["score_ascending"]) == 7
+        low = [tuple(lh) for lh in results["head_scores"]["order"][:2]]
+        assert abs(full - pr["two_lowest"]["difference"] - exp.pruned_accuracy(network, x, y, low)) <= tol
+        assert pr["best_pair"]["cost"] <= pr["two_lowest"]["difference"] + 1e-12
 
 
-def test_head_scores_and_orders(outputs):
+def test_head_scores_orders_and_sensitivity(outputs):
     results, _ = outputs
     hs = results["head_scores"]
     U = np.asarray(results["order_parameter"]["theory_by_width"]["10"])
     assert hs["scores"] == [s.tolist() for s in head_scores(U, (3, 3))]
     assert hs["order"] == [list(lh) for lh in score_order(head_scores(U, (3, 3)))]
-    orders = results["pruning"]["orders"]
-    assert orders["score_descending"] == hs["order"][::-1]
-    assert all(sorted(o) == sorted(hs["order"]) for o in orders.values())
+    sens = results["score_sensitivity"]
+    i = results["temperatures"].index(sens["temperature"])
+    rho = sens["grid"]["rho"][i][results["widths"].index(sens["width"])]
+    assert rho == sens["variants"]["abs"]["rho"] == results["pruning"]["test"]["spearman"]["rho"]
+    assert sens["train_sizes"]["24"] == sens["variants"]["abs"]
 
 
 def test_pruning_rules(network):
     seqs = exp.build_sequences(NO_SAMPLES, network)
     x, y = seqs.x["test"], seqs.y["test"]
     assert np.isnan(exp.pruned_accuracy(network, x, y, [(0, 0), (0, 1), (0, 2)]))  # layer 1 emptied
-    masks = exp.head_mask((3, 3), [(1, 2)])
+    masks = head_mask((3, 3), [(1, 2)])
     assert masks[0].tolist() == [1, 1, 1] and masks[1].tolist() == [1, 1, 0]
     assert exp.pruned_accuracy(network, x, y, [(1, 2)]) == training.evaluate(network, x, y, head_mask=masks)
     with pytest.raises(ValueError, match="does not exist"):
-        exp.head_mask((3, 3), [(2, 0)])
+        head_mask((3, 3), [(2, 0)])
+
+
+def test_temperature_trend_bootstrap():
+    rng = np.random.default_rng(0)
+    temps, widths = (0.1, 0.5), (10, 100, 1000)
+    p = np.array([[0.6, 0.7, 0.8], [0.8, 0.7, 0.6]])  # T = 0.5 best at N = 10, T = 0.1 at N = 1000
+    clear = rng.random((2, 3, 4000)) < p[:, :, None]
+    clear[1, 1] = clear[0, 1]  # N = 100: both temperatures right on the same sequences, an exact tie
+    trend = exp.temperature_trend(clear, temps, widths, n_bootstrap=200)
+    assert trend["rho"] < -0.8 and trend["interval"][1] < 0
+    assert trend["selected"] == {"10": 0.5, "100": 0.5, "1000": 0.1}  # the tie at N = 100 goes to the larger T
+    flat = rng.random((2, 3, 400)) < 0.7
+    trend = exp.temperature_trend(flat, temps, widths, n_bootstrap=200)
+    assert trend["interval"][0] < 0 < trend["interval"][1] or trend["interval"] == [0.0, 0.0]
+    with pytest.raises(ValueError, match="n_T"):
+        exp.temperature_trend(flat[:, :2], temps, widths)
 
 
 def test_reproducible_with_a_seed(outputs, network):
     results, _ = outputs
     again = exp.run("smoke", None, config=TINY, network=network, cache=False, progress=False)
-    for key in ("accuracy", "accuracy_grid", "temperature", "head_scores", "pruning", "gd_accuracy"):
+    for key in ("accuracy", "accuracy_grid", "temperature", "temperature_trend", "finite_vs_gp", "head_scores",
+                "pruning", "gd_accuracy", "score_sensitivity", "claims"):
         assert again[key] == results[key], key
     np.testing.assert_allclose(again["order_parameter_comparison"]["sampled"],
                                results["order_parameter_comparison"]["sampled"], rtol=1e-10)
@@ -168,18 +213,29 @@ def test_sweep_cache_is_reused(network, tmp_path, monkeypatch):
     monkeypatch.setattr(exp, "Theory", None)  # a cache hit never builds a Theory
     second = exp.theory_sweep(network.architecture, feats, seqs.y, (10,), (0.5,), cache=tmp_path)
     np.testing.assert_array_equal(first.U, second.U)
-    assert first.accuracy.keys() == second.accuracy.keys()
-    assert all(np.array_equal(first.accuracy[s], second.accuracy[s]) for s in first.accuracy)
+    assert first.correct.keys() == second.correct.keys() and second.cached
+    assert all(np.array_equal(first.correct[s], second.correct[s]) for s in first.correct)
 
 
-def test_block_contrast():
+def test_block_contrast_and_indicator():
     heads = (2, 3)
     block = np.kron(np.eye(2), np.full((3, 3), 0.5)) + np.eye(6)  # correlated within first-layer heads only
     cross = block + 0.25 * (1 - np.kron(np.eye(2), np.ones((3, 3))))
     assert exp.block_contrast(cross, heads) == pytest.approx(0.5 / 0.25)
     assert np.isinf(exp.block_contrast(block, heads))
+    np.testing.assert_array_equal(exp.same_first_head(heads), np.kron(np.eye(2), np.ones((3, 3))))
     with pytest.raises(ValueError, match="H_1 >= 2"):
         exp.block_contrast(np.eye(3), (1, 3))
+
+
+def test_agreement_numbers():
+    heads = (2, 2)
+    th = np.diag([4.0, 1.0, 2.0, 1.0]) + 0.5
+    comp = {"theory": th, "sampled": th + 0.1 * np.eye(4), "sampled_se": np.full((4, 4), 0.01), "gd": 3 * th}
+    ag = exp.agreement(comp, heads, 1.0)
+    assert ag["theory_vs_sampled"]["relative_distance"] == pytest.approx(0.2 / np.linalg.norm(th))
+    assert ag["theory_vs_sampled"]["noise"] == pytest.approx(0.04 / np.linalg.norm(th))
+    assert ag["theory_vs_gd"]["r"] == pytest.approx(1.0)
 
 
 def test_comparison_without_sampling_reuses_the_theory(network):
@@ -188,6 +244,7 @@ def test_comparison_without_sampling_reuses_the_theory(network):
     U = np.eye(9) * 1.5
     comp = exp.compare_order_parameters(NO_SAMPLES, network, feats, seqs.y, 0.5, theory_U=U)
     assert comp["sampled"] is None and comp["n_train"] == NO_SAMPLES.n_train
+    assert comp["agreement"]["theory_vs_sampled"] is None and comp["agreement"]["block"]["sampled"] is None
     np.testing.assert_array_equal(comp["theory"], U)  # the full training set: no second solve
 
 
@@ -200,3 +257,12 @@ def test_profiles_and_bad_configs():
         dataclasses.replace(TINY, n_train=25)
     with pytest.raises(ValueError, match="score_width"):
         dataclasses.replace(TINY, score_width=20)
+    with pytest.raises(ValueError, match="score_train_sizes"):
+        dataclasses.replace(TINY, score_train_sizes=(30,))
+    for name in exp.NETWORK_SETTINGS:
+        for profile in PROFILES:
+            assert exp.settings(profile, name).sample_n_train == 0
+    assert exp.settings("smoke", "omniglot_l2h8").n_train == 300
+    assert exp.settings("smoke", training.SHIPPED) == exp.SETTINGS["smoke"]
+    with pytest.raises(ValueError, match="no settings"):
+        exp.settings("smoke", "omniglot_l9h9")

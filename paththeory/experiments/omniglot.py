@@ -4,22 +4,29 @@ A network trained by gradient descent (Q and K learned, :mod:`paththeory.trainin
 query/key weights to the Bayesian theory (spec §7.3); the theory is solved over widths and
 temperatures, the temperature is chosen on a **validation** split, and the order parameter
 ``U`` at small width scores the heads, which are then pruned in the trained network (spec §5).
+Every claim of the paper is then tested with its noise (:mod:`paththeory.experiments.claims`).
 
 The steps, used by :func:`run` (and so by ``paththeory reproduce omniglot``) and by the
-chapters ``book/omniglot.md`` and ``book/pruning.md``:
+chapters ``book/omniglot.md``, ``book/pruning.md`` and ``book/beyond.md``:
 
-* :data:`SETTINGS` and :func:`settings`: sizes per profile;
-* :func:`trained_network`: the shipped checkpoint, or a network retrained here;
+* :data:`SETTINGS`, :data:`NETWORK_SETTINGS` and :func:`settings`: sizes per profile and network;
+* :func:`trained_network`: the shipped checkpoint, another one by name, or a network retrained here;
 * :func:`build_sequences`: training / validation / held-out test sequences on the checkpoint's
   character split, the one-shot runs (evaluation alphabets), MNIST and (when present)
   Fashion-MNIST; :func:`build_features`: their path features;
-* :func:`theory_sweep` (cached on disk, :func:`cache_dir`) and :func:`gp_accuracies`;
-* :func:`select_temperature`: the validation-best temperature per width;
-* :func:`compare_order_parameters`: ``U`` from the theory, from NUTS and from the trained weights;
-* :func:`head_scores`, :func:`single_head_drops`, :func:`cumulative_pruning`, :func:`pruning_orders`;
-* figures :func:`plot_sequence`, :func:`plot_training`, :func:`plot_accuracy`,
-  :func:`plot_temperature_grid`, :func:`plot_order_parameters`, :func:`plot_head_scores`,
-  :func:`plot_pruning`.
+* :func:`sweep_for` / :func:`theory_sweep` (cached on disk, :func:`cache_dir`), :func:`theory_stage`
+  (validation-selected temperatures, finite width against the GP with paired standard errors,
+  the temperature trend with a bootstrap);
+* :func:`comparison_stage`: ``U`` from the theory, from NUTS and from the trained weights, with
+  distances, Monte Carlo noise and Mantel tests;
+* :func:`pruning_stage`: head scores, single-head drops, cumulative pruning against random orders,
+  all from the network's per-path contributions (:func:`paththeory.path_contributions`);
+* :func:`score_sensitivity`: how the score-drop correlation depends on the width, temperature,
+  normalisation and training set of the score;
+* figures :func:`plot_sequence` and :func:`plot_training` here, and those drawn from the results
+  alone (:mod:`paththeory.experiments.omniglot_figures`, also importable from here):
+  :func:`plot_accuracy`, :func:`plot_temperature_grid`, :func:`plot_order_parameters`,
+  :func:`plot_head_scores`, :func:`plot_pruning`, :func:`plot_score_sensitivity`.
 
 Departures from the authors (spec §7, §10.13): the temperature is selected on validation
 characters, not on the test set; offline, the data are the 242 characters of the two small
@@ -45,27 +52,42 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from scipy.stats import spearmanr
+from scipy.stats import rankdata
 
 import paththeory
-from paththeory import action, hessian, kernels, predict, solve, training
+from paththeory import (
+    action,
+    hessian,
+    kernels,
+    predict,
+    pruning,
+    solve,
+    stats,
+    training,
+)
 from paththeory.data import DataNotFoundError, load_omniglot, load_one_shot_runs
 from paththeory.experiments import jsonable
+from paththeory.experiments.omniglot_figures import (
+    plot_accuracy,
+    plot_head_scores,
+    plot_order_parameters,
+    plot_pruning,
+    plot_score_sensitivity,
+    plot_temperature_grid,
+)
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
-from paththeory.model import Architecture, path_features
-from paththeory.plots import matrix_heatmap, stamp_profile
-from paththeory.predict import accuracy, predictor
+from paththeory.model import Architecture, path_contributions, path_features
+from paththeory.plots import stamp_profile
+from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile
-from paththeory.pruning import head_scores as _head_scores
-from paththeory.pruning import score_order
 from paththeory.sampling import sample_posterior
 from paththeory.solve import Theory
 from paththeory.tasks.omniglot import (
     encode_images,
     icl_indices,
     icl_sequences,
-    ood_sequences,
     one_shot_run_sequences,
+    ood_sequences,
     split_characters,
 )
 
@@ -75,6 +97,8 @@ GP_TEMPERATURES = (0.25, 0.1, 0.075, 0.05, 0.025)
 #: Evaluation splits: validation (temperature selection), held-out characters, the evaluation
 #: alphabets (one-shot runs) and the out-of-distribution sets.
 EVAL_SPLITS = ("validation", "test", "one_shot_runs", "mnist", "fashion")
+#: Splits on which heads are pruned.
+PRUNING_SPLITS = ("test", "one_shot_runs", "mnist", "fashion")
 SPLIT_NAMES = {
     "validation": "validation characters",
     "test": "held-out characters (in distribution)",
@@ -82,7 +106,7 @@ SPLIT_NAMES = {
     "mnist": "MNIST 0 vs 1 (out of distribution)",
     "fashion": "Fashion-MNIST T-shirt vs trouser (out of distribution)",
 }
-FIGURES = ("accuracy", "temperature", "order_parameters", "head_scores", "pruning")
+FIGURES = ("accuracy", "temperature", "order_parameters", "head_scores", "pruning", "score_sensitivity")
 
 
 @dataclass(frozen=True)
@@ -95,11 +119,14 @@ class Config:
     ``score_width``: the width whose ``U`` scores the heads; ``sample_*``: NUTS at
     ``sample_width`` on the first ``sample_n_train / 2`` training sequences of each label
     (``sample_n_train = 0`` skips sampling), stopped after ``sample_time_limit`` seconds;
-    ``n_random_orders``: random pruning orders as a baseline; ``retrain``: train a network here
-    with the shipped checkpoint's configuration instead of loading it; ``demo_steps``: length of
-    the chapter's training demonstration; ``tol``: solver tolerance on ``max |d(S/N)/dU|``;
-    ``memory_budget``: bytes for precomputed Gram blocks (0 forces the factorised kernel;
-    :func:`paththeory.kernels.kernel_operator` otherwise picks the faster form itself).
+    ``n_random_orders``: random pruning orders as a baseline; ``n_bootstrap``: resamples of the
+    validation set for the temperature trend; ``score_resamples``: fresh training sets of size
+    ``n_train`` whose ``U`` score the heads again, and ``score_train_sizes``: smaller training sets
+    (the first half of each label's sequences), both in :func:`score_sensitivity`; ``retrain``:
+    train a network here with the shipped checkpoint's configuration instead of loading it;
+    ``demo_steps``: length of the chapter's training demonstration; ``tol``: solver tolerance on
+    ``max |d(S/N)/dU|``; ``memory_budget``: bytes for precomputed Gram blocks (0 forces the
+    factorised kernel; :func:`paththeory.kernels.kernel_operator` otherwise picks the faster form).
     """
 
     n_train: int
@@ -112,8 +139,11 @@ class Config:
     num_samples: int
     num_chains: int
     sample_time_limit: float
-    n_random_orders: int
     demo_steps: int
+    n_random_orders: int = 1000
+    n_bootstrap: int = 1000
+    score_resamples: int = 0
+    score_train_sizes: tuple[int, ...] = ()
     gp_temperatures: tuple[float, ...] = GP_TEMPERATURES
     score_width: int = 10
     sample_width: int = 10
@@ -132,39 +162,69 @@ class Config:
             raise ValueError(f"sample_n_train must be even and <= n_train; got {self.sample_n_train}.")
         if min(self.temperatures) <= 0 or min(self.gp_temperatures) <= 0:
             raise ValueError("temperatures must be > 0.")
+        if any(p % 2 or not 4 <= p <= self.n_train for p in self.score_train_sizes):
+            raise ValueError(f"score_train_sizes must be even, >= 4 and <= n_train; got {self.score_train_sizes}.")
+        if self.n_random_orders < 1 or self.n_bootstrap < 1 or self.score_resamples < 0:
+            raise ValueError("n_random_orders and n_bootstrap must be >= 1 and score_resamples >= 0.")
 
 
 SETTINGS: dict[str, Config] = {
     "smoke": Config(600, 500, 1000, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
                     sample_n_train=600, num_warmup=100, num_samples=100, num_chains=1, sample_time_limit=120.0,
-                    n_random_orders=3, demo_steps=300),
+                    demo_steps=300, score_resamples=2, score_train_sizes=(150, 300)),
     "colab": Config(600, 1000, 1000, PAPER_WIDTHS, PAPER_TEMPERATURES,
                     sample_n_train=600, num_warmup=200, num_samples=200, num_chains=4, sample_time_limit=420.0,
-                    n_random_orders=10, demo_steps=1500),
+                    demo_steps=1500, score_resamples=5, score_train_sizes=(150, 300)),
     "paper": Config(600, 1000, 1000, PAPER_WIDTHS, PAPER_TEMPERATURES,
                     sample_n_train=600, num_warmup=100, num_samples=100, num_chains=10, sample_time_limit=4 * 3600.0,
-                    n_random_orders=20, demo_steps=3000, retrain=True),
+                    demo_steps=3000, score_resamples=10, score_train_sizes=(150, 300), retrain=True),
+}
+
+#: Changes to :data:`SETTINGS` for the deeper and wider networks of ``book/beyond.md``, which are read
+#: (not retrained) and not sampled: 27 paths (L = 3, H = 3) and 64 paths (L = 2, H = 8). In the
+#: smoke profile the 64-path theory is solved on P = 300, where one solve at N = 10 takes about
+#: 15 s on a 2-core CPU (about 60 s at P = 600).
+NETWORK_SETTINGS: dict[str, dict[str, dict]] = {
+    "omniglot_l3h3": {
+        "smoke": dict(widths=(10, 1000), temperatures=(0.25, 0.5, 1.0), sample_n_train=0, score_resamples=0,
+                      score_train_sizes=(), retrain=False),
+        "colab": dict(sample_n_train=0, score_resamples=0, score_train_sizes=(), retrain=False),
+        "paper": dict(sample_n_train=0, retrain=False),
+    },
+    "omniglot_l2h8": {
+        "smoke": dict(n_train=300, widths=(10, 1000), temperatures=(0.25, 0.5, 1.0), sample_n_train=0,
+                      score_resamples=0, score_train_sizes=(), retrain=False),
+        "colab": dict(sample_n_train=0, score_resamples=0, score_train_sizes=(), retrain=False),
+        "paper": dict(sample_n_train=0, retrain=False),
+    },
 }
 
 
-def settings(profile: str | None = None) -> Config:
-    """The :class:`Config` of ``profile`` (default: the current profile)."""
-    return choose(SETTINGS, profile)
+def settings(profile: str | None = None, network: str | None = None) -> Config:
+    """The :class:`Config` of ``profile`` (default: the current profile), adjusted for ``network``
+    (a checkpoint name of :data:`NETWORK_SETTINGS`; ``None`` is the shipped network)."""
+    cfg = choose(SETTINGS, profile)
+    if network is None or network == training.SHIPPED:
+        return cfg
+    if network not in NETWORK_SETTINGS:
+        raise ValueError(f"no settings for network {network!r}; known: {training.SHIPPED}, "
+                         f"{', '.join(NETWORK_SETTINGS)} (or pass a Config to run()).")
+    return dataclasses.replace(cfg, **choose(NETWORK_SETTINGS[network], profile))
 
 
 # --------------------------------------------------------------------------- the trained network
 
 
-def trained_network(retrain: bool = False, *, root: str | os.PathLike | None = None,
+def trained_network(retrain: bool = False, *, name: str | None = None, root: str | os.PathLike | None = None,
                     progress: bool = False) -> training.Checkpoint:
     """The gradient-descent network whose Q/K the theory uses.
 
-    ``retrain=False``: the shipped checkpoint (:func:`paththeory.training.load_checkpoint`).
-    ``retrain=True``: train afresh with the shipped checkpoint's configuration (no time limit) on the
-    Omniglot data found here (the full background set where it can be downloaded); the metadata
-    then says so.
+    ``name``: a checkpoint to read (:func:`paththeory.training.locate_checkpoint`, e.g.
+    ``"omniglot_l2h8"``); default the shipped one. ``retrain=True``: train afresh with the shipped
+    checkpoint's configuration (no time limit) on the Omniglot data found here (the full background
+    set where it can be downloaded); the metadata then says so.
     """
-    shipped = training.load_checkpoint()
+    shipped = training.load_checkpoint(name)
     if not retrain:
         return shipped
     config = dataclasses.replace(shipped.config, time_limit_minutes=None)
@@ -185,8 +245,8 @@ def trained_network(retrain: bool = False, *, root: str | os.PathLike | None = N
 def provenance(network: training.Checkpoint) -> dict:
     """What the chapters and results.json say about the network: configuration, data, training, accuracies."""
     meta = network.metadata
-    keys = ("provenance", "command_line", "steps_done", "best_step", "wall_time_s", "device", "package_version",
-            "accuracies")
+    keys = ("provenance", "selection", "command_line", "steps_done", "best_step", "wall_time_s", "device",
+            "package_version", "accuracies")
     return {"config": meta["config"], "data": meta["data"], **{k: meta[k] for k in keys if k in meta}}
 
 
@@ -220,6 +280,15 @@ def character_split(network: training.Checkpoint, n_characters: int):
     """The network's train / validation / test characters (its ``split_seed`` and fractions)."""
     c = network.config
     return split_characters(n_characters, validation=c.validation, test=c.test, seed=c.split_seed)
+
+
+def training_sequences(network: training.Checkpoint, n: int, seed, *, root: str | os.PathLike | None = None):
+    """``n`` balanced sequences ``(x, y)`` of the network's training characters drawn with ``seed``
+    (an int or a numpy ``Generator``): a fresh theory training set."""
+    chars = load_omniglot(_omniglot_subset(network), root=root)
+    split = character_split(network, chars.n_classes)
+    return icl_sequences(encode_images(chars.images), chars.labels, seed, n, characters=split.train,
+                         balanced=True, channels=network.channels)
 
 
 def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os.PathLike | None = None) -> Sequences:
@@ -266,17 +335,22 @@ def build_features(arch: Architecture, seqs: Sequences) -> dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class Sweep:
-    """The theory on a grid: ``U [n_T, n_N, n_paths, n_paths]``, accuracies ``{split: [n_T, n_N]}``
-    of the mean predictor, the solver reports ``[n_T][n_N]``, the wall time of the computation and
-    whether this result was read from the cache."""
+    """The theory on a grid: ``U [n_T, n_N, n_paths, n_paths]``; ``correct {split: [n_T, n_N, n] bool}``,
+    whether the mean predictor classifies each sequence correctly; the solver reports
+    ``[n_T][n_N]``, the wall time of the computation and whether it was read from the cache."""
 
     widths: tuple[int, ...]
     temperatures: tuple[float, ...]
     U: np.ndarray
-    accuracy: dict[str, np.ndarray]
+    correct: dict[str, np.ndarray]
     reports: list
     seconds: float
     cached: bool = False
+
+    @property
+    def accuracy(self) -> dict[str, np.ndarray]:
+        """Accuracy ``{split: [n_T, n_N]}`` of the mean predictor."""
+        return {s: c.mean(axis=-1) for s, c in self.correct.items()}
 
 
 def _evaluation(features: dict[str, np.ndarray], y: dict[str, np.ndarray], splits: Sequence[str]):
@@ -287,12 +361,17 @@ def _evaluation(features: dict[str, np.ndarray], y: dict[str, np.ndarray], split
     return np.concatenate([features[s] for s in names]), np.concatenate([y[s] for s in names]), bounds
 
 
-def score_splits(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
-    """Accuracy of the mean predictor ``k_*^T (K + T I)^{-1} y`` on every split present (spec §4)."""
+def correctness(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
+    """Whether the mean predictor ``k_*^T (K + T I)^{-1} y`` gets each sequence right: ``{split: [n] bool}`` (spec §4)."""
     f_eval, y_eval, bounds = _evaluation(features, y, splits)
     mean, _ = predictor(U, features["train"], y["train"], f_eval, temperature)
-    mean = np.asarray(mean)
-    return {s: accuracy(mean[a:b], y_eval[a:b]) for s, a, b in bounds}
+    right = np.asarray(mean) * y_eval > 0
+    return {s: right[a:b] for s, a, b in bounds}
+
+
+def score_splits(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
+    """Accuracy of the mean predictor on every split present (spec §4)."""
+    return {s: float(c.mean()) for s, c in correctness(U, temperature, features, y, splits).items()}
 
 
 def cache_dir() -> Path:
@@ -313,7 +392,7 @@ def _digest(arrays: Sequence[np.ndarray], params: dict) -> str:
 def theory_sweep(arch: Architecture, features: dict, y: dict, widths: Sequence[int], temperatures: Sequence[float],
                  *, tol: float = 1e-6, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  splits: Sequence[str] = EVAL_SPLITS, cache: Path | None = None) -> Sweep:
-    """Solve the action on ``temperatures x widths`` and score every split.
+    """Solve the action on ``temperatures x widths`` and score every split, sequence by sequence.
 
     :meth:`paththeory.solve.Theory.sweep` solves all widths of one temperature together and
     warm-starts each temperature from the previous one. With ``cache`` (a folder), the
@@ -324,37 +403,50 @@ def theory_sweep(arch: Architecture, features: dict, y: dict, widths: Sequence[i
     widths, temperatures = tuple(int(w) for w in widths), tuple(float(t) for t in temperatures)
     names = sorted(s for s in splits if s in features)
     key = _digest([features["train"], y["train"], *(features[s] for s in names), *(y[s] for s in names)],
-                  {"widths": widths, "temperatures": temperatures, "tol": tol, "splits": names,
+                  {"format": 2, "widths": widths, "temperatures": temperatures, "tol": tol, "splits": names,
                    "heads": arch.heads, "variances": arch.variances})
     path = None if cache is None else Path(cache) / f"sweep-{key}.npz"
     if path is not None and path.is_file():
         with np.load(path, allow_pickle=False) as f:
-            return Sweep(widths, temperatures, f["U"], {s: f[f"acc_{s}"] for s in names},
+            return Sweep(widths, temperatures, f["U"], {s: f[f"correct_{s}"].astype(bool) for s in names},
                          json.loads(str(f["reports"])), float(f["seconds"]), cached=True)
     start = time.perf_counter()
     grid = Theory(arch, features["train"], y["train"], memory_budget).sweep(list(widths), list(temperatures), tol=tol)
     U = np.array([[sol.U for sol in row] for row in grid])
-    acc = {s: np.zeros((len(temperatures), len(widths))) for s in names}
+    correct = {s: np.zeros((len(temperatures), len(widths), len(y[s])), dtype=bool) for s in names}
     for i, (t, row) in enumerate(zip(temperatures, grid)):
         for j, sol in enumerate(row):
-            for s, a in score_splits(sol.U, t, features, y, names).items():
-                acc[s][i, j] = a
+            for s, c in correctness(sol.U, t, features, y, names).items():
+                correct[s][i, j] = c
     reports = [[sol.report for sol in row] for row in grid]
-    sweep = Sweep(widths, temperatures, U, acc, reports, time.perf_counter() - start)
+    sweep = Sweep(widths, temperatures, U, correct, reports, time.perf_counter() - start)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, U=U, reports=json.dumps(reports), seconds=sweep.seconds, **{f"acc_{s}": acc[s] for s in names})
+        np.savez(tmp, U=U, reports=json.dumps(reports), seconds=sweep.seconds,
+                 **{f"correct_{s}": c for s, c in correct.items()})
         tmp.replace(path)
     return sweep
 
 
+def sweep_for(cfg: Config, arch: Architecture, features: dict, y: dict, *, cache: Path | None = None) -> Sweep:
+    """:func:`theory_sweep` on the profile's grid, tolerance and memory budget."""
+    return theory_sweep(arch, features, y, cfg.widths, cfg.temperatures, tol=cfg.tol,
+                        memory_budget=cfg.memory_budget, cache=cache)
+
+
+def gp_correctness(arch: Architecture, features: dict, y: dict, temperatures: Sequence[float],
+                   splits: Sequence[str] = EVAL_SPLITS) -> dict[str, np.ndarray]:
+    """GP (``U = sigma_a^2 prod sigma_l^2 I``, spec §3.4) correctness ``{split: [n_T, n] bool}``."""
+    U = arch.gp_scale * np.eye(arch.n_paths)
+    rows = [correctness(U, t, features, y, splits) for t in temperatures]
+    return {s: np.array([r[s] for r in rows]) for s in rows[0]}
+
+
 def gp_accuracies(arch: Architecture, features: dict, y: dict, temperatures: Sequence[float],
                   splits: Sequence[str] = EVAL_SPLITS) -> dict[str, np.ndarray]:
-    """GP (infinite-width, ``U = sigma_a^2 prod sigma_l^2 I``) accuracy ``{split: [n_T]}`` (spec §3.4)."""
-    U = arch.gp_scale * np.eye(arch.n_paths)
-    rows = [score_splits(U, t, features, y, splits) for t in temperatures]
-    return {s: np.array([r[s] for r in rows]) for s in rows[0]}
+    """GP (infinite-width) accuracy ``{split: [n_T]}`` (spec §3.4)."""
+    return {s: c.mean(axis=-1) for s, c in gp_correctness(arch, features, y, temperatures, splits).items()}
 
 
 def select_temperature(val_accuracy, temperatures: Sequence[float]) -> np.ndarray:
@@ -372,9 +464,80 @@ def select_temperature(val_accuracy, temperatures: Sequence[float]) -> np.ndarra
 
 
 def selected(table, temperatures: Sequence[float], chosen: Sequence[float]) -> np.ndarray:
-    """Entries of ``table [n_T, n_N]`` at the chosen temperature of each column ``[n_N]``."""
+    """Entries of ``table [n_T, n_N, ...]`` at the chosen temperature of each column ``[n_N]``."""
     rows = [list(temperatures).index(float(t)) for t in chosen]
     return np.asarray(table)[rows, np.arange(len(rows))]
+
+
+def temperature_trend(correct_validation, temperatures: Sequence[float], widths: Sequence[int],
+                      n_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Does the validation-selected temperature grow as the width shrinks? (spec §7.3)
+
+    The statistic is Spearman's ``rho`` between the widths and their selected temperatures (negative
+    when the optimum grows as ``N`` shrinks; 0 when the same temperature is selected everywhere). Its
+    noise comes from re-selecting the temperatures on ``n_bootstrap`` resamples of the validation
+    sequences (``correct_validation [n_T, n_N, n]``). Returns ``rho``, the selected temperatures,
+    the 2.5 and 97.5 % bootstrap quantiles ``interval`` and ``n_bootstrap``.
+    """
+    c = np.asarray(correct_validation, dtype=float)
+    temps, ws = np.asarray(temperatures, dtype=float), np.asarray(widths, dtype=float)
+    if c.ndim != 3 or c.shape[:2] != (temps.size, ws.size):
+        raise ValueError(f"correct_validation must be [n_T={temps.size}, n_N={ws.size}, n]; got {c.shape}.")
+
+    def rho(chosen: np.ndarray) -> np.ndarray:  # [..., n_N] selected temperatures -> [...]
+        if ws.size < 2:
+            return np.zeros(chosen.shape[:-1])
+        rw, rt = rankdata(ws), rankdata(chosen, axis=-1)
+        rw, rt = rw - rw.mean(), rt - rt.mean(axis=-1, keepdims=True)
+        norm = np.linalg.norm(rt, axis=-1) * np.linalg.norm(rw)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(norm > 0, rt @ rw / np.where(norm > 0, norm, 1.0), 0.0)
+
+    chosen = select_temperature(c.mean(axis=-1), temps)
+    idx = np.random.default_rng(seed).integers(0, c.shape[2], size=(n_bootstrap, c.shape[2]))
+    boot = np.stack([select_temperature(c[:, :, i].mean(axis=-1), temps) for i in idx])  # [B, n_N]
+    low, high = np.quantile(rho(boot), [0.025, 0.975])
+    return {"rho": float(rho(chosen)), "selected": dict(zip(map(str, widths), chosen.tolist())),
+            "interval": [float(low), float(high)], "n_bootstrap": int(n_bootstrap)}
+
+
+def theory_stage(cfg: Config, arch: Architecture, features: dict, y: dict, sweep: Sweep) -> dict:
+    """Select temperatures on the validation split and compare finite width with the GP.
+
+    Returns the ``accuracy`` (theory per split and width at the selected T; GP per split at its
+    selected T), ``accuracy_grid``, ``temperature``, ``temperature_trend`` (:func:`temperature_trend`),
+    ``finite_vs_gp`` (per split and width, the paired difference theory minus GP on the same
+    sequences and its standard error), ``order_parameter`` (``theory_by_width`` at the selected T)
+    and ``solver`` entries of ``results.json``.
+    """
+    if sweep.widths != tuple(cfg.widths) or sweep.temperatures != tuple(float(t) for t in cfg.temperatures):
+        raise ValueError("the sweep's grid differs from the config's widths and temperatures; use sweep_for(cfg, ...).")
+    gp = gp_correctness(arch, features, y, cfg.gp_temperatures)
+    acc = sweep.accuracy
+    t_theory = select_temperature(acc["validation"], cfg.temperatures)
+    t_gp = float(select_temperature(gp["validation"].mean(axis=-1), cfg.gp_temperatures))
+    gp_row = cfg.gp_temperatures.index(t_gp)
+    rows = [cfg.temperatures.index(float(t)) for t in t_theory]
+    finite_vs_gp = {
+        s: {str(w): stats.paired_difference(sweep.correct[s][rows[j], j], gp[s][gp_row])
+            for j, w in enumerate(cfg.widths)}
+        for s in sweep.correct if s != "validation"
+    }
+    return jsonable({
+        "accuracy": {
+            "theory": {s: dict(zip(map(str, cfg.widths), selected(a, cfg.temperatures, t_theory)))
+                       for s, a in acc.items()},
+            "gp": {s: c[gp_row].mean() for s, c in gp.items()},
+        },
+        "accuracy_grid": {"theory": acc, "gp": {s: c.mean(axis=-1) for s, c in gp.items()}},
+        "temperature": {"theory": dict(zip(map(str, cfg.widths), t_theory)), "gp": t_gp, "selected_on": "validation"},
+        "temperature_trend": temperature_trend(sweep.correct["validation"], cfg.temperatures, cfg.widths,
+                                               cfg.n_bootstrap, cfg.seed),
+        "finite_vs_gp": finite_vs_gp,
+        "order_parameter": {"theory_by_width": {str(w): sweep.U[i, j]
+                                                for j, (w, i) in enumerate(zip(cfg.widths, rows))}},
+        "solver": {"reports": sweep.reports, "seconds": sweep.seconds, "cached": sweep.cached},
+    })
 
 
 # --------------------------------------------------------------------------- order parameters
@@ -386,6 +549,55 @@ def _balanced_subset(y: np.ndarray, n: int) -> np.ndarray:
     return np.r_[0 : n // 2, half : half + n // 2]
 
 
+def same_first_head(heads: Sequence[int]) -> np.ndarray:
+    """``[n_paths, n_paths]`` indicator of path pairs that share their first-layer head (``h_1``)."""
+    first = np.array([p[0] for p in itertools.product(*(range(h) for h in heads))])
+    return (first[:, None] == first[None, :]).astype(float)
+
+
+def block_contrast(U, heads: Sequence[int]) -> float:
+    """Mean ``|U_{pi sigma}|`` over distinct paths with the same first-layer head, divided by the mean
+    over paths through different first-layer heads: above 1 when ``U`` is block-structured by ``h_1``."""
+    u = np.abs(np.asarray(U, dtype=float))
+    same = same_first_head(heads).astype(bool)
+    if u.shape != same.shape or heads[0] < 2:
+        raise ValueError(f"U must be [{same.shape[0]}, {same.shape[0]}] for heads {tuple(heads)} with H_1 >= 2.")
+    within, between = u[same & ~np.eye(u.shape[0], dtype=bool)].mean(), u[~same].mean()
+    if between == 0:  # e.g. the GP point U = I: no off-diagonal weight at all
+        return float("inf") if within > 0 else float("nan")
+    return float(within / between)
+
+
+def agreement(comp: dict, heads: Sequence[int], gp_scale: float, seed: int = 0) -> dict:
+    """Numbers for the comparison of the order parameters of :func:`compare_order_parameters`.
+
+    * ``theory_vs_sampled``: ``relative_distance = |U_NUTS - U_theory|_F / |U_theory|_F``, its Monte
+      Carlo ``noise`` (Frobenius norm of the per-entry batch-means errors, same scale), the same
+      distance for the GP point (``gp_relative_distance``, for scale) and a Mantel test;
+    * ``theory_vs_gd`` and ``sampled_vs_gd``: Mantel tests (the gradient-descent ``U`` has an
+      arbitrary scale, so only its pattern is compared);
+    * ``block``: for each ``U``, the block contrast and a Mantel test of ``|U|`` against the
+      same-first-layer-head indicator.
+    """
+    th = np.asarray(comp["theory"], dtype=float)
+    out: dict = {"theory_vs_sampled": None, "sampled_vs_gd": None,
+                 "theory_vs_gd": stats.mantel_test(th, comp["gd"], seed=seed)}
+    if comp["sampled"] is not None:
+        sampled, norm = np.asarray(comp["sampled"], dtype=float), float(np.linalg.norm(th))
+        noise = None if comp["sampled_se"] is None else float(np.linalg.norm(comp["sampled_se"]) / norm)
+        out["theory_vs_sampled"] = {
+            "relative_distance": float(np.linalg.norm(sampled - th) / norm), "noise": noise,
+            "gp_relative_distance": float(np.linalg.norm(sampled - gp_scale * np.eye(len(th))) / norm),
+            "mantel": stats.mantel_test(th, sampled, seed=seed)}
+        out["sampled_vs_gd"] = stats.mantel_test(sampled, comp["gd"], seed=seed)
+    indicator = same_first_head(heads)
+    out["block"] = {k: None if comp[k] is None else {
+        "contrast": block_contrast(comp[k], heads),
+        "mantel": stats.mantel_test(np.abs(np.asarray(comp[k], dtype=float)), indicator, seed=seed)}
+        for k in ("theory", "sampled", "gd")}
+    return out
+
+
 def compare_order_parameters(cfg: Config, network: training.Checkpoint, features: dict, y: dict,
                              temperature: float, *, theory_U=None, progress: bool = False) -> dict:
     """``U`` at ``cfg.sample_width`` from the theory and from NUTS on the same training sequences
@@ -394,8 +606,9 @@ def compare_order_parameters(cfg: Config, network: training.Checkpoint, features
 
     ``theory_U``: the theory's ``U`` on the full training set at this width and temperature,
     reused instead of solving again when the sampled set is the full set. Returns ``theory``,
-    ``sampled`` (``None`` when ``sample_n_train = 0`` or the run stopped before a draw), the NUTS
-    ``diagnostics`` and ``stopped`` record, ``gd``, ``n_train``, ``width`` and ``temperature``.
+    ``sampled`` and its Monte Carlo error ``sampled_se`` (``None`` when ``sample_n_train = 0`` or
+    the run stopped before a draw), the NUTS ``diagnostics`` and ``stopped`` record, ``gd``,
+    ``n_train``, ``width``, ``temperature`` and the :func:`agreement` numbers.
     """
     arch = network.architecture
     n = cfg.sample_n_train or len(y["train"])
@@ -405,30 +618,26 @@ def compare_order_parameters(cfg: Config, network: training.Checkpoint, features
         theory_U = Theory(arch, f_sub, y_sub, cfg.memory_budget).solve(cfg.sample_width, temperature, tol=cfg.tol).U
     out = {"width": cfg.sample_width, "temperature": float(temperature), "n_train": n,
            "theory": np.asarray(theory_U), "gd": training.gd_order_parameter(arch, network.params),
-           "sampled": None, "diagnostics": None, "stopped": None}
+           "sampled": None, "sampled_se": None, "diagnostics": None, "stopped": None}
     if cfg.sample_n_train:
         res = sample_posterior(arch, f_sub, y_sub, cfg.sample_width, temperature, num_warmup=cfg.num_warmup,
                                num_samples=cfg.num_samples, num_chains=cfg.num_chains,
                                time_limit=cfg.sample_time_limit, seed=cfg.seed, progress_bar=progress)
-        out["sampled"] = res.U if np.all(np.isfinite(res.U)) else None
+        if np.all(np.isfinite(res.U)):
+            out["sampled"] = res.U
+            out["sampled_se"] = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
         out["diagnostics"], out["stopped"] = res.diagnostics, res.stopped
-    out["block_contrast"] = {k: None if out[k] is None else block_contrast(out[k], arch.heads)
-                             for k in ("theory", "sampled", "gd")}
+    out["agreement"] = agreement(out, arch.heads, arch.gp_scale, cfg.seed)
     return out
 
 
-def block_contrast(U, heads: Sequence[int]) -> float:
-    """Mean ``|U_{pi sigma}|`` over distinct paths with the same first-layer head, divided by the mean
-    over paths through different first-layer heads: above 1 when ``U`` is block-structured by ``h_1``."""
-    u = np.abs(np.asarray(U, dtype=float))
-    first = np.array([p[0] for p in itertools.product(*(range(h) for h in heads))])
-    if u.shape != (first.size, first.size) or heads[0] < 2:
-        raise ValueError(f"U must be [{first.size}, {first.size}] for heads {tuple(heads)} with H_1 >= 2.")
-    same = (first[:, None] == first[None, :]) & ~np.eye(first.size, dtype=bool)
-    within, between = u[same].mean(), u[first[:, None] != first[None, :]].mean()
-    if between == 0:  # e.g. the GP point U = I: no off-diagonal weight at all
-        return float("inf") if within > 0 else float("nan")
-    return float(within / between)
+def comparison_stage(cfg: Config, network: training.Checkpoint, features: dict, y: dict, results: dict,
+                     *, progress: bool = False) -> dict:
+    """``order_parameter_comparison``: theory, NUTS and gradient-descent ``U`` (at the validation-selected T)."""
+    width = str(cfg.sample_width)
+    comp = compare_order_parameters(cfg, network, features, y, results["temperature"]["theory"][width],
+                                    theory_U=results["order_parameter"]["theory_by_width"][width], progress=progress)
+    return jsonable({"order_parameter_comparison": comp})
 
 
 # --------------------------------------------------------------------------- heads and pruning
@@ -436,87 +645,209 @@ def block_contrast(U, heads: Sequence[int]) -> float:
 
 def head_scores(U, heads: Sequence[int]) -> dict:
     """Normalised head scores from ``U`` (spec §5.1) and the pruning order (lowest score first)."""
-    scores = _head_scores(U, heads)
-    return {"scores": [s.tolist() for s in scores], "order": [list(lh) for lh in score_order(scores)]}
+    scores = pruning.head_scores(U, heads)
+    return {"scores": [s.tolist() for s in scores], "order": [list(lh) for lh in pruning.score_order(scores)]}
 
 
-def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.ndarray]:
-    """0/1 masks, a list over layers of ``[H_l]``, with the ``(layer, head)`` pairs in ``pruned`` set to 0."""
-    masks = [np.ones(h) for h in heads]
-    for layer, head in pruned:
-        if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
-            raise ValueError(f"head ({layer}, {head}) does not exist in a network with heads {tuple(heads)}.")
-        masks[layer][head] = 0.0
-    return masks
+def head_parameter_fraction(network: training.Checkpoint) -> float:
+    """Fraction of the trained weights that one head owns: its ``V`` (``n x n``), ``Q`` and ``K`` (``G x N0``)."""
+    arch, params = network.architecture, network.params
+    q = arch.attention[0].query
+    per_head = params["V"][0][0].size + 2 * q[0].size
+    total = params["V0"].size + params["a"].size + sum(v.size for v in params["V"]) \
+        + sum(2 * layer.query.size for layer in arch.attention)
+    return per_head / total
 
 
 def pruned_accuracy(network: training.Checkpoint, x, y, pruned: Sequence[Sequence[int]]) -> float:
-    """Accuracy of the trained network with the heads ``pruned`` zeroed and each layer's sum rescaled
-    by ``(H - d)^{-1/2}`` (spec §5.2), no retraining. NaN when a layer has lost all its heads."""
-    masks = head_mask(network.architecture.heads, pruned)
+    """Accuracy of the trained network, evaluated layer by layer in float32 as in training, with the
+    heads ``pruned`` zeroed and each layer's sum rescaled by ``(H - d)^{-1/2}`` (spec §5.2), no
+    retraining. NaN when a layer has lost all its heads. (The pruning study computes the same from
+    the path contributions, :func:`contributions`, for every pruned set at once.)"""
+    masks = pruning.head_mask(network.architecture.heads, pruned)
     if any(m.sum() == 0 for m in masks):
         return float("nan")
     return training.evaluate(network, x, y, head_mask=masks)
 
 
-def _memoised(network: training.Checkpoint, x, y, memo: dict | None):
-    """``pruned -> accuracy``, evaluating each distinct set of pruned heads once (``memo`` is shared)."""
-    memo = {} if memo is None else memo
-
-    def acc(pruned: Sequence[Sequence[int]]) -> float:
-        key = frozenset(tuple(lh) for lh in pruned)
-        if key not in memo:
-            memo[key] = pruned_accuracy(network, x, y, sorted(key))
-        return memo[key]
-
-    return acc
+def contributions(network: training.Checkpoint, features: dict, splits: Sequence[str] = PRUNING_SPLITS) -> dict:
+    """Per-path contributions ``[P, n_paths]`` of the trained network on every split present, in float64."""
+    params = jax.tree.map(lambda a: np.asarray(a, dtype=np.float64), network.params)
+    return {s: np.asarray(path_contributions(network.architecture, params, features[s]))
+            for s in splits if s in features}
 
 
-def single_head_drops(network: training.Checkpoint, x, y, memo: dict | None = None) -> list[list[float]]:
-    """Accuracy lost by pruning each head alone: ``[layer][head]`` (unpruned minus pruned)."""
-    acc = _memoised(network, x, y, memo)
-    full = acc([])
-    return [[full - acc([(l, h)]) for h in range(n)] for l, n in enumerate(network.architecture.heads)]
+def _heads(heads: Sequence[int]) -> list[tuple[int, int]]:
+    return [(l, h) for l, n in enumerate(heads) for h in range(n)]
 
 
-def cumulative_pruning(network: training.Checkpoint, x, y, order: Sequence[Sequence[int]],
-                       memo: dict | None = None) -> list[float]:
-    """Accuracy after pruning the first ``k`` heads of ``order``, ``k = 0..len(order)`` (NaN past an empty layer)."""
-    acc = _memoised(network, x, y, memo)
-    return [acc(order[:k]) for k in range(len(order) + 1)]
+def _area(curves: np.ndarray) -> np.ndarray:
+    """Mean accuracy over ``k = 1..n_heads`` heads pruned, chance (0.5) where a layer is empty: ``[n_orders]``."""
+    return np.nan_to_num(np.asarray(curves, dtype=float)[..., 1:], nan=0.5).mean(axis=-1)
 
 
-def pruning_orders(order: Sequence[Sequence[int]], n_random: int, seed: int = 0) -> dict[str, list]:
-    """``score_ascending`` (the theory's order), ``score_descending`` and ``n_random`` random orders."""
-    order = [tuple(lh) for lh in order]
-    rng = np.random.default_rng(seed)
-    orders = {"score_ascending": order, "score_descending": order[::-1]}
-    orders.update({f"random_{i}": [order[j] for j in rng.permutation(len(order))] for i in range(n_random)})
-    return {k: [list(lh) for lh in v] for k, v in orders.items()}
+def _against(value: float, null: np.ndarray) -> dict:
+    """Monte Carlo p-values of ``value`` against draws ``null``: ``p_better`` (a null draw at least as
+    large) and ``p_worse`` (at most as large), each ``(1 + k) / (1 + m)``."""
+    m = null.size
+    return {"p_better": float((1 + np.sum(null >= value)) / (1 + m)),
+            "p_worse": float((1 + np.sum(null <= value)) / (1 + m))}
 
 
-def rank_correlation(a, b) -> dict:
-    """Spearman's ``rho`` and its p-value; NaN when either input is constant (e.g. no head matters)."""
-    if np.ptp(a) == 0 or np.ptp(b) == 0:
-        return {"rho": float("nan"), "p_value": float("nan")}
-    res = spearmanr(a, b)
-    return {"rho": float(res.statistic), "p_value": float(res.pvalue)}
+def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray, scores: dict, n_random: int,
+                  seed: int = 0) -> dict:
+    """Single-head drops and cumulative pruning on one split, from the per-path contributions.
 
+    Returns ``single_head_drop`` ``[layer][head]`` (unpruned minus pruned accuracy) with its paired
+    standard errors ``single_head_se``; ``spearman`` (score against drop, :func:`paththeory.stats.spearman_test`);
+    ``cumulative``: the curves (accuracy after ``k = 0..n_heads`` heads) of the theory's order
+    (``score_ascending``), its reverse and the band of ``n_random`` random orders (mean, 5 and
+    95 % quantiles); ``area``: each order's mean accuracy over ``k >= 1`` and the fraction of random
+    orders as p-values (``ascending_vs_random``, ``descending_vs_random``: ``p_better``, ``p_worse``); ``two_lowest``:
+    the paired accuracy cost of pruning the two lowest-scored heads; ``best_pair``: the cheapest pair
+    of heads to prune, found by trying them all.
+    """
+    every = _heads(heads)
+    order = [tuple(lh) for lh in scores["order"]]
+    single = pruning.pruned_accuracies(contribution, y, heads, [[]] + [[lh] for lh in every])
+    c, yy = np.asarray(contribution, dtype=float), np.asarray(y, dtype=float)
 
-def pruning_study(network: training.Checkpoint, seqs: Sequences, scores: dict, n_random: int, seed: int = 0,
-                  splits: Sequence[str] = ("test", "mnist", "fashion")) -> dict:
-    """Single-head drops, cumulative curves for every order, and the rank correlation between
-    score and drop, on every split present."""
-    orders = pruning_orders(scores["order"], n_random, seed)
+    def right(pruned) -> np.ndarray:  # per-sequence correctness of one pruned network
+        return c @ pruning.path_weights(heads, pruned) * yy > 0
+
+    full = right([])
+    drops = [stats.paired_difference(full, right([lh])) for lh in every]
+    by_layer = np.cumsum([0, *heads])
+    ordered = pruning.pruning_curves(c, yy, heads, [order, order[::-1]])
+    rand = pruning.pruning_curves(c, yy, heads, pruning.random_orders(heads, n_random, seed))
+    area, rand_area = _area(ordered), _area(rand)
     flat_scores = np.concatenate([np.asarray(s) for s in scores["scores"]])
-    out = {"orders": orders, "single_head_drop": {}, "cumulative": {}, "spearman": {}}
-    for s in (s for s in splits if s in seqs.x):
-        x, y, memo = seqs.x[s], seqs.y[s], {}
-        drops = single_head_drops(network, x, y, memo)
-        out["single_head_drop"][s] = drops
-        out["spearman"][s] = rank_correlation(flat_scores, np.concatenate([np.asarray(d) for d in drops]))
-        out["cumulative"][s] = {name: cumulative_pruning(network, x, y, o, memo) for name, o in orders.items()}
-    return out
+    with warnings.catch_warnings():  # k past an emptied layer in every random order: all NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        band = {"mean": np.nanmean(rand, axis=0), "q05": np.nanquantile(rand, 0.05, axis=0),
+                "q95": np.nanquantile(rand, 0.95, axis=0), "n": int(n_random)}
+    return {
+        "single_head_drop": [[single[0] - single[1 + k] for k in range(a, b)] for a, b in zip(by_layer, by_layer[1:])],
+        "single_head_se": [[drops[k]["se"] for k in range(a, b)] for a, b in zip(by_layer, by_layer[1:])],
+        "spearman": stats.spearman_test(flat_scores, single[0] - single[1:], seed=seed),
+        "cumulative": {"score_ascending": ordered[0], "score_descending": ordered[1], "random": band},
+        "area": {"score_ascending": float(area[0]), "score_descending": float(area[1]),
+                 "random_mean": float(rand_area.mean()), "random_sd": float(rand_area.std(ddof=1)),
+                 "ascending_vs_random": _against(area[0], rand_area),
+                 "descending_vs_random": _against(area[1], rand_area)},
+        "two_lowest": stats.paired_difference(full, right(order[:2])) if len(order) >= 2 else None,
+        "best_pair": _best_pair(c, yy, heads),
+    }
+
+
+def _best_pair(c: np.ndarray, y: np.ndarray, heads: Sequence[int]) -> dict | None:
+    """The two heads whose joint pruning costs least, found by trying every pair: the best any
+    score could do when it names two heads to prune."""
+    pairs = [list(p) for p in itertools.combinations(_heads(heads), 2)]
+    pairs = [p for p in pairs if not any(heads[l] == 1 for l, _ in p)] if pairs else []
+    if not pairs:
+        return None
+    acc = pruning.pruned_accuracies(c, y, heads, [[]] + pairs)
+    costs = acc[0] - acc[1:]
+    k = int(np.nanargmin(costs))
+    return {"heads": pairs[k], "cost": float(costs[k]), "median_cost": float(np.nanmedian(costs)), "n_pairs": len(pairs)}
+
+
+def pruning_stage(cfg: Config, network: training.Checkpoint, features: dict, y: dict, results: dict) -> dict:
+    """``head_scores`` (from the theory ``U`` at ``score_width``) and ``pruning`` (:func:`pruning_study`)
+    on every split of :data:`PRUNING_SPLITS` present."""
+    width = str(cfg.score_width)
+    U = np.asarray(results["order_parameter"]["theory_by_width"][width])
+    heads = network.architecture.heads
+    scores = {"width": cfg.score_width, "temperature": results["temperature"]["theory"][width], **head_scores(U, heads)}
+    contrib = contributions(network, features)
+    return jsonable({
+        "head_scores": scores,
+        "pruning": {s: pruning_study(heads, c, y[s], scores, cfg.n_random_orders, cfg.seed) for s, c in contrib.items()},
+    })
+
+
+def gd_accuracies(network: training.Checkpoint, seqs: Sequences) -> dict[str, float]:
+    """Accuracy of the trained network itself on every evaluation split (float32 forward pass)."""
+    return {s: training.evaluate(network, seqs.x[s], seqs.y[s]) for s in EVAL_SPLITS if s in seqs.x}
+
+
+# --------------------------------------------------------------------------- what the score depends on
+
+
+SCORE_VARIANTS = {
+    "abs": "sum of |U| over pairs through the head (the paper's score, spec §5.1)",
+    "diagonal": "sum of U_pipi over the paths through the head (self-weights only)",
+    "signed": "sum of U (signed) over pairs through the head",
+    "silencing": "theory accuracy lost on validation when the head's paths are pruned in U",
+}
+
+
+def score_variants(U, heads: Sequence[int], temperature: float, features: dict, y: dict) -> dict[str, np.ndarray]:
+    """Flat head scores ``[n_heads]`` (layer by layer) by each rule of :data:`SCORE_VARIANTS`.
+
+    ``silencing`` prunes the head in the theory exactly as in the network: path ``pi``'s
+    features are multiplied by :func:`paththeory.pruning.path_weights`, so ``U`` becomes
+    ``U * w w^T``; the score is the validation accuracy of the mean predictor that this loses.
+    """
+    U = np.asarray(U, dtype=float)
+    flat = lambda scores: np.concatenate(scores)  # noqa: E731
+    base = score_splits(U, temperature, features, y, ("validation",))["validation"]
+    silenced = []
+    for lh in _heads(heads):
+        w = pruning.path_weights(heads, [lh])
+        silenced.append(base - score_splits(U * np.outer(w, w), temperature, features, y, ("validation",))["validation"])
+    return {"abs": flat(pruning.head_scores(U, heads)),
+            "diagonal": flat(pruning.head_scores(np.diag(np.diag(U)), heads)),
+            "signed": flat(pruning.head_scores(U, heads, normalise=False, absolute=False)),
+            "silencing": np.array(silenced)}
+
+
+def score_sensitivity(cfg: Config, network: training.Checkpoint, features: dict, y: dict, sweep: Sweep,
+                      results: dict, *, split: str = "test", root: str | os.PathLike | None = None) -> dict:
+    """How the rank correlation between head score and single-head drop (on ``split``) depends on
+    the choices behind the score.
+
+    * ``grid``: Spearman's rho for the paper's score from ``U`` at every (T, N) of the sweep;
+    * ``variants``: the rules of :data:`SCORE_VARIANTS` at the score's width and selected temperature;
+    * ``train_sizes``: the paper's score from smaller training sets (the first ``P/2`` sequences of
+      each label of the training set);
+    * ``resamples``: the paper's score from ``cfg.score_resamples`` fresh training sets of the same
+      size ``P`` (new sequences of the training characters): the score's own sampling noise.
+
+    Every entry holds :func:`paththeory.stats.spearman_test` output, and the ``scores``.
+    """
+    arch, heads = network.architecture, network.architecture.heads
+    drops = np.concatenate([np.asarray(d, dtype=float) for d in results["pruning"][split]["single_head_drop"]])
+    width = cfg.score_width
+    temperature = float(results["temperature"]["theory"][str(width)])
+
+    def test(scores) -> dict:
+        return {**stats.spearman_test(scores, drops, seed=cfg.seed), "scores": np.asarray(scores).tolist()}
+
+    def flat_abs(U) -> np.ndarray:
+        return np.concatenate(pruning.head_scores(U, heads))
+
+    grid = [[stats.spearman_test(flat_abs(sweep.U[i, j]), drops, seed=cfg.seed)["rho"]
+             for j in range(len(sweep.widths))] for i in range(len(sweep.temperatures))]
+    U = np.asarray(results["order_parameter"]["theory_by_width"][str(width)])
+    variants = {k: test(v) for k, v in score_variants(U, heads, temperature, features, y).items()}
+    sizes = {}
+    for p in cfg.score_train_sizes:
+        idx = _balanced_subset(y["train"], p)
+        sol = Theory(arch, features["train"][idx], y["train"][idx], cfg.memory_budget).solve(width, temperature,
+                                                                                             tol=cfg.tol)
+        sizes[str(p)] = test(flat_abs(sol.U))
+    sizes[str(len(y["train"]))] = variants["abs"]
+    resamples = []
+    for r in range(cfg.score_resamples):
+        x_r, y_r = training_sequences(network, cfg.n_train, np.random.default_rng([cfg.seed, 1000 + r]), root=root)
+        sol = Theory(arch, np.asarray(path_features(arch, x_r)), y_r, cfg.memory_budget).solve(width, temperature,
+                                                                                               tol=cfg.tol)
+        resamples.append(test(flat_abs(sol.U)))
+    return jsonable({"split": split, "width": width, "temperature": temperature, "drops": drops,
+                     "grid": {"widths": list(sweep.widths), "temperatures": list(sweep.temperatures), "rho": grid},
+                     "variants": variants, "train_sizes": sizes, "resamples": resamples})
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -541,112 +872,6 @@ def header(cfg: Config, network: training.Checkpoint, seqs: Sequences, profile: 
     })
 
 
-def theory_stage(cfg: Config, arch: Architecture, features: dict, y: dict, *, cache: Path | None = None) -> dict:
-    """Sweep the theory, select temperatures on the validation split, score every split at them.
-
-    Returns the ``accuracy`` (theory per split and width at the selected T; GP per split at its
-    selected T), ``accuracy_grid``, ``temperature``, ``order_parameter`` (``theory_by_width`` at
-    the selected T) and ``solver`` entries of ``results.json``.
-    """
-    sweep = theory_sweep(arch, features, y, cfg.widths, cfg.temperatures, tol=cfg.tol,
-                         memory_budget=cfg.memory_budget, cache=cache)
-    gp = gp_accuracies(arch, features, y, cfg.gp_temperatures)
-    t_theory = select_temperature(sweep.accuracy["validation"], cfg.temperatures)
-    t_gp = float(select_temperature(gp["validation"], cfg.gp_temperatures))
-    rows = [cfg.temperatures.index(float(t)) for t in t_theory]
-    return jsonable({
-        "accuracy": {
-            "theory": {s: dict(zip(map(str, cfg.widths), selected(a, cfg.temperatures, t_theory)))
-                       for s, a in sweep.accuracy.items()},
-            "gp": {s: a[cfg.gp_temperatures.index(t_gp)] for s, a in gp.items()},
-        },
-        "accuracy_grid": {"theory": sweep.accuracy, "gp": gp},
-        "temperature": {"theory": dict(zip(map(str, cfg.widths), t_theory)), "gp": t_gp, "selected_on": "validation"},
-        "order_parameter": {"theory_by_width": {str(w): sweep.U[i, j]
-                                                for j, (w, i) in enumerate(zip(cfg.widths, rows))}},
-        "solver": {"reports": sweep.reports, "seconds": sweep.seconds, "cached": sweep.cached},
-    })
-
-
-def comparison_stage(cfg: Config, network: training.Checkpoint, features: dict, y: dict, results: dict,
-                     *, progress: bool = False) -> dict:
-    """``order_parameter_comparison``: theory, NUTS and gradient-descent ``U`` (at the validation-selected T)."""
-    width = str(cfg.sample_width)
-    comp = compare_order_parameters(cfg, network, features, y, results["temperature"]["theory"][width],
-                                    theory_U=results["order_parameter"]["theory_by_width"][width], progress=progress)
-    return jsonable({"order_parameter_comparison": comp})
-
-
-def pruning_stage(cfg: Config, network: training.Checkpoint, seqs: Sequences, results: dict) -> dict:
-    """``head_scores`` (from the theory ``U`` at ``score_width``), ``pruning`` and ``gd_accuracy``."""
-    width = str(cfg.score_width)
-    U = np.asarray(results["order_parameter"]["theory_by_width"][width])
-    scores = {"width": cfg.score_width, "temperature": results["temperature"]["theory"][width],
-              **head_scores(U, network.architecture.heads)}
-    return jsonable({
-        "head_scores": scores,
-        "pruning": pruning_study(network, seqs, scores, cfg.n_random_orders, cfg.seed),
-        "gd_accuracy": gd_accuracies(network, seqs),
-    })
-
-
-def gd_accuracies(network: training.Checkpoint, seqs: Sequences) -> dict[str, float]:
-    """Accuracy of the trained network itself on every evaluation split."""
-    return {s: training.evaluate(network, seqs.x[s], seqs.y[s]) for s in EVAL_SPLITS if s in seqs.x}
-
-
-def head_parameter_fraction(network: training.Checkpoint) -> float:
-    """Fraction of the trained weights that one head owns: its ``V`` (``n x n``), ``Q`` and ``K`` (``G x N0``)."""
-    arch, params = network.architecture, network.params
-    q = arch.attention[0].query
-    per_head = params["V"][0][0].size + 2 * q[0].size
-    total = params["V0"].size + params["a"].size + sum(v.size for v in params["V"]) \
-        + sum(2 * layer.query.size for layer in arch.attention)
-    return per_head / total
-
-
-def standard_error(p: float, n: int) -> float:
-    """Binomial standard error of an accuracy ``p`` measured on ``n`` sequences."""
-    return float(np.sqrt(max(p * (1 - p), 1e-12) / n))
-
-
-def _verdict(diff: float, noise: float, expected_sign: int) -> str:
-    if abs(diff) <= 2 * noise:
-        return "within noise (|difference| <= 2 standard errors)"
-    return "agrees" if np.sign(diff) == expected_sign else "differs"
-
-
-def paper_expectations(results: dict, parts: Sequence[str] = ("accuracy", "order_parameter", "pruning")) -> list[str]:
-    """The paper's qualitative findings next to what was measured here, one line each, for the
-    ``parts`` present in ``results``: ``accuracy`` (finite width, at the smallest width, vs the GP in
-    and out of distribution), ``order_parameter`` (block structure of ``U`` by first-layer head) and
-    ``pruning`` (the cost of pruning the two lowest-scoring heads)."""
-    lines = []
-    n = results["data"]["n"]
-    if "accuracy" in parts and "accuracy" in results:
-        small = str(min(results["widths"]))
-        for s in (s for s in results["splits"] if s != "validation"):
-            a, g = results["accuracy"]["theory"][s][small], results["accuracy"]["gp"][s]
-            noise = np.sqrt(2) * standard_error(max(a, g), n[s])
-            lines.append(f"finite width (N = {small}) beats the GP on {SPLIT_NAMES[s]}: "
-                         f"{100 * (a - g):+.1f} points -> {_verdict(a - g, noise, +1)}")
-    if "order_parameter" in parts and "order_parameter_comparison" in results:
-        bc = results["order_parameter_comparison"]["block_contrast"]
-        values = {k: v for k, v in bc.items() if v is not None}  # None: not computed, or NaN in JSON
-        measured = ", ".join(f"{k} {v:.1f}" for k, v in values.items())
-        verdict = "agrees" if values and all(v > 1.5 for v in values.values()) else "differs"
-        lines.append(f"U is block-structured by first-layer head (contrast > 1): {measured} -> {verdict}")
-    if "pruning" in parts and "pruning" in results:
-        for s, curves in results["pruning"]["cumulative"].items():
-            low, high = curves["score_ascending"], curves["score_descending"]
-            cost, reverse = low[0] - low[2], high[0] - high[2]
-            noise = np.sqrt(2) * standard_error(low[0], n[s])
-            verdict = "agrees" if cost <= 0.02 else _verdict(cost - 0.02, noise, -1)
-            lines.append(f"pruning the 2 lowest-scoring heads costs only 1-2 points on {SPLIT_NAMES[s]}: "
-                         f"{100 * cost:+.1f} points (highest-scoring first: {100 * reverse:+.1f}) -> {verdict}")
-    return lines
-
-
 def accuracy_table(results: dict) -> str:
     """A text table: theory accuracy per width (with its selected T), the GP and the trained network, per split."""
     splits = [s for s in results["splits"] if s != "validation"]
@@ -663,24 +888,33 @@ def accuracy_table(results: dict) -> str:
 
 
 def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
-        network: training.Checkpoint | None = None, root: str | os.PathLike | None = None,
+        network: training.Checkpoint | str | None = None, root: str | os.PathLike | None = None,
         cache: Path | None | bool = True, progress: bool = True) -> dict:
-    """Reproduce Fig. 3 (b-f) at the profile's scale; write ``results.json``, ``features.npz`` and PNGs.
+    """Reproduce Fig. 3 (b-f) at the profile's scale and test its claims; write ``results.json``,
+    ``features.npz`` and PNGs.
 
     Args:
       profile: ``smoke``, ``colab`` or ``paper`` (default: :func:`paththeory.profiles.current_profile`).
       out_dir: output folder (created); nothing is written when ``None``.
-      config: sizes overriding the profile's :data:`SETTINGS` entry.
-      network: the trained network (default: :func:`trained_network` with ``config.retrain``).
+      config: sizes overriding the profile's entry (:func:`settings`).
+      network: the trained network, or a checkpoint name (e.g. ``"omniglot_l2h8"``; its sizes come
+        from :data:`NETWORK_SETTINGS`); default :func:`trained_network` with ``config.retrain``.
       root: data folder (see :mod:`paththeory.data`).
       cache: folder for the theory sweep (``True``: :func:`cache_dir`; ``False``/``None``: no cache).
       progress: print the time of each stage and show the NUTS bar.
     Returns:
-      the content of ``results.json``: :func:`header`, :func:`theory_stage`, :func:`comparison_stage`
-      and :func:`pruning_stage` merged, plus ``timings`` and ``environment``.
+      the content of ``results.json``: :func:`header`, :func:`theory_stage`, :func:`comparison_stage`,
+      ``gd_accuracy``, :func:`pruning_stage`, ``score_sensitivity`` and the verdicts ``claims``
+      (:func:`paththeory.experiments.claims.fig3_claims`), plus ``timings`` and ``environment``.
     """
+    from paththeory.experiments.claims import fig3_claims
+
     name = current_profile(profile)
-    cfg = config or settings(name)
+    if isinstance(network, str):
+        cfg = config or settings(name, network)
+        network = trained_network(cfg.retrain, name=network, root=root, progress=progress)
+    else:
+        cfg = config or settings(name)
     cache_path = cache_dir() if cache is True else (cache or None)
     timings: dict[str, float] = {}
     start = t = time.perf_counter()
@@ -693,16 +927,22 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
         t = time.perf_counter()
 
     network = network or trained_network(cfg.retrain, root=root, progress=progress)
+    arch = network.architecture
     seqs = build_sequences(cfg, network, root=root)
-    features = build_features(network.architecture, seqs)
+    features = build_features(arch, seqs)
     results = header(cfg, network, seqs, name)
     lap("data_and_features")
-    results.update(theory_stage(cfg, network.architecture, features, seqs.y, cache=cache_path))
+    sweep = sweep_for(cfg, arch, features, seqs.y, cache=cache_path)
+    results.update(theory_stage(cfg, arch, features, seqs.y, sweep))
     lap("theory")
     results.update(comparison_stage(cfg, network, features, seqs.y, results, progress=progress))
     lap("order_parameters")
-    results.update(pruning_stage(cfg, network, seqs, results))
+    results["gd_accuracy"] = gd_accuracies(network, seqs)
+    results.update(pruning_stage(cfg, network, features, seqs.y, results))
     lap("pruning")
+    results["score_sensitivity"] = score_sensitivity(cfg, network, features, seqs.y, sweep, results, root=root)
+    lap("score_sensitivity")
+    results["claims"] = fig3_claims(results)
     timings["total"] = time.perf_counter() - start
     results["timings"] = timings
     results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
@@ -720,7 +960,7 @@ def write_outputs(results: dict, features: dict, seqs: Sequences, out_dir: Path)
                         **{f"features_{s}": f for s, f in features.items()}, **{f"y_{s}": y for s, y in seqs.y.items()})
     figures = {"accuracy": plot_accuracy(results), "temperature": plot_temperature_grid(results),
                "order_parameters": plot_order_parameters(results), "head_scores": plot_head_scores(results),
-               "pruning": plot_pruning(results)}
+               "pruning": plot_pruning(results), "score_sensitivity": plot_score_sensitivity(results)}
     paths = [out_dir / "results.json", out_dir / "features.npz"]
     for key, fig in figures.items():
         paths.append(out_dir / f"{key}.png")
@@ -766,125 +1006,4 @@ def plot_training(history: dict, profile: str | None = None) -> Figure:
     ax_a.legend(fontsize=8)
     fig.tight_layout()
     stamp_profile(fig, profile)
-    return fig
-
-
-def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
-    items = sorted((int(k), np.nan if v is None else v) for k, v in d.items())
-    return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
-
-
-def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
-    """Fig. 3b: theory accuracy (validation-selected T per N) against N, with the GP and the trained network."""
-    splits = [s for s in (splits or results["splits"]) if s != "validation"]
-    fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.6), squeeze=False)
-    for ax, s in zip(axes[0], splits):
-        widths, acc = _curve(results["accuracy"]["theory"][s])
-        temps = [results["temperature"]["theory"][str(w)] for w in widths]
-        ax.semilogx(widths, acc, "o-", color="C0", label="theory (renormalised kernel)")
-        for w, a, tt in zip(widths, acc, temps):
-            ax.annotate(f"T={tt:g}", (w, a), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
-        ax.axhline(results["accuracy"]["gp"][s], color="0.4", ls="--",
-                   label=f"GP (T={results['temperature']['gp']:g})")
-        if "gd_accuracy" in results:
-            ax.axhline(results["gd_accuracy"][s], color="C2", ls=":", label="trained network (GD)")
-        ax.set_xlabel("width $N$")
-        ax.set_ylabel("accuracy")
-        ax.set_title(results["split_names"][s], fontsize=9)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    stamp_profile(fig, results["profile"])
-    return fig
-
-
-def plot_temperature_grid(results: dict) -> Figure:
-    """Validation accuracy of the theory on the (T, N) grid; the selected temperature per N is boxed."""
-    grid = np.asarray(results["accuracy_grid"]["theory"]["validation"], dtype=float)
-    widths, temps = results["widths"], results["temperatures"]
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.5 + 0.6 * len(widths)), max(3.2, 1.2 + 0.4 * len(temps))))
-    image = ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
-    for j, w in enumerate(widths):
-        i = temps.index(results["temperature"]["theory"][str(w)])
-        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="w", lw=2))
-    ax.set_xticks(range(len(widths)), [str(w) for w in widths])
-    ax.set_yticks(range(len(temps)), [f"{t:g}" for t in temps])
-    ax.set_xlabel("width $N$")
-    ax.set_ylabel("temperature $T$")
-    ax.set_title("validation accuracy (selected T boxed)", fontsize=9)
-    fig.colorbar(image, ax=ax, label="accuracy")
-    stamp_profile(fig, results["profile"])
-    return fig
-
-
-def plot_order_parameters(results: dict) -> Figure:
-    """Fig. 3c: ``U`` from the theory, from NUTS and from gradient descent, paths grouped by first-layer head."""
-    comp = results["order_parameter_comparison"]
-    heads = results["heads"]
-    labels = [f"$h_1$={h}" for h in range(heads[0])]
-    w = comp["width"]
-    panels = [(comp["theory"], f"theory, N = {w}, P = {comp['n_train']}"),
-              (comp["sampled"], f"NUTS, N = {w}, P = {comp['n_train']}"),
-              (comp["gd"], "gradient descent ($w^\\pi\\cdot w^\\sigma$)")]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
-    for ax, (U, title) in zip(axes, panels):
-        if U is None:
-            ax.text(0.5, 0.5, "not computed in this profile", ha="center", va="center")
-            ax.set_axis_off()
-            continue
-        matrix_heatmap(ax, U, labels, title, xlabel="path $\\sigma$ (by $h_1$)", ylabel="path $\\pi$ (by $h_1$)")
-    fig.tight_layout()
-    stamp_profile(fig, results["profile"])
-    return fig
-
-
-def _flat(per_layer) -> np.ndarray:
-    return np.concatenate([np.asarray(v, dtype=float) for v in per_layer])
-
-
-def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "mnist")) -> Figure:
-    """Fig. 3e: accuracy drop when pruning one head against its theory score (with Spearman's rho)."""
-    hs, pr = results["head_scores"], results["pruning"]
-    scores = _flat(hs["scores"])
-    names = [f"({l},{h})" for l, n in enumerate(results["heads"]) for h in range(n)]
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    for k, s in enumerate(s for s in splits if s in pr["single_head_drop"]):
-        drops = 100 * _flat(pr["single_head_drop"][s])
-        rho = pr["spearman"][s]["rho"]
-        rho_text = "undefined" if rho is None else f"{rho:.2f}"
-        ax.plot(scores, drops, "os"[k % 2], color=f"C{k}", label=f"{results['split_names'][s]}, $\\rho$ = {rho_text}")
-        if k == 0:
-            for x_, y_, n in zip(scores, drops, names):
-                ax.annotate(n, (x_, y_), textcoords="offset points", xytext=(4, 3), fontsize=7)
-    ax.axhline(0, color="0.6", lw=0.8)
-    ax.set_xlabel(f"head score (theory, N = {hs['width']}, T = {hs['temperature']:g})")
-    ax.set_ylabel("accuracy drop when pruned (points)")
-    ax.legend(fontsize=7)
-    stamp_profile(fig, results["profile"])
-    return fig
-
-
-def plot_pruning(results: dict, splits: Sequence[str] = ("test", "mnist")) -> Figure:
-    """Fig. 3f: accuracy against the number of heads pruned, theory order vs reverse and random orders."""
-    cum = results["pruning"]["cumulative"]
-    splits = [s for s in splits if s in cum]
-    fig, axes = plt.subplots(1, len(splits), figsize=(4.8 * len(splits), 3.7), squeeze=False)
-    for ax, s in zip(axes[0], splits):
-        curves = {k: np.array([np.nan if v is None else v for v in c], dtype=float) for k, c in cum[s].items()}
-        k = np.arange(len(curves["score_ascending"]))
-        rand = np.array([c for n, c in curves.items() if n.startswith("random")])
-        if len(rand):
-            with warnings.catch_warnings():  # k past an emptied layer: all NaN
-                warnings.simplefilter("ignore", RuntimeWarning)
-                low, mid, high = np.nanmin(rand, 0), np.nanmean(rand, 0), np.nanmax(rand, 0)
-            ax.fill_between(k, low, high, color="0.85", label="random orders (range)")
-            ax.plot(k, mid, color="0.5", lw=1, label="random orders (mean)")
-        ax.plot(k, curves["score_ascending"], "o-", color="C0", label="lowest score first (theory)")
-        ax.plot(k, curves["score_descending"], "s--", color="C3", label="highest score first")
-        ax.axhline(0.5, color="0.6", ls=":", lw=0.8)
-        ax.set_xlabel("heads pruned")
-        ax.set_ylabel("accuracy")
-        ax.set_title(results["split_names"][s], fontsize=9)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    stamp_profile(fig, results["profile"])
     return fig

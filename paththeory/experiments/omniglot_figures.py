@@ -1,0 +1,176 @@
+"""Figures of the Omniglot experiments (Fig. 3 b-f), drawn from a ``results.json`` dict of
+:func:`paththeory.experiments.omniglot.run` alone, so they can be redrawn from a saved run.
+
+:func:`plot_accuracy` (Fig. 3b), :func:`plot_temperature_grid`, :func:`plot_order_parameters`
+(Fig. 3c), :func:`plot_head_scores` (Fig. 3e), :func:`plot_pruning` (Fig. 3f) and
+:func:`plot_score_sensitivity`. Each is stamped with the profile that produced the results.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from paththeory.plots import matrix_heatmap, stamp_profile
+
+
+def _floats(values) -> np.ndarray:
+    """A list (or nested lists) from JSON, ``None`` (NaN in JSON) back to NaN."""
+    a = np.array(values, dtype=object)
+    a[np.equal(a, None)] = np.nan
+    return a.astype(float)
+
+
+def _finish_split_panel(ax, results: dict, split: str, xlabel: str) -> None:
+    """The axis labels, title (the split's name) and legend shared by the per-split panels."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("accuracy")
+    ax.set_title(results["split_names"][split], fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def _finish(fig: Figure, results: dict) -> Figure:
+    """Tight layout and the profile stamp."""
+    fig.tight_layout()
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
+    items = sorted((int(k), np.nan if v is None else v) for k, v in d.items())
+    return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
+
+
+def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
+    """Fig. 3b: theory accuracy (validation-selected T per N) against N, with the GP and the trained network.
+
+    The error bars are two paired standard errors of the difference from the GP on the same sequences.
+    """
+    splits = [s for s in (splits or results["splits"]) if s != "validation"]
+    fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.6), squeeze=False)
+    for ax, s in zip(axes[0], splits):
+        widths, acc = _curve(results["accuracy"]["theory"][s])
+        se = np.array([results["finite_vs_gp"][s][str(w)]["se"] for w in widths])
+        temps = [results["temperature"]["theory"][str(w)] for w in widths]
+        ax.errorbar(widths, acc, yerr=2 * se, fmt="o-", color="C0", capsize=2, label="theory (renormalised kernel)")
+        ax.set_xscale("log")
+        for w, a, tt in zip(widths, acc, temps):
+            ax.annotate(f"T={tt:g}", (w, a), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
+        ax.axhline(results["accuracy"]["gp"][s], color="0.4", ls="--",
+                   label=f"GP (T={results['temperature']['gp']:g})")
+        if "gd_accuracy" in results:
+            ax.axhline(results["gd_accuracy"][s], color="C2", ls=":", label="trained network (GD)")
+        _finish_split_panel(ax, results, s, "width $N$")
+    return _finish(fig, results)
+
+
+def plot_temperature_grid(results: dict) -> Figure:
+    """Validation accuracy of the theory on the (T, N) grid; the selected temperature per N is boxed."""
+    grid = np.asarray(results["accuracy_grid"]["theory"]["validation"], dtype=float)
+    widths, temps = results["widths"], results["temperatures"]
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.5 + 0.6 * len(widths)), max(3.2, 1.2 + 0.4 * len(temps))))
+    image = ax.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
+    for j, w in enumerate(widths):
+        i = temps.index(results["temperature"]["theory"][str(w)])
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="w", lw=2))
+    ax.set_xticks(range(len(widths)), [str(w) for w in widths])
+    ax.set_yticks(range(len(temps)), [f"{t:g}" for t in temps])
+    ax.set_xlabel("width $N$")
+    ax.set_ylabel("temperature $T$")
+    ax.set_title("validation accuracy (selected T boxed)", fontsize=9)
+    fig.colorbar(image, ax=ax, label="accuracy")
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def plot_order_parameters(results: dict) -> Figure:
+    """Fig. 3c: ``U`` from the theory, from NUTS (when sampled) and from gradient descent, paths grouped by
+    first-layer head."""
+    comp = results["order_parameter_comparison"]
+    heads = results["heads"]
+    labels = [f"$h_1$={h}" for h in range(heads[0])]
+    w = comp["width"]
+    panels = [(comp["theory"], f"theory, N = {w}, P = {comp['n_train']}"),
+              (comp["sampled"], f"NUTS, N = {w}, P = {comp['n_train']}"),
+              (comp["gd"], "gradient descent ($w^\\pi\\cdot w^\\sigma$)")]
+    panels = [p for p in panels if p[0] is not None]  # no NUTS panel when the run did not sample
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.9))
+    for ax, (U, title) in zip(axes, panels):
+        matrix_heatmap(ax, U, labels, title, xlabel="path $\\sigma$ (by $h_1$)", ylabel="path $\\pi$ (by $h_1$)")
+    return _finish(fig, results)
+
+
+def _flat(per_layer) -> np.ndarray:
+    return np.concatenate([np.asarray(v, dtype=float) for v in per_layer])
+
+
+def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "mnist")) -> Figure:
+    """Fig. 3e: accuracy drop when pruning one head (two paired standard errors) against its theory score."""
+    hs, pr = results["head_scores"], results["pruning"]
+    scores = _flat(hs["scores"])
+    names = [f"({l},{h})" for l, n in enumerate(results["heads"]) for h in range(n)]
+    fig, ax = plt.subplots(figsize=(5.4, 3.9))
+    for k, s in enumerate(s for s in splits if s in pr):
+        drops, se = 100 * _flat(pr[s]["single_head_drop"]), 100 * _flat(pr[s]["single_head_se"])
+        rho, p = pr[s]["spearman"]["rho"], pr[s]["spearman"]["p_greater"]
+        text = "undefined" if rho is None else f"{rho:.2f} (p = {p:.3f})"
+        ax.errorbar(scores, drops, yerr=2 * se, fmt="os"[k % 2], color=f"C{k}", capsize=2,
+                    label=f"{results['split_names'][s]}, $\\rho$ = {text}")
+        if k == 0 and len(names) <= 16:
+            for x_, y_, n in zip(scores, drops, names):
+                ax.annotate(n, (x_, y_), textcoords="offset points", xytext=(4, 3), fontsize=7)
+    ax.axhline(0, color="0.6", lw=0.8)
+    ax.set_xlabel(f"head score (theory, N = {hs['width']}, T = {hs['temperature']:g})")
+    ax.set_ylabel("accuracy drop when pruned (points)")
+    ax.legend(fontsize=7)
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def plot_pruning(results: dict, splits: Sequence[str] = ("test", "mnist")) -> Figure:
+    """Fig. 3f: accuracy against the number of heads pruned, theory order vs reverse and random orders."""
+    pr = results["pruning"]
+    splits = [s for s in splits if s in pr]
+    fig, axes = plt.subplots(1, len(splits), figsize=(4.8 * len(splits), 3.7), squeeze=False)
+    for ax, s in zip(axes[0], splits):
+        cum = pr[s]["cumulative"]
+        band = {k: _floats(v) for k, v in cum["random"].items() if k != "n"}
+        k = np.arange(len(band["mean"]))
+        ax.fill_between(k, band["q05"], band["q95"], color="0.85",
+                        label=f"{cum['random']['n']} random orders (5-95 %)")
+        ax.plot(k, band["mean"], color="0.5", lw=1, label="random orders (mean)")
+        ax.plot(k, _floats(cum["score_ascending"]), "o-", color="C0", label="lowest score first (theory)")
+        ax.plot(k, _floats(cum["score_descending"]), "s--", color="C3", label="highest score first")
+        ax.axhline(0.5, color="0.6", ls=":", lw=0.8)
+        _finish_split_panel(ax, results, s, "heads pruned")
+    return _finish(fig, results)
+
+
+def plot_score_sensitivity(results: dict) -> Figure:
+    """Spearman's rho (score against single-head drop) over the (T, N) grid of the score, and for the
+    other rules, training-set sizes and fresh training sets at the score's (N, T)."""
+    sens = results["score_sensitivity"]
+    grid = _floats(sens["grid"]["rho"])
+    fig, (ax_g, ax_b) = plt.subplots(1, 2, figsize=(10.5, 3.9), gridspec_kw={"width_ratios": [1, 1.3]})
+    image = ax_g.imshow(grid, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", origin="lower")
+    ax_g.set_xticks(range(len(sens["grid"]["widths"])), [str(w) for w in sens["grid"]["widths"]])
+    ax_g.set_yticks(range(len(sens["grid"]["temperatures"])), [f"{t:g}" for t in sens["grid"]["temperatures"]])
+    ax_g.set_xlabel("width $N$ of the score's $U$")
+    ax_g.set_ylabel("temperature $T$")
+    ax_g.set_title("Spearman $\\rho$(score, drop), paper's score", fontsize=9)
+    fig.colorbar(image, ax=ax_g)
+    bars = [(f"rule: {k}", v["rho"]) for k, v in sens["variants"].items()]
+    bars += [(f"P = {p}", v["rho"]) for p, v in sens["train_sizes"].items()]
+    bars += [(f"fresh set {i + 1}", v["rho"]) for i, v in enumerate(sens["resamples"])]
+    values = _floats([v for _, v in bars])
+    ax_b.barh(range(len(bars)), values, color=["C0" if b.startswith("rule") else "C1" if b.startswith("P")
+                                                else "C2" for b, _ in bars])
+    ax_b.set_yticks(range(len(bars)), [b for b, _ in bars], fontsize=7)
+    ax_b.axvline(0, color="0.4", lw=0.8)
+    ax_b.set_xlim(-1, 1)
+    ax_b.invert_yaxis()
+    ax_b.set_xlabel(f"Spearman $\\rho$ at N = {sens['width']}, T = {sens['temperature']:g}")
+    return _finish(fig, results)

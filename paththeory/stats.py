@@ -1,0 +1,203 @@
+"""The statistics behind the book's verdicts: standard errors, permutation tests, a three-way verdict.
+
+Every claim of the paper that the book tests ends in one of three verdicts (:data:`VERDICTS`):
+
+* ``"holds"``: the measurement supports the claim beyond its noise;
+* ``"fails"``: the measurement contradicts the claim beyond its noise;
+* ``"within noise"``: the measurement cannot tell.
+
+"Beyond its noise" means two standard errors for an estimate (:func:`verdict`) and a one-sided
+p-value below 0.05 for a test (:func:`verdict_from_p`). The tests are permutation tests, so they
+assume nothing about the shape of the data: :func:`spearman_test` (exact enumeration up to 8
+items) and :func:`mantel_test` (the correlation of two matrices, rows and columns permuted
+together).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from scipy.stats import rankdata
+
+VERDICTS = ("holds", "within noise", "fails")
+#: Above this many items a permutation test samples permutations instead of enumerating them all.
+EXACT_MAX_ITEMS = 8
+
+
+def standard_error(p: float, n: int) -> float:
+    """Binomial standard error ``sqrt(p (1 - p) / n)`` of an accuracy ``p`` measured on ``n`` items.
+
+    Example:
+      >>> round(standard_error(0.8, 1000), 4)
+      0.0126
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1; got {n}.")
+    return float(math.sqrt(max(p * (1 - p), 1e-12) / n))
+
+
+def paired_difference(a, b) -> dict:
+    """Mean of ``a - b`` over paired items and its standard error ``sd(a - b) / sqrt(n)``.
+
+    ``a``, ``b``: per-item scores ``[n]`` on the *same* items (e.g. 0/1 correctness of two predictors
+    on one test set). Pairing removes the variance the two share, so the error is smaller than
+    that of two independent accuracies.
+
+    Example:
+      >>> d = paired_difference([1, 1, 0, 1], [1, 0, 0, 0])
+      >>> d["difference"], round(d["se"], 3), d["n"]
+      (0.5, 0.289, 4)
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(f"a and b must be paired 1-D arrays of at least 2 items; got {a.shape} and {b.shape}.")
+    d = a - b
+    return {"difference": float(d.mean()), "se": float(d.std(ddof=1) / math.sqrt(d.size)), "n": int(d.size)}
+
+
+def verdict(estimate: float, se: float, threshold: float = 0.0, z: float = 2.0) -> str:
+    """Verdict on the claim ``estimate > threshold``: ``"holds"`` when ``estimate - z se > threshold``,
+    ``"fails"`` when ``estimate + z se < threshold``, else ``"within noise"``.
+
+    For a claim ``estimate < threshold``, pass ``-estimate`` and ``-threshold``.
+
+    Example:
+      >>> verdict(0.05, 0.01), verdict(0.01, 0.01), verdict(-0.05, 0.01)
+      ('holds', 'within noise', 'fails')
+    """
+    if not (np.isfinite(estimate) and np.isfinite(se) and se >= 0):
+        return "within noise"
+    if estimate - z * se > threshold:
+        return "holds"
+    if estimate + z * se < threshold:
+        return "fails"
+    return "within noise"
+
+
+def verdict_from_p(p_greater: float, p_less: float, alpha: float = 0.05) -> str:
+    """Verdict on a claim of a positive effect from its two one-sided p-values.
+
+    Example:
+      >>> verdict_from_p(0.01, 0.99), verdict_from_p(0.3, 0.7), verdict_from_p(0.99, 0.02)
+      ('holds', 'within noise', 'fails')
+    """
+    if np.isfinite(p_greater) and p_greater < alpha:
+        return "holds"
+    if np.isfinite(p_less) and p_less < alpha:
+        return "fails"
+    return "within noise"
+
+
+def _permutations(n: int, n_permutations: int, seed: int) -> tuple[np.ndarray, bool]:
+    """All permutations of ``n`` items when ``n <= EXACT_MAX_ITEMS``, else ``n_permutations`` random ones."""
+    if n <= EXACT_MAX_ITEMS:
+        return np.array(list(itertools.permutations(range(n)))), True
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((n_permutations, n)), axis=1), False
+
+
+def _p_values(observed: float, null: np.ndarray, exact: bool) -> tuple[float, float]:
+    """One-sided p-values ``P(null >= observed)`` and ``P(null <= observed)``.
+
+    Exact: the fraction over all permutations (the identity included). Sampled: ``(1 + k) / (1 + m)``,
+    which counts the observed arrangement as one of the null draws and so is never zero.
+    """
+    tol = 1e-12 * max(1.0, abs(observed))
+    k_ge, k_le = int(np.sum(null >= observed - tol)), int(np.sum(null <= observed + tol))
+    if exact:
+        return k_ge / null.size, k_le / null.size
+    return (1 + k_ge) / (1 + null.size), (1 + k_le) / (1 + null.size)
+
+
+def _correlations(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Pearson correlation of ``x [n]`` with every row of ``ys [m, n]``."""
+    xc = x - x.mean()
+    yc = ys - ys.mean(axis=1, keepdims=True)
+    denom = np.linalg.norm(xc) * np.linalg.norm(yc, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, yc @ xc / denom, np.nan)
+
+
+def spearman_test(x, y, n_permutations: int = 20000, seed: int = 0) -> dict:
+    """Spearman's rank correlation of ``x`` and ``y`` with permutation p-values.
+
+    The null distribution pairs ``x`` with every permutation of ``y`` (all ``n!`` of them for
+    ``n <= 8``, else ``n_permutations`` random ones). Ties get average ranks.
+
+    Returns ``rho``, ``p_greater`` (of a correlation at least as large), ``p_less``, ``n`` and
+    ``exact``. ``rho`` and the p-values are NaN when either input is constant.
+
+    Example:
+      >>> r = spearman_test([1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5])
+      >>> round(r["rho"], 3), round(r["p_greater"], 4), r["exact"]
+      (0.829, 0.0292, True)
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 3:
+        raise ValueError(f"x and y must be 1-D arrays of the same length >= 3; got {x.shape} and {y.shape}.")
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"rho": float("nan"), "p_greater": float("nan"), "p_less": float("nan"), "n": int(x.size),
+                "exact": x.size <= EXACT_MAX_ITEMS}
+    rx, ry = rankdata(x), rankdata(y)
+    rho = float(_correlations(rx, ry[None])[0])
+    perms, exact = _permutations(x.size, n_permutations, seed)
+    p_greater, p_less = _p_values(rho, _correlations(rx, ry[perms]), exact)
+    return {"rho": rho, "p_greater": p_greater, "p_less": p_less, "n": int(x.size), "exact": exact}
+
+
+def mantel_test(A, B, n_permutations: int = 9999, seed: int = 0) -> dict:
+    """Mantel test: the Pearson correlation of two symmetric matrices over their distinct entries
+    (upper triangle, diagonal included), against relabelling the rows and columns of ``B`` together.
+
+    A relabelling keeps each matrix's structure (diagonal entries stay on the diagonal) and only
+    breaks the correspondence between the two, so the test asks whether the same items are
+    large, small, positively or negatively coupled in both. Returns ``r``, ``p_greater``,
+    ``p_less``, ``n`` (matrix size) and ``exact``.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> a = rng.normal(size=(8, 8)); A = a @ a.T
+      >>> r = mantel_test(A, A + 0.1 * np.eye(8))
+      >>> round(r["r"], 3), r["p_greater"] < 0.01
+      (1.0, True)
+    """
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape != B.shape or A.shape[0] < 3:
+        raise ValueError(f"A and B must be square matrices of the same size >= 3; got {A.shape} and {B.shape}.")
+    n = A.shape[0]
+    iu = np.triu_indices(n)
+    a = A[iu]
+    if np.ptp(a) == 0 or np.ptp(B[iu]) == 0:
+        return {"r": float("nan"), "p_greater": float("nan"), "p_less": float("nan"), "n": n,
+                "exact": n <= EXACT_MAX_ITEMS}
+    perms, exact = _permutations(n, n_permutations, seed)
+    relabelled = B[perms[:, iu[0]], perms[:, iu[1]]]  # [m, n(n+1)/2]: B with rows and columns permuted
+    r = float(_correlations(a, B[iu][None])[0])
+    p_greater, p_less = _p_values(r, _correlations(a, relabelled), exact)
+    return {"r": r, "p_greater": p_greater, "p_less": p_less, "n": n, "exact": exact}
+
+
+def batch_means_se(draws, n_batches: int = 10) -> np.ndarray:
+    """Monte Carlo standard error of the mean of MCMC draws ``[chains, draws, ...]`` by batch means.
+
+    Each chain is cut into ``n_batches`` consecutive batches (fewer when it is short, at least 2
+    draws each); the error is the standard deviation of the batch means over ``sqrt(number of
+    batches)``, which accounts for the autocorrelation within a chain as long as a batch is
+    longer than it. Returns an array of the shape of one draw.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> se = batch_means_se(rng.normal(size=(2, 400, 3)))
+      >>> se.shape, bool(np.all(np.abs(se - 1 / np.sqrt(800)) < 0.02))
+      ((3,), True)
+    """
+    d = np.asarray(draws, dtype=float)
+    if d.ndim < 2 or d.shape[1] < 4:
+        raise ValueError(f"draws must be [chains, draws >= 4, ...]; got {d.shape}.")
+    b = max(2, min(n_batches, d.shape[1] // 2))
+    size = d.shape[1] // b
+    means = d[:, : b * size].reshape(d.shape[0], b, size, *d.shape[2:]).mean(axis=2)
+    means = means.reshape(-1, *d.shape[2:])
+    return means.std(axis=0, ddof=1) / math.sqrt(means.shape[0])
