@@ -63,6 +63,16 @@ def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
     return [lh for _, lh in sorted(flat)]
 
 
+def all_heads(heads: Sequence[int]) -> list[tuple[int, int]]:
+    """Every head as ``(layer, head)``, layer by layer: the flat order of scores and drops.
+
+    Example:
+      >>> all_heads((2, 1))
+      [(0, 0), (0, 1), (1, 0)]
+    """
+    return [(l, h) for l, n in enumerate(heads) for h in range(n)]
+
+
 def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.ndarray]:
     """0/1 masks, a list over layers of ``[H_l]``, with the ``(layer, head)`` pairs in ``pruned`` set to 0
     (the ``head_mask`` of :func:`paththeory.network_output`).
@@ -90,9 +100,16 @@ def path_weights(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> np.nd
       >>> path_weights((2, 2), [(0, 1)]).round(3).tolist()  # paths (0,0), (0,1), (1,0), (1,1)
       [1.414, 1.414, 0.0, 0.0]
     """
-    masks = head_mask(heads, pruned)
-    if any(m.sum() == 0 for m in masks):
+    weights = _path_weights(heads, head_mask(heads, pruned))
+    if weights is None:
         raise ValueError(f"pruning {sorted(tuple(p) for p in pruned)} removes every head of a layer.")
+    return weights
+
+
+def _path_weights(heads: Sequence[int], masks: list[np.ndarray]) -> np.ndarray | None:
+    """:func:`path_weights` from the masks; ``None`` when a layer has no head left."""
+    if any(m.sum() == 0 for m in masks):
+        return None
     paths = np.array(list(itertools.product(*(range(h) for h in heads))))  # [n_paths, L], h_1 slowest
     return np.prod([m[paths[:, l]] * np.sqrt(m.size / m.sum()) for l, m in enumerate(masks)], axis=0)
 
@@ -122,15 +139,8 @@ def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Seque
       [1.0, 0.5, nan]
     """
     c, yy = _check_contributions(contributions, y, heads)
-    weights = []
-    for pruned in pruned_sets:
-        try:
-            weights.append(path_weights(heads, pruned))
-        except ValueError as err:
-            if "removes every head" not in str(err):
-                raise
-            weights.append(np.full(c.shape[1], np.nan))
-    f = c @ np.array(weights).T  # [P, M]
+    weights = [_path_weights(heads, head_mask(heads, pruned)) for pruned in pruned_sets]
+    f = c @ np.array([np.full(c.shape[1], np.nan) if w is None else w for w in weights]).T  # [P, M]
     acc = np.mean(np.sign(f) == yy[:, None], axis=0)
     return np.where(np.isnan(f).any(axis=0), np.nan, acc)
 
@@ -148,6 +158,6 @@ def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray
 
 def random_orders(heads: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
     """``n`` uniformly random orders of all heads: ``[n, n_heads, 2]`` of ``(layer, head)``."""
-    every = np.array([(l, h) for l, n_h in enumerate(heads) for h in range(n_h)])
+    every = np.array(all_heads(heads))
     rng = np.random.default_rng(seed)
     return every[np.argsort(rng.random((n, len(every))), axis=1)]

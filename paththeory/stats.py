@@ -111,8 +111,9 @@ def _p_values(observed: float, null: np.ndarray, exact: bool) -> tuple[float, fl
     return (1 + k_ge) / (1 + null.size), (1 + k_le) / (1 + null.size)
 
 
-def _correlations(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Pearson correlation of ``x [n]`` with every row of ``ys [m, n]``."""
+def row_correlations(x, ys) -> np.ndarray:
+    """Pearson correlation of ``x [n]`` with every row of ``ys [m, n]``: ``[m]``, NaN where either is constant."""
+    x, ys = np.asarray(x, dtype=float), np.asarray(ys, dtype=float)
     xc = x - x.mean()
     yc = ys - ys.mean(axis=1, keepdims=True)
     denom = np.linalg.norm(xc) * np.linalg.norm(yc, axis=1)
@@ -141,9 +142,9 @@ def spearman_test(x, y, n_permutations: int = 20000, seed: int = 0) -> dict:
         return {"rho": float("nan"), "p_greater": float("nan"), "p_less": float("nan"), "n": int(x.size),
                 "exact": x.size <= EXACT_MAX_ITEMS}
     rx, ry = rankdata(x), rankdata(y)
-    rho = float(_correlations(rx, ry[None])[0])
+    rho = float(row_correlations(rx, ry[None])[0])
     perms, exact = _permutations(x.size, n_permutations, seed)
-    p_greater, p_less = _p_values(rho, _correlations(rx, ry[perms]), exact)
+    p_greater, p_less = _p_values(rho, row_correlations(rx, ry[perms]), exact)
     return {"rho": rho, "p_greater": p_greater, "p_less": p_less, "n": int(x.size), "exact": exact}
 
 
@@ -174,8 +175,8 @@ def mantel_test(A, B, n_permutations: int = 9999, seed: int = 0) -> dict:
                 "exact": n <= EXACT_MAX_ITEMS}
     perms, exact = _permutations(n, n_permutations, seed)
     relabelled = B[perms[:, iu[0]], perms[:, iu[1]]]  # [m, n(n+1)/2]: B with rows and columns permuted
-    r = float(_correlations(a, B[iu][None])[0])
-    p_greater, p_less = _p_values(r, _correlations(a, relabelled), exact)
+    r = float(row_correlations(a, B[iu][None])[0])
+    p_greater, p_less = _p_values(r, row_correlations(a, relabelled), exact)
     return {"r": r, "p_greater": p_greater, "p_less": p_less, "n": n, "exact": exact}
 
 

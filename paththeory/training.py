@@ -57,12 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from paththeory.model import (
-    Architecture,
-    QKAttention,
-    effective_weights,
-    network_output,
-)
+from paththeory.model import Architecture, QKAttention, effective_weights, network_output
 
 Params = dict  # {"Q", "K": [L, H, G, N0], "V0": [n, N0], "V": tuple of [H, n, n], "a": [n]}
 SHIPPED = "omniglot_l2h4"
@@ -289,11 +284,7 @@ def evaluation_sets(
     Seeds are fixed (``10_000 + index in EVAL_SETS``), so a checkpoint's numbers can be rebuilt.
     """
     from paththeory.data import load_one_shot_runs
-    from paththeory.tasks.omniglot import (
-        icl_sequences,
-        one_shot_run_sequences,
-        ood_sequences,
-    )
+    from paththeory.tasks.omniglot import icl_sequences, ood_sequences, one_shot_run_sequences
 
     unknown = set(names) - set(EVAL_SETS)
     if unknown:
@@ -496,7 +487,7 @@ def load_checkpoint(path: str | os.PathLike | None = None) -> Checkpoint:
     """Read a checkpoint (``.npz`` + ``.json``, given with or without suffix, or by name as
     :func:`locate_checkpoint` finds it); default: the shipped one."""
     if path is None:
-        path = importlib.resources.files("paththeory") / "checkpoints" / f"{SHIPPED}.npz"
+        path = locate_checkpoint(SHIPPED)  # the package's own checkpoints/ comes first
     elif not Path(str(path)).exists() and not Path(str(path)).with_suffix(".npz").exists():
         path = locate_checkpoint(path)
     stem = Path(str(path))

@@ -12,15 +12,7 @@ import numpy as np
 import pytest
 
 from paththeory import data, exercises
-from paththeory.exercises import (
-    BEGIN,
-    END,
-    EXERCISES,
-    check,
-    exercise_id,
-    strip_solution,
-    student_version,
-)
+from paththeory.exercises import BEGIN, END, EXERCISES, check, exercise_id, strip_solution, student_version
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ("model", "derivation", "gp_vs_finite", "markov", "omniglot", "pruning")

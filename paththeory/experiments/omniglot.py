@@ -55,16 +55,7 @@ from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 import paththeory
-from paththeory import (
-    action,
-    hessian,
-    kernels,
-    predict,
-    pruning,
-    solve,
-    stats,
-    training,
-)
+from paththeory import action, hessian, kernels, predict, pruning, solve, stats, training
 from paththeory.data import DataNotFoundError, load_omniglot, load_one_shot_runs
 from paththeory.experiments import jsonable
 from paththeory.experiments.omniglot_figures import (
@@ -86,8 +77,8 @@ from paththeory.tasks.omniglot import (
     encode_images,
     icl_indices,
     icl_sequences,
-    one_shot_run_sequences,
     ood_sequences,
+    one_shot_run_sequences,
     split_characters,
 )
 
@@ -282,13 +273,18 @@ def character_split(network: training.Checkpoint, n_characters: int):
     return split_characters(n_characters, validation=c.validation, test=c.test, seed=c.split_seed)
 
 
+def _characters(network: training.Checkpoint, root: str | os.PathLike | None):
+    """The network's Omniglot characters: ``(characters, their image patches, its character split)``."""
+    chars = load_omniglot(_omniglot_subset(network), root=root)
+    return chars, encode_images(chars.images), character_split(network, chars.n_classes)
+
+
 def training_sequences(network: training.Checkpoint, n: int, seed, *, root: str | os.PathLike | None = None):
     """``n`` balanced sequences ``(x, y)`` of the network's training characters drawn with ``seed``
     (an int or a numpy ``Generator``): a fresh theory training set."""
-    chars = load_omniglot(_omniglot_subset(network), root=root)
-    split = character_split(network, chars.n_classes)
-    return icl_sequences(encode_images(chars.images), chars.labels, seed, n, characters=split.train,
-                         balanced=True, channels=network.channels)
+    chars, patches, split = _characters(network, root)
+    return icl_sequences(patches, chars.labels, seed, n, characters=split.train, balanced=True,
+                         channels=network.channels)
 
 
 def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os.PathLike | None = None) -> Sequences:
@@ -299,9 +295,7 @@ def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os
     Fashion-MNIST is skipped, with a note, when it cannot be found or downloaded.
     """
     channels = network.channels
-    chars = load_omniglot(_omniglot_subset(network), root=root)
-    patches = encode_images(chars.images)
-    split = character_split(network, chars.n_classes)
+    chars, patches, split = _characters(network, root)
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(4)]
     x, y, notes = {}, {}, []
     for rng, (name, ids, n) in zip(rngs, (("train", split.train, cfg.n_train),
@@ -484,20 +478,14 @@ def temperature_trend(correct_validation, temperatures: Sequence[float], widths:
     if c.ndim != 3 or c.shape[:2] != (temps.size, ws.size):
         raise ValueError(f"correct_validation must be [n_T={temps.size}, n_N={ws.size}, n]; got {c.shape}.")
 
-    def rho(chosen: np.ndarray) -> np.ndarray:  # [..., n_N] selected temperatures -> [...]
-        if ws.size < 2:
-            return np.zeros(chosen.shape[:-1])
-        rw, rt = rankdata(ws), rankdata(chosen, axis=-1)
-        rw, rt = rw - rw.mean(), rt - rt.mean(axis=-1, keepdims=True)
-        norm = np.linalg.norm(rt, axis=-1) * np.linalg.norm(rw)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(norm > 0, rt @ rw / np.where(norm > 0, norm, 1.0), 0.0)
+    def rho(chosen: np.ndarray) -> np.ndarray:  # [B, n_N] selected temperatures -> [B]; 0 where undefined
+        return np.nan_to_num(stats.row_correlations(rankdata(ws), rankdata(chosen, axis=-1)), nan=0.0)
 
     chosen = select_temperature(c.mean(axis=-1), temps)
     idx = np.random.default_rng(seed).integers(0, c.shape[2], size=(n_bootstrap, c.shape[2]))
     boot = np.stack([select_temperature(c[:, :, i].mean(axis=-1), temps) for i in idx])  # [B, n_N]
     low, high = np.quantile(rho(boot), [0.025, 0.975])
-    return {"rho": float(rho(chosen)), "selected": dict(zip(map(str, widths), chosen.tolist())),
+    return {"rho": float(rho(chosen[None])[0]), "selected": dict(zip(map(str, widths), chosen.tolist())),
             "interval": [float(low), float(high)], "n_bootstrap": int(n_bootstrap)}
 
 
@@ -677,10 +665,6 @@ def contributions(network: training.Checkpoint, features: dict, splits: Sequence
             for s in splits if s in features}
 
 
-def _heads(heads: Sequence[int]) -> list[tuple[int, int]]:
-    return [(l, h) for l, n in enumerate(heads) for h in range(n)]
-
-
 def _area(curves: np.ndarray) -> np.ndarray:
     """Mean accuracy over ``k = 1..n_heads`` heads pruned, chance (0.5) where a layer is empty: ``[n_orders]``."""
     return np.nan_to_num(np.asarray(curves, dtype=float)[..., 1:], nan=0.5).mean(axis=-1)
@@ -707,16 +691,15 @@ def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray,
     the paired accuracy cost of pruning the two lowest-scored heads; ``best_pair``: the cheapest pair
     of heads to prune, found by trying them all.
     """
-    every = _heads(heads)
     order = [tuple(lh) for lh in scores["order"]]
-    single = pruning.pruned_accuracies(contribution, y, heads, [[]] + [[lh] for lh in every])
     c, yy = np.asarray(contribution, dtype=float), np.asarray(y, dtype=float)
 
     def right(pruned) -> np.ndarray:  # per-sequence correctness of one pruned network
         return c @ pruning.path_weights(heads, pruned) * yy > 0
 
     full = right([])
-    drops = [stats.paired_difference(full, right([lh])) for lh in every]
+    drops = [stats.paired_difference(full, right([lh])) for lh in pruning.all_heads(heads)]
+    drop = np.array([d["difference"] for d in drops])
     by_layer = np.cumsum([0, *heads])
     ordered = pruning.pruning_curves(c, yy, heads, [order, order[::-1]])
     rand = pruning.pruning_curves(c, yy, heads, pruning.random_orders(heads, n_random, seed))
@@ -727,9 +710,9 @@ def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray,
         band = {"mean": np.nanmean(rand, axis=0), "q05": np.nanquantile(rand, 0.05, axis=0),
                 "q95": np.nanquantile(rand, 0.95, axis=0), "n": int(n_random)}
     return {
-        "single_head_drop": [[single[0] - single[1 + k] for k in range(a, b)] for a, b in zip(by_layer, by_layer[1:])],
-        "single_head_se": [[drops[k]["se"] for k in range(a, b)] for a, b in zip(by_layer, by_layer[1:])],
-        "spearman": stats.spearman_test(flat_scores, single[0] - single[1:], seed=seed),
+        "single_head_drop": [drop[a:b] for a, b in zip(by_layer, by_layer[1:])],
+        "single_head_se": [[d["se"] for d in drops[a:b]] for a, b in zip(by_layer, by_layer[1:])],
+        "spearman": stats.spearman_test(flat_scores, drop, seed=seed),
         "cumulative": {"score_ascending": ordered[0], "score_descending": ordered[1], "random": band},
         "area": {"score_ascending": float(area[0]), "score_descending": float(area[1]),
                  "random_mean": float(rand_area.mean()), "random_sd": float(rand_area.std(ddof=1)),
@@ -743,7 +726,7 @@ def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray,
 def _best_pair(c: np.ndarray, y: np.ndarray, heads: Sequence[int]) -> dict | None:
     """The two heads whose joint pruning costs least, found by trying every pair: the best any
     score could do when it names two heads to prune."""
-    pairs = [list(p) for p in itertools.combinations(_heads(heads), 2)]
+    pairs = [list(p) for p in itertools.combinations(pruning.all_heads(heads), 2)]
     pairs = [p for p in pairs if not any(heads[l] == 1 for l, _ in p)] if pairs else []
     if not pairs:
         return None
@@ -794,7 +777,7 @@ def score_variants(U, heads: Sequence[int], temperature: float, features: dict, 
     flat = lambda scores: np.concatenate(scores)  # noqa: E731
     base = score_splits(U, temperature, features, y, ("validation",))["validation"]
     silenced = []
-    for lh in _heads(heads):
+    for lh in pruning.all_heads(heads):
         w = pruning.path_weights(heads, [lh])
         silenced.append(base - score_splits(U * np.outer(w, w), temperature, features, y, ("validation",))["validation"])
     return {"abs": flat(pruning.head_scores(U, heads)),
