@@ -1,4 +1,5 @@
-"""Readers for the image data sets of spec §7: Omniglot, MNIST and Fashion-MNIST.
+"""Readers for the image data sets of the paper's Omniglot experiment (§4.2, App. C): Omniglot,
+MNIST and Fashion-MNIST.
 
 Everything is returned as plain numpy arrays (``uint8`` images ``[n, H, W]`` as PIL's
 greyscale ``"L"`` mode gives them, so Omniglot ink is 0 and its background 255) plus metadata.
@@ -8,14 +9,19 @@ Where the files are looked for, in this order (the first place holding a file wi
 1. the ``root`` argument,
 2. the folder in the environment variable ``PATHTHEORY_DATA``,
 3. the user cache, ``$XDG_CACHE_HOME/paththeory`` (by default ``~/.cache/paththeory``),
-4. the offline copies at ``<repo>/../shared/data``, if that folder exists.
+4. the copies shipped inside the package (``paththeory/datafiles``: the two small Omniglot
+   background splits, the one-shot runs, the MNIST test set and the first 4,443 Fashion-MNIST
+   test images; the data the shipped network was trained and evaluated on).
 
 Inside a root each data set has its own folder: ``omniglot/`` (or torchvision's
 ``omniglot-py/``), ``mnist/`` (or ``MNIST/raw/``), ``fashion_mnist/`` (or ``FashionMNIST/raw/``).
 A ``.zip`` may also be present unpacked (a folder of the same name without ``.zip``) and an IDX
-``.gz`` file may be present uncompressed. Files still missing are downloaded through torchvision
-(optional, imported only then) into the first of root / ``PATHTHEORY_DATA`` / cache; if that is
-impossible a single :class:`DataNotFoundError` names the missing files and where to put them.
+``.gz`` file may be present uncompressed. Files still missing are downloaded from their official
+locations (with the standard library, or through torchvision when it is installed; md5-checked,
+written atomically) into the first of root / ``PATHTHEORY_DATA`` / cache; if that is impossible
+a single :class:`DataNotFoundError` names the missing files and where to put them.
+The Fashion-MNIST test split falls back on the shipped 4,443-image prefix when the official
+files can be neither found nor downloaded; the result's ``note`` says so.
 Archives and ``.gz`` files with a known md5 are verified on load (:class:`ChecksumError`).
 Decoded data are cached in memory for the life of the process.
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import http.client
 import io
 import os
 import zipfile
@@ -35,8 +42,17 @@ from typing import Iterator, Literal, Sequence
 import numpy as np
 
 ENV_VAR = "PATHTHEORY_DATA"
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-OMNIGLOT_URL = "https://github.com/brendenlake/omniglot/raw/master/python"
+#: The data shipped with the package (see its README.md for licenses and md5s).
+BUNDLED_DATA = Path(__file__).resolve().parent / "datafiles"
+#: Set to a base URL laid out like a data root (``omniglot/``, ``mnist/``, ``fashion_mnist/``) to
+#: download from that mirror instead of the official locations (used by the tests).
+URL_ENV_VAR = "PATHTHEORY_DATA_URL"
+#: Official download locations of each data set's files.
+URLS: dict[str, str] = {
+    "omniglot": "https://github.com/brendenlake/omniglot/raw/master/python",
+    "mnist": "https://ossci-datasets.s3.amazonaws.com/mnist",
+    "fashion": "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com",
+}
 
 Dataset = Literal["omniglot", "mnist", "fashion"]
 OmniglotSubset = Literal["auto", "background", "evaluation", "background_small"]
@@ -68,7 +84,15 @@ CHECKSUMS: dict[str, dict[str, str]] = {
         "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
         "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
         "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310",
+        "t10k-images-idx3-ubyte.first4443.gz": "a556627b5fe4ba426704267252ebc247",
+        "t10k-labels-idx1-ubyte.first4443.gz": "d57d65053981fb9ced2457783ce21085",
     },
+}
+
+#: Partial copies that stand in for an official (dataset, split) when its files can be neither
+#: found nor downloaded: the first ``n`` of ``n_official`` records, as valid IDX files.
+PARTIAL_SPLITS: dict[tuple[str, str], tuple[tuple[str, str], int, int]] = {
+    ("fashion", "test"): (("t10k-images-idx3-ubyte.first4443.gz", "t10k-labels-idx1-ubyte.first4443.gz"), 4443, 10000),
 }
 
 OMNIGLOT_FILES: dict[str, tuple[str, ...]] = {
@@ -94,6 +118,10 @@ class ChecksumError(ValueError):
     """A data file whose md5 differs from the official one."""
 
 
+class DownloadError(OSError):
+    """A download that failed or stopped short; nothing was saved."""
+
+
 # --------------------------------------------------------------------------- containers
 
 
@@ -106,12 +134,15 @@ class LabelledImages:
       labels: ``[n]`` int64, indices into ``classes``.
       classes: class names (MNIST digits, Fashion-MNIST items, Omniglot ``"Alphabet/characterNN"``).
       source: which files it came from, e.g. ``"mnist:test"`` or ``"omniglot:background_small"``.
+      note: empty, or what differs from the official split (e.g. that only the first 4,443 of
+        the 10,000 Fashion-MNIST test images were read).
     """
 
     images: np.ndarray
     labels: np.ndarray
     classes: tuple[str, ...]
     source: str
+    note: str = ""
 
     @property
     def n_classes(self) -> int:
@@ -158,11 +189,11 @@ def cache_dir() -> Path:
 
 
 def search_roots(root: str | os.PathLike | None = None) -> list[Path]:
-    """Roots in lookup order: ``root``, ``$PATHTHEORY_DATA``, the cache, the offline copies if present."""
+    """Roots in lookup order: ``root``, ``$PATHTHEORY_DATA``, the cache, the shipped copies."""
     roots = [Path(r).expanduser() for r in (root, os.environ.get(ENV_VAR)) if r]
     roots.append(cache_dir())
-    if SHARED_DATA.is_dir():
-        roots.append(SHARED_DATA)
+    if BUNDLED_DATA.is_dir():
+        roots.append(BUNDLED_DATA)
     return list(dict.fromkeys(roots))
 
 
@@ -184,18 +215,79 @@ def _find(dataset: str, name: str, roots: Sequence[Path]) -> Path | None:
 
 
 def _download(dataset: str, names: Sequence[str], target: Path) -> None:
-    """Fetch ``names`` into ``target`` with torchvision (raises ImportError without it)."""
-    from torchvision import datasets
-    from torchvision.datasets.utils import download_url
+    """Fetch ``names`` into ``target``: through torchvision when it is installed and no mirror is
+    set, otherwise with the standard library (:func:`download_file`)."""
+    if not os.environ.get(URL_ENV_VAR):
+        try:
+            from torchvision import datasets
+            from torchvision.datasets.utils import download_url
+        except ImportError:
+            pass
+        else:
+            if dataset == "mnist":
+                datasets.MNIST(str(target), download=True)
+            elif dataset == "fashion":
+                datasets.FashionMNIST(str(target), download=True)
+            else:
+                for name in names:
+                    download_url(file_url(dataset, name), str(target / SUBDIRS[dataset][0]), filename=name,
+                                 md5=CHECKSUMS[dataset].get(name))
+            return
+    for name in names:
+        download_file(file_url(dataset, name), target / SUBDIRS[dataset][0] / name, CHECKSUMS[dataset].get(name))
 
-    if dataset == "mnist":
-        datasets.MNIST(str(target), download=True)
-    elif dataset == "fashion":
-        datasets.FashionMNIST(str(target), download=True)
-    else:
-        for name in names:
-            url = f"{OMNIGLOT_URL}/{_OMNIGLOT_URL_PATHS.get(name, name)}"
-            download_url(url, str(target / SUBDIRS[dataset][0]), filename=name, md5=CHECKSUMS[dataset].get(name))
+
+def file_url(dataset: Dataset, name: str) -> str:
+    """Where an official file is downloaded from: ``$PATHTHEORY_DATA_URL/<folder>/<name>`` when that
+    mirror is set (laid out like a data root), else the official location (:data:`URLS`)."""
+    mirror = os.environ.get(URL_ENV_VAR)
+    if mirror:
+        return f"{mirror.rstrip('/')}/{SUBDIRS[dataset][0]}/{name}"
+    return f"{URLS[dataset]}/{_OMNIGLOT_URL_PATHS.get(name, name)}"
+
+
+def download_file(url: str, path: Path, md5: str | None = None, timeout: float = 60.0) -> Path:
+    """Download ``url`` to ``path`` with the standard library, atomically, showing a progress bar.
+
+    The bytes go to ``path`` + ``.part`` and are renamed only when complete and, if ``md5`` is
+    given, matching it; a failed download leaves nothing under ``path``. Raises
+    :class:`DownloadError` for a network failure or a truncated transfer and
+    :class:`ChecksumError` for a wrong md5.
+    """
+    import urllib.error
+    import urllib.request
+
+    from tqdm.auto import tqdm
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    digest, received = hashlib.md5(), 0
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
+            size = int(response.headers.get("Content-Length") or 0) or None
+            with tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=None, leave=False) as bar:
+                for block in iter(lambda: response.read(1 << 16), b""):
+                    out.write(block)
+                    digest.update(block)
+                    received += len(block)
+                    bar.update(len(block))
+        if size is not None and received != size:
+            raise DownloadError(f"Downloading {url} stopped after {received} of {size} bytes; try again.")
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
+        part.unlink(missing_ok=True)
+        reason = getattr(err, "reason", None) or err
+        raise DownloadError(f"Could not download {url} ({type(err).__name__}: {reason}).") from None
+    except DownloadError:
+        part.unlink(missing_ok=True)
+        raise
+    if md5 is not None and digest.hexdigest() != md5:
+        part.unlink()
+        raise ChecksumError(
+            f"The download of {url} has md5 {digest.hexdigest()}, expected {md5}: the server sent a "
+            "different or damaged file; nothing was saved. Try again later or fetch it by hand."
+        )
+    os.replace(part, path)
+    return path
 
 
 def locate(
@@ -203,8 +295,8 @@ def locate(
 ) -> list[Path]:
     """Paths of the named files of ``dataset``, each from the first root holding it (module docstring).
 
-    Missing files are downloaded through torchvision when ``download`` is true and torchvision is
-    installed. Raises :class:`DataNotFoundError` naming every file still missing.
+    Missing files are downloaded (:func:`download_file`) when ``download`` is true. Raises
+    :class:`DataNotFoundError` naming every file still missing.
     """
     if dataset not in SUBDIRS:
         raise ValueError(f"dataset must be one of {sorted(SUBDIRS)}; got {dataset!r}.")
@@ -215,8 +307,6 @@ def locate(
     if missing and download:
         try:
             _download(dataset, missing, roots[0])
-        except ImportError:
-            note = "torchvision, needed to download them, is not installed (pip install torchvision)"
         except Exception as err:  # network, HTTP or checksum failure of the download itself
             note = f"downloading them failed ({type(err).__name__}: {err})"
         found.update({name: _find(dataset, name, roots) for name in missing})
@@ -298,18 +388,42 @@ def load_mnist(
 ) -> LabelledImages:
     """MNIST (or Fashion-MNIST with ``fashion=True``): ``images [n, 28, 28]`` uint8, ``labels [n]``.
 
-    Offline copies hold only the MNIST *test* split; the rest is downloaded through torchvision.
+    The package ships the MNIST test set and the first 4,443 of the 10,000 Fashion-MNIST test
+    images; the rest is downloaded. The Fashion-MNIST test split uses the
+    official files when they can be found or downloaded and the shipped prefix otherwise, in
+    which case ``note`` says how many of the official images were read.
+
+    Example:
+      >>> f = load_mnist("test", fashion=True, download=False)
+      >>> f.images.shape[1:], f.classes[:2]
+      ((28, 28), ('T-shirt/top', 'Trouser'))
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test'; got {split!r}.")
     dataset = "fashion" if fashion else "mnist"
     prefix = "train" if split == "train" else "t10k"
-    paths = locate(dataset, (f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-labels-idx1-ubyte.gz"), root, download)
+    note = ""
+    try:
+        paths = locate(dataset, (f"{prefix}-images-idx3-ubyte.gz", f"{prefix}-labels-idx1-ubyte.gz"), root, download)
+    except DataNotFoundError:
+        if (dataset, split) not in PARTIAL_SPLITS:
+            raise
+        names, n, n_official = PARTIAL_SPLITS[dataset, split]
+        try:
+            paths = locate(dataset, names, root, download=False)
+        except DataNotFoundError:
+            raise DataNotFoundError(
+                f"Missing {dataset} {split} data: neither the official files nor the partial copy "
+                f"({', '.join(names)}) were found or could be downloaded. Reinstall paththeory (it ships "
+                f"the partial copy) or put the official files in {search_roots(root)[0] / SUBDIRS[dataset][0]}."
+            ) from None
+        note = f"read {n:,} of the {n_official:,} official {split} images (the shipped partial copy)"
     if verify_checksums:
         for path in paths:
             verify(dataset, path)
     images, labels = _read_idx_pair(*paths, stamp=_stamp(paths))
-    return LabelledImages(images, labels, FASHION_CLASSES if fashion else MNIST_CLASSES, f"{dataset}:{split}")
+    classes = FASHION_CLASSES if fashion else MNIST_CLASSES
+    return LabelledImages(images, labels, classes, f"{dataset}:{split}", note)
 
 
 # --------------------------------------------------------------------------- Omniglot

@@ -1,6 +1,6 @@
-"""Gradient-descent training of the attention network with trainable Q/K (spec §1.5, §7.2).
+"""Gradient-descent training of the attention network with trainable Q/K (the paper's Appendix H.1).
 
-The network is the one of :func:`paththeory.model.network_output` (spec §1.2: explicit
+The network is the one of :func:`paththeory.model.network_output` (the paper's Eqs. 1-4: explicit
 ``1/sqrt(width)`` factors, no residual, LayerNorm or MLP, every layer's attention from the bare
 input, mean-pooling readout). All of it is trained with AdamW on the MSE against ``y = +-1``
 (decision by sign): the input projection ``V0 [n, N0]``, the value weights ``V[l] [H, n, n]``, the
@@ -8,11 +8,12 @@ readout ``a [n]`` and the query/key weights ``Q[l], K[l] [H, G, N0]``. The model
 with the best accuracy on sequences of held-out *validation* characters.
 
 The shipped network (``paththeory/checkpoints/omniglot_l2h4``) was trained with this module on
-one H100 GPU, with the paper's optimiser settings: ``paththeory train omniglot --steps 41000
+one H100 GPU (with a recipe that differs from the paper's in the ways listed in its ``.json``,
+``differences_from_paper``: AdamW, warm-up, gradient clipping, fp32, explicit ``1/sqrt(n)``
+factors): ``paththeory train omniglot --steps 41000
 --batch-size 128 --d-model 512 --qk-dim 128 --channels 3 --lr 3e-4 --warmup 200 --seed 1``
 (about 8 minutes; its ``.json`` holds the command line, the validation history and the
-accuracies). Of the two H = 4 networks trained so (seeds 0 and 1, both in ``../shared/checkpoints``),
-it is the one with the better *validation* accuracy (0.854 against 0.834); on 1,000 balanced
+accuracies). Of the two H = 4 networks trained so (seeds 0 and 1; seed 0 is not shipped), it is the one with the better *validation* accuracy (0.854 against 0.834); on 1,000 balanced
 sequences each it reaches 0.838 on held-out characters (the paper: 83.8 %), 0.798 on the one-shot
 runs of the evaluation alphabets and 0.711 on MNIST 0 vs 1. The :class:`TrainConfig` defaults are
 its settings, except the seed.
@@ -48,6 +49,8 @@ import math
 import os
 import platform
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -62,6 +65,9 @@ from paththeory.model import Architecture, QKAttention, effective_weights, netwo
 Params = dict  # {"Q", "K": [L, H, G, N0], "V0": [n, N0], "V": tuple of [H, n, n], "a": [n]}
 SHIPPED = "omniglot_l2h4"
 CHECKPOINTS_ENV_VAR = "PATHTHEORY_CHECKPOINTS"
+#: The project's GPU-trained networks, in the ``checkpoints`` folder of the ``shared`` folder beside
+#: a development checkout, if present.
+SHARED_CHECKPOINTS = Path(__file__).resolve().parents[2] / "shared" / "checkpoints"
 EVAL_SETS = ("train", "validation", "test", "one_shot_runs", "mnist")
 
 
@@ -154,12 +160,12 @@ def value_params(params: Params) -> dict:
 
 
 def predict(params: Params, x: jax.Array, head_mask: Sequence | None = None) -> jax.Array:
-    """Network output ``f(x)`` ``[B]`` for tokens ``x [B, 48, N0]`` (spec §1.2 forward pass)."""
+    """Network output ``f(x)`` ``[B]`` for tokens ``x [B, 48, N0]`` (the paper's Eqs. 1-4)."""
     return network_output(architecture(params), value_params(params), x, head_mask=head_mask)
 
 
 def loss_fn(params: Params, x: jax.Array, y: jax.Array) -> jax.Array:
-    """Mean squared error ``mean (f(x) - y)^2`` against ``y = +-1`` (spec §1.5)."""
+    """Mean squared error ``mean (f(x) - y)^2`` against ``y = +-1`` (the paper's Appendix H.1)."""
     return jnp.mean((predict(params, x) - y) ** 2)
 
 
@@ -184,7 +190,7 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
 
     Args:
       x: tokens ``[P, 48, N0]``; ``y``: targets ``[P]`` in ``{-1, +1}``.
-      head_mask: list over layers of ``[H_l]`` 0/1 arrays: pruned heads (spec §5.2).
+      head_mask: list over layers of ``[H_l]`` 0/1 arrays: pruned heads (the paper's Appendix H.2.3).
     Computed in float32, as in training.
     """
     params = checkpoint_or_params.trained if isinstance(checkpoint_or_params, Checkpoint) else checkpoint_or_params
@@ -202,7 +208,7 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
 
 
 def gd_order_parameter(arch: Architecture, params: dict) -> np.ndarray:
-    """"Gradient-descent U" ``w^pi . w^sigma`` ``[n_paths, n_paths]`` from trained weights (spec §2.4).
+    """"Gradient-descent U" ``w^pi . w^sigma`` ``[n_paths, n_paths]`` from trained weights (the paper's Eqs. 6 and 13).
 
     ``w^pi`` are the effective weights of :func:`paththeory.effective_weights` (``V0`` excluded);
     they differ from the raw products ``V1^T V2^T a`` by one factor common to all paths, so only
@@ -279,7 +285,7 @@ def evaluation_sets(
     """Fixed, balanced evaluation sequences ``{name: (x, y)}`` of ``config.n_eval`` sequences each.
 
     ``train``/``validation``/``test``: Omniglot sequences of those characters (no augmentation);
-    ``one_shot_runs``: the 20 runs of the evaluation alphabets; ``mnist``: MNIST 0 vs 1 (spec §7.3),
+    ``one_shot_runs``: the 20 runs of the evaluation alphabets; ``mnist``: MNIST 0 vs 1 (the paper's Appendix H.2.2),
     contexts from ``mnist_context`` (default: the training set if present, else the test set).
     Seeds are fixed (``10_000 + index in EVAL_SETS``), so a checkpoint's numbers can be rebuilt.
     """
@@ -447,16 +453,21 @@ class CheckpointNotFoundError(FileNotFoundError):
     """A named checkpoint that is in none of the folders searched; the message lists them."""
 
 
+class CorruptCheckpointError(ValueError):
+    """A checkpoint file that cannot be read or lacks what a checkpoint holds; the message names the file."""
+
+
 def checkpoint_folders() -> list[Path]:
     """Where :func:`locate_checkpoint` looks, in order: the package's own ``checkpoints/``,
     ``$PATHTHEORY_CHECKPOINTS``, ``<user cache>/checkpoints`` (``~/.cache/paththeory/checkpoints``)
-    and ``../shared/checkpoints`` next to the checkout (the GPU-trained networks of the project)."""
-    from paththeory.data import SHARED_DATA, cache_dir
+    and the project's folder of GPU-trained networks beside a development checkout
+    (:data:`SHARED_CHECKPOINTS`)."""
+    from paththeory.data import cache_dir
 
     folders = [Path(str(importlib.resources.files("paththeory") / "checkpoints"))]
     if os.environ.get(CHECKPOINTS_ENV_VAR):
         folders.append(Path(os.environ[CHECKPOINTS_ENV_VAR]).expanduser())
-    folders += [cache_dir() / "checkpoints", SHARED_DATA.parent / "checkpoints"]
+    folders += [cache_dir() / "checkpoints", SHARED_CHECKPOINTS]
     return list(dict.fromkeys(folders))
 
 
@@ -495,12 +506,45 @@ def load_checkpoint(path: str | os.PathLike | None = None) -> Checkpoint:
     npz, meta = stem.with_suffix(".npz"), stem.with_suffix(".json")
     if not npz.is_file() or not meta.is_file():
         raise ValueError(f"a checkpoint needs both {npz} and {meta}; at least one is missing.")
-    with np.load(npz, allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files}
+    arrays, metadata = _read_arrays(npz), _read_metadata(meta)
     n_layers = arrays["Q"].shape[0]
     params = {"V0": arrays["V0"], "V": tuple(arrays[f"V{l + 1}"] for l in range(n_layers)), "a": arrays["a"]}
     arch = architecture({"Q": arrays["Q"], "K": arrays["K"]})
-    return Checkpoint(arch, params, json.loads(meta.read_text()))
+    return Checkpoint(arch, params, metadata)
+
+
+def _corrupt(path: Path, problem: str) -> CorruptCheckpointError:
+    """The error for an unreadable or incomplete checkpoint file, with what to do about it."""
+    return CorruptCheckpointError(
+        f"checkpoint file {path} {problem}; it is damaged or incomplete: copy it again (both .npz and .json) "
+        f"or write a new one with `paththeory train omniglot --out {path.with_suffix('')}`."
+    )
+
+
+def _read_arrays(npz: Path) -> dict[str, np.ndarray]:
+    """The arrays of a checkpoint's ``.npz``: ``Q``, ``K`` ``[L, H, G, N0]``, ``V0``, ``V1..VL``, ``a``."""
+    try:
+        with np.load(npz, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise _corrupt(npz, f"cannot be read as an npz archive ({type(exc).__name__})") from exc
+    n_layers = arrays["Q"].shape[0] if "Q" in arrays and arrays["Q"].ndim == 4 else 0
+    missing = [k for k in ("Q", "K", "V0", "a", *(f"V{l + 1}" for l in range(n_layers))) if k not in arrays]
+    if missing or not n_layers:
+        problem = f"lacks the arrays {', '.join(missing)}" if missing else "has a Q that is not [L, H, G, N0]"
+        raise _corrupt(npz, problem)
+    return arrays
+
+
+def _read_metadata(meta: Path) -> dict:
+    """The json metadata of a checkpoint: an object with (at least) the training ``config``."""
+    try:
+        metadata = json.loads(meta.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _corrupt(meta, f"is not valid json ({exc})") from exc
+    if not isinstance(metadata, dict):
+        raise _corrupt(meta, "does not hold a json object")
+    return metadata
 
 
 def checkpoint_sequences(checkpoint: Checkpoint, names: Sequence[str] = ("test",), *,
@@ -518,9 +562,12 @@ def checkpoint_sequences(checkpoint: Checkpoint, names: Sequence[str] = ("test",
 
 
 def _parser() -> argparse.ArgumentParser:
+    from paththeory.cli import OneLineParser, nonempty_path
+
     d = TrainConfig()
-    p = argparse.ArgumentParser(prog="paththeory train omniglot",
-                                description="Train the L-layer attention network on one-shot Omniglot (spec §7.2).")
+    p = OneLineParser(prog="paththeory train omniglot",
+                      description="Train the L-layer attention network on one-shot Omniglot "
+                                  "(the paper's Appendix H.1).")
     for flag, kind, help_ in [
         ("steps", int, "optimiser steps"), ("batch_size", int, "sequences per step"),
         ("lr", float, "peak learning rate (AdamW)"), ("warmup", int, "linear warm-up steps"),
@@ -537,7 +584,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--qk-init", choices=("random", "shared"), default=d.qk_init, help="'shared': K = Q at init")
     p.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=d.augment,
                    help="rotations/reflections of training characters as new classes")
-    p.add_argument("--out", required=True, help="output stem: writes OUT.npz and OUT.json")
+    p.add_argument("--out", required=True, type=nonempty_path, help="output stem: writes OUT.npz and OUT.json")
     p.add_argument("--data-root", default=None, help="folder holding omniglot/ and mnist/ (see paththeory.data)")
     return p
 

@@ -7,11 +7,16 @@ and tiny IDX files, zips and folder trees written here byte by byte.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import http.server
 import io
+import shutil
+import socket
 import struct
 import sys
+import threading
 import types
 import zipfile
 from pathlib import Path
@@ -22,16 +27,15 @@ from PIL import Image
 
 from paththeory import data
 
-SHARED = data.SHARED_DATA
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="offline data copies (../shared/data) not present")
+SHARED = data.BUNDLED_DATA  # the copies shipped in the package: always present
 
 
 @pytest.fixture
 def isolated(tmp_path, monkeypatch):
-    """No PATHTHEORY_DATA, an empty cache and no offline copies: only what a test writes exists."""
+    """No PATHTHEORY_DATA, an empty cache and no shipped copies: only what a test writes exists."""
     monkeypatch.delenv(data.ENV_VAR, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(data, "SHARED_DATA", tmp_path / "no-shared")
+    monkeypatch.setattr(data, "BUNDLED_DATA", tmp_path / "no-bundled")
     return tmp_path
 
 
@@ -68,19 +72,17 @@ def write_zip(path: Path, top: str, files: dict[str, np.ndarray]) -> None:
             zf.writestr(f"{top}/{name}", png_bytes(image))
 
 
-# --------------------------------------------------------------------------- shared offline files
+# --------------------------------------------------------------------------- shipped files
 
 
-@needs_shared
-def test_shared_files_match_their_published_md5():
-    for dataset, folder in (("omniglot", "omniglot"), ("mnist", "mnist")):
+def test_shipped_files_match_their_published_md5():
+    for dataset, folder in (("omniglot", "omniglot"), ("mnist", "mnist"), ("fashion", "fashion_mnist")):
         for path in sorted((SHARED / folder).iterdir()):
             expected = data.CHECKSUMS[dataset][path.name]
             assert hashlib.md5(path.read_bytes()).hexdigest() == expected == data.md5sum(path)
             data.verify(dataset, path)  # no exception
 
 
-@needs_shared
 def test_omniglot_small_union_deduplicates_greek_and_latin():
     s = data.load_omniglot("background_small", root=SHARED, download=False)
     assert s.images.shape == (4840, 105, 105) and s.images.dtype == np.uint8
@@ -104,7 +106,6 @@ def test_omniglot_small_union_deduplicates_greek_and_latin():
     assert set(np.unique(s.images)) == {0, 255}
 
 
-@needs_shared
 def test_one_shot_runs_match_class_labels_file():
     runs = data.load_one_shot_runs(root=SHARED, download=False)
     assert runs.training.shape == runs.test.shape == (20, 20, 105, 105)
@@ -118,7 +119,6 @@ def test_one_shot_runs_match_class_labels_file():
     np.testing.assert_array_equal(runs.test[6, 0], np.where(item, 255, 0))
 
 
-@needs_shared
 def test_mnist_test_set_known_facts():
     m = data.load_mnist("test", root=SHARED, download=False)
     assert m.images.shape == (10000, 28, 28) and m.images.dtype == np.uint8 and m.source == "mnist:test"
@@ -127,7 +127,6 @@ def test_mnist_test_set_known_facts():
     assert not m.images.flags.writeable  # the in-memory cache cannot be corrupted by callers
 
 
-@needs_shared
 def test_corrupted_file_fails_its_checksum(tmp_path):
     (tmp_path / "mnist").mkdir()
     images, labels = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
@@ -139,6 +138,39 @@ def test_corrupted_file_fails_its_checksum(tmp_path):
         data.load_mnist("test", root=tmp_path, download=False)
     labels = data.load_mnist("test", root=tmp_path, download=False, verify_checksums=False).labels
     assert labels[-1] != data.load_mnist("test", root=SHARED, download=False).labels[-1]
+
+
+def test_fashion_test_split_falls_back_on_the_shipped_prefix(monkeypatch):
+    monkeypatch.delenv(data.ENV_VAR, raising=False)
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # no download possible
+    monkeypatch.setattr(data, "cache_dir", lambda: Path("/nonexistent-paththeory-cache"))
+    f = data.load_mnist("test", fashion=True)
+    assert f.images.shape == (4443, 28, 28) and f.source == "fashion:test"
+    assert "4,443 of the 10,000" in f.note
+    raw = gzip.decompress((SHARED / "fashion_mnist" / "t10k-labels-idx1-ubyte.first4443.gz").read_bytes())
+    assert struct.unpack(">II", raw[:8]) == (0x801, 4443)  # independent IDX header read
+    np.testing.assert_array_equal(f.labels, np.frombuffer(raw, np.uint8, offset=8))
+    counts = np.bincount(f.labels, minlength=10)
+    assert counts.sum() == 4443 and counts.min() >= 415 and counts.max() <= 470  # as the data README says
+    assert data.load_mnist("test", root=SHARED, download=False).note == ""  # MNIST is complete
+
+
+def test_partial_fashion_file_under_the_official_name_fails_its_checksum(tmp_path):
+    folder = tmp_path / "fashion_mnist"
+    folder.mkdir()
+    for kind in ("images-idx3", "labels-idx1"):
+        partial = (SHARED / "fashion_mnist" / f"t10k-{kind}-ubyte.first4443.gz").read_bytes()
+        (folder / f"t10k-{kind}-ubyte.gz").write_bytes(partial)
+    with pytest.raises(data.ChecksumError, match="t10k-images-idx3-ubyte.gz has md5"):
+        data.load_mnist("test", fashion=True, root=tmp_path, download=False)
+
+
+def test_official_fashion_files_win_over_the_shipped_prefix(tmp_path):
+    images = np.zeros((10, 28, 28), np.uint8)
+    write_idx(tmp_path / "fashion_mnist" / "t10k-images-idx3-ubyte", images, compress=False)
+    write_idx(tmp_path / "fashion_mnist" / "t10k-labels-idx1-ubyte", np.arange(10, dtype=np.uint8), compress=False)
+    f = data.load_mnist("test", fashion=True, root=tmp_path, download=False)
+    assert len(f.images) == 10 and f.note == ""
 
 
 # --------------------------------------------------------------------------- generated files
@@ -182,14 +214,15 @@ def test_load_mnist_from_generated_files(isolated, compress):
     assert f.classes[1] == "Trouser" and f.source == "fashion:train"
 
 
-def test_missing_files_error_names_files_and_places(isolated, monkeypatch):
+def test_missing_files_error_names_files_and_places(isolated, monkeypatch, dead_server):
     monkeypatch.setitem(sys.modules, "torchvision", None)  # torchvision unavailable -> ImportError
+    monkeypatch.setenv(data.URL_ENV_VAR, dead_server)
     with pytest.raises(data.DataNotFoundError) as err:
         data.load_mnist("train", root=isolated / "r")
     msg = str(err.value)
     assert isinstance(err.value, FileNotFoundError)
     for part in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", data.ENV_VAR,
-                 str(isolated / "r" / "mnist"), "torchvision"):
+                 str(isolated / "r" / "mnist"), "Could not download"):
         assert part in msg
     with pytest.raises(data.DataNotFoundError, match="download=False"):
         data.load_one_shot_runs(download=False)
@@ -200,7 +233,7 @@ def test_lookup_order_root_env_cache_shared(isolated, monkeypatch):
     for k in ("env", "xdg", "shared"):
         sub = "paththeory/omniglot" if k == "xdg" else "omniglot"
         (places[k] / sub / "all_runs").mkdir(parents=True)  # the unpacked form of all_runs.zip
-    monkeypatch.setattr(data, "SHARED_DATA", places["shared"])
+    monkeypatch.setattr(data, "BUNDLED_DATA", places["shared"])
     (places["root"] / "omniglot-py").mkdir(parents=True)  # torchvision's folder name
     (places["root"] / "omniglot-py" / "all_runs.zip").write_bytes(b"")
 
@@ -306,3 +339,89 @@ def test_bad_arguments_raise_value_errors():
         data.load_omniglot("everything", download=False)
     with pytest.raises(ValueError, match="dataset"):
         data.locate("cifar", ["x"])
+
+
+# --------------------------------------------------------------------------- downloads (local HTTP server)
+
+
+class _Mirror(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder; paths listed in ``truncate`` announce their full size but send half of it."""
+
+    truncate: set[str] = set()
+
+    def log_message(self, *args):  # keep the test output clean
+        pass
+
+    def do_GET(self):
+        if self.path.lstrip("/") in self.truncate:
+            body = (Path(self.directory) / self.path.lstrip("/")).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        super().do_GET()
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A local HTTP server on 127.0.0.1 serving official file names from the shipped copies."""
+    served = tmp_path / "served"
+    for folder in ("omniglot", "mnist"):
+        shutil.copytree(SHARED / folder, served / folder)
+    handler = functools.partial(_Mirror, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", served
+    server.shutdown()
+    server.server_close()
+    _Mirror.truncate = set()
+
+
+@pytest.fixture
+def dead_server():
+    """A base URL on 127.0.0.1 where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_download_from_mirror_into_the_first_root(isolated, monkeypatch, mirror):
+    base, served = mirror
+    monkeypatch.setenv(data.URL_ENV_VAR, base)
+    runs = data.load_one_shot_runs(root=isolated / "r")
+    saved = isolated / "r" / "omniglot" / "all_runs.zip"
+    assert saved.read_bytes() == (served / "omniglot" / "all_runs.zip").read_bytes()
+    assert runs.training.shape == (20, 20, 105, 105)
+    assert not list((isolated / "r" / "omniglot").glob("*.part"))
+    assert data.file_url("omniglot", "all_runs.zip") == f"{base}/omniglot/all_runs.zip"
+
+
+def test_download_with_wrong_md5_saves_nothing(isolated, monkeypatch, mirror):
+    base, served = mirror
+    monkeypatch.setenv(data.URL_ENV_VAR, base)
+    target = isolated / "dl" / "t10k-labels-idx1-ubyte.gz"
+    with pytest.raises(data.ChecksumError, match="nothing was saved"):
+        data.download_file(data.file_url("mnist", target.name), target, md5="0" * 32)
+    assert not target.exists() and not list(target.parent.iterdir())
+
+
+def test_truncated_download_saves_nothing(isolated, monkeypatch, mirror):
+    base, served = mirror
+    _Mirror.truncate = {"mnist/t10k-images-idx3-ubyte.gz"}
+    target = isolated / "dl" / "t10k-images-idx3-ubyte.gz"
+    with pytest.raises(data.DownloadError, match="stopped after|Could not download"):
+        data.download_file(f"{base}/mnist/t10k-images-idx3-ubyte.gz", target, md5=data.CHECKSUMS["mnist"][target.name])
+    assert not target.exists() and not list(target.parent.iterdir())
+
+
+def test_server_down_gives_a_clear_error(isolated, monkeypatch, dead_server):
+    monkeypatch.setenv(data.URL_ENV_VAR, dead_server)
+    with pytest.raises(data.DownloadError, match="Could not download http://127.0.0.1"):
+        data.download_file(data.file_url("mnist", "t10k-labels-idx1-ubyte.gz"), isolated / "x.gz")
+    with pytest.raises(data.DataNotFoundError, match="Could not download"):
+        data.load_one_shot_runs(root=isolated / "r")

@@ -13,10 +13,8 @@ import numpy as np
 import pytest
 
 import paththeory as pt
-from paththeory import data
 
-NEEDS_DATA = {"omniglot_problem"}
-MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises",
+MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises", "data",
            "stats", "training")
 
 
@@ -26,8 +24,6 @@ def test_docstring_examples(name):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     tests = finder.find(module, globs={**vars(module), "np": np, "pt": pt})
-    if not data.SHARED_DATA.is_dir():  # these examples read the offline Omniglot copies
-        tests = [t for t in tests if t.name.rsplit(".", 1)[-1] not in NEEDS_DATA]
     assert sum(len(t.examples) for t in tests) > 0, f"paththeory.{name} has no examples"
     for test in tests:
         runner.run(test)

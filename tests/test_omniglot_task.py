@@ -1,4 +1,4 @@
-"""Tests of the in-context image task (paththeory.tasks.omniglot, spec §7.1, §7.3).
+"""Tests of the in-context image task (paththeory.tasks.omniglot; the paper's §4.2, Fig. 3a, App. H).
 
 Oracles: an independent numpy antialiased-bilinear resize (PIL's two 8-bit passes), a
 loop-by-loop re-implementation of the authors' token pipeline (3-channel tensor, einops
@@ -17,8 +17,7 @@ import pytest
 from paththeory import data
 from paththeory.tasks import omniglot as om
 
-SHARED = data.SHARED_DATA
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="offline data copies (../shared/data) not present")
+SHARED = data.BUNDLED_DATA  # the copies shipped in the package
 
 
 @pytest.fixture(scope="module")
@@ -210,6 +209,30 @@ def test_ood_mnist_from_the_test_set(monkeypatch, tmp_path):
         np.testing.assert_allclose(x[p], ref, rtol=0, atol=1e-10)
     with pytest.raises(data.DataNotFoundError):
         om.ood_sequences("mnist", 50, context="train", root=SHARED)
+
+
+def test_ood_fashion_from_the_shipped_subset(monkeypatch, tmp_path):
+    """Fashion-MNIST, the paper's OOD set of Fig. 3: the shipped 4,443-image subset, T-shirt/top vs
+    trouser, balanced labels, contexts from the other half of the test images (disjoint from the queries)."""
+    monkeypatch.delenv(data.ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # no download attempt
+    f = data.load_mnist("test", fashion=True, root=SHARED, download=False)
+    assert len(f.labels) == 4443 and "4,443" in f.note and "10,000" in f.note
+    shirts, trousers = np.flatnonzero(f.labels == 0), np.flatnonzero(f.labels == 1)
+    with pytest.warns(UserWarning, match="test set"):
+        x, y = om.ood_sequences("fashion", None, root=SHARED)
+    n = min(len(shirts), len(trousers)) // 2
+    assert n == 214 and x.shape == (2 * n, 48, 192)
+    assert (y == 1).sum() == (y == -1).sum() == n  # balanced labels
+    np.testing.assert_array_equal(y, np.repeat([-1.0, 1.0], n))
+    ctx0, ctx1 = shirts[n:][np.arange(2 * n) % (len(shirts) - n)], trousers[n:][np.arange(2 * n) % (len(trousers) - n)]
+    queries = np.concatenate([shirts[:n], trousers[:n]])
+    for p in (0, n, 2 * n - 1):
+        ref = reference_tokens(f.images[[ctx0[p], ctx1[p], queries[p]]], [0, 1, 2], 0.286, 0.353, 3, 0)
+        np.testing.assert_allclose(x[p], ref, rtol=0, atol=1e-10)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="between 1 and"):
+        om.ood_sequences("fashion", 500, root=SHARED)  # more queries than the subset holds
 
 
 def test_ood_with_training_contexts_from_generated_files(tmp_path):

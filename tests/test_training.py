@@ -1,4 +1,4 @@
-"""Gradient-descent training (spec §1.5, §7.2), checkpoints, head masks and the shipped checkpoint."""
+"""Gradient-descent training (the paper's Appendix H.1), checkpoints, head masks and the shipped checkpoint."""
 
 from __future__ import annotations
 
@@ -81,6 +81,34 @@ def test_checkpoint_round_trip(tmp_path):
     (tmp_path / "half.npz").write_bytes(npz.read_bytes())
     with pytest.raises(ValueError, match="missing"):  # an .npz without its .json
         training.load_checkpoint(tmp_path / "half.npz")
+
+
+@pytest.mark.parametrize("damage, problem", [
+    ("truncate", "cannot be read"),
+    ("not_npz", "cannot be read"),
+    ("drop_V2", "lacks the arrays V2"),
+    ("bad_json", "is not valid json"),
+    ("json_list", "does not hold a json object"),
+])
+def test_a_damaged_checkpoint_names_the_file_and_the_fix(tmp_path, damage, problem):
+    params = jax.tree.map(lambda a: np.asarray(a, np.float32), _params())
+    npz, js = training.save_checkpoint(tmp_path / "ck", params, {"config": {"channels": 1}})
+    if damage == "truncate":
+        npz.write_bytes(npz.read_bytes()[: npz.stat().st_size // 2])
+    elif damage == "not_npz":
+        npz.write_bytes(b"\x80\x04not an archive")
+    elif damage == "drop_V2":
+        with np.load(npz) as f:
+            np.savez(npz, **{k: f[k] for k in f.files if k != "V2"})
+    elif damage == "bad_json":
+        js.write_text('{"config": ')
+    else:
+        js.write_text("[1, 2]")
+    damaged = js if "json" in damage else npz
+    with pytest.raises(training.CorruptCheckpointError, match=problem) as err:
+        training.load_checkpoint(tmp_path / "ck")
+    message = str(err.value)
+    assert str(damaged) in message and "paththeory train omniglot" in message and "\n" not in message
 
 
 def test_head_mask_equals_smaller_network():

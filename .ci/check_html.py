@@ -1,0 +1,72 @@
+"""Fail when a page of the built book shows internal material or broken markup to a reader.
+
+Usage: python .ci/check_html.py _build/html
+Reads the text a reader sees (the article of each page, without scripts and styles) and
+reports every page with one of FORBIDDEN: internal document references, machine-local
+paths, Python tracebacks, and MyST roles or fences that were printed instead of rendered.
+Exits 1 and lists ``page: what`` for each problem; prints one summary line otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from bs4 import BeautifulSoup
+
+#: (name, pattern) pairs searched in the visible text of every page.
+FORBIDDEN: tuple[tuple[str, re.Pattern], ...] = (
+    ("internal spec reference", re.compile(r"\bspec\s*§")),
+    ("temporary folder", re.compile(r"/tmp/")),
+    ("project-local path", re.compile(r"shared/(checkpoints|data)|/work/")),
+    ("Python traceback", re.compile(r"Traceback \(most recent call last\)")),
+    ("raw MyST role", re.compile(r"\{(doc|ref|cite|cite:t|cite:p|eq|math|numref|term)\}`")),
+    ("raw MyST fence", re.compile(r"```\{|:::\{")),
+)
+
+#: Sphinx's generated pages, which hold no chapter text.
+SKIP = {"genindex.html", "search.html", "py-modindex.html"}
+
+
+def visible_text(html: str) -> str:
+    """The article's text as a reader sees it (the whole body when there is no article), without
+    the docstring examples of the API page, whose expected tracebacks and cell sources are meant."""
+    soup = BeautifulSoup(html, "html.parser")
+    for tag in soup(["script", "style", "noscript"]):
+        tag.decompose()
+    for tag in soup.select("div.doctest"):  # API examples: an expected exception is documentation
+        tag.decompose()
+    main = soup.find("article") or soup.body or soup
+    return main.get_text(" ")
+
+
+def problems(site: Path) -> list[str]:
+    """``"page: what (excerpt)"`` for every forbidden string on every page of ``site``."""
+    found = []
+    pages = sorted(p for p in site.rglob("*.html") if p.name not in SKIP and "_static" not in p.parts
+                   and "_sources" not in p.parts)
+    for page in pages:
+        text = visible_text(page.read_text(errors="replace"))
+        for name, pattern in FORBIDDEN:
+            for match in pattern.finditer(text):
+                excerpt = " ".join(text[max(0, match.start() - 40):match.end() + 40].split())
+                found.append(f"{page.relative_to(site)}: {name} ({excerpt!r})")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    site = Path(argv[1] if len(argv) > 1 else "_build/html")
+    if not (site / "index.html").is_file():
+        print(f"check_html: no built book in {site} (run make book first)", file=sys.stderr)
+        return 2
+    found = problems(site)
+    for line in found:
+        print(line, file=sys.stderr)
+    n_pages = sum(1 for _ in site.rglob("*.html"))
+    print(f"check_html: {n_pages} pages read, {len(found)} problem(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
