@@ -49,8 +49,10 @@ from paththeory.model import (  # noqa: E402
     path_features,
     sample_prior,
 )
+from paththeory.solve import ConvergenceWarning  # noqa: E402
 
 __all__ = [
+    "ConvergenceWarning",
     "Architecture",
     "FixedAttention",
     "QKAttention",

@@ -1,4 +1,4 @@
-"""The action S = entropy + energy for any depth L (spec §3.1).
+r"""The action S = entropy + energy for any depth L (paper Eqs. (11)-(12), App. B.1 Eqs. (32)-(34)).
 
 Order parameters are passed as a list ``Us = [U^(1), U^(2), ..., U^(L)]`` (layer order;
 the authors' code stores them reversed). ``U^(l)`` is symmetric positive definite of size
@@ -8,13 +8,19 @@ the authors' code stores them reversed). ``U^(l)`` is symmetric positive definit
 
 With widths ``n_0..n_L`` and variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)``:
 
-    S = n_L (U_a / sigma_a^2 - ln U_a)
-        + n_{L-1} (Tr U^(L) / (sigma_L^2 U_a) - ln det U^(L) + H_L ln U_a)
-        + sum_{l=1}^{L-1} n_{l-1} (Tr[(U^(l+1))^{-1} Tr_{h_l} U^(l)] / sigma_l^2
-                                  - ln det U^(l) + H_l ln det U^(l+1))
-        + ln det(K_U + T I) + y^T (K_U + T I)^{-1} y.
+.. math::
 
-The solver minimises ``S / N`` with ``N = max_l n_l`` (spec §10.6).
+    \begin{aligned}
+    S ={}& n_L \Big(\frac{U_a}{\sigma_a^2} - \ln U_a\Big)
+        + n_{L-1} \Big(\frac{\operatorname{Tr} U^{(L)}}{\sigma_L^2 U_a} - \ln\det U^{(L)} + H_L \ln U_a\Big) \\
+      &+ \sum_{l=1}^{L-1} n_{l-1} \Big(\frac{\operatorname{Tr}\big[(U^{(l+1)})^{-1}
+        \operatorname{Tr}_{h_l} U^{(l)}\big]}{\sigma_l^2}
+        - \ln\det U^{(l)} + H_l \ln\det U^{(l+1)}\Big) \\
+      &+ \ln\det(K_U + T I) + y^\top (K_U + T I)^{-1} y .
+    \end{aligned}
+
+The solver minimises ``S / N`` with ``N = max_l n_l`` (a normalisation of ours: the minimiser is
+that of ``S``, and ``S / N`` stays of order one as the widths grow).
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ def order_parameter_sizes(heads: Sequence[int]) -> list[int]:
 
 
 def gp_order_parameters(heads: Sequence[int], variances: Sequence[float]) -> list[np.ndarray]:
-    """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I`` (spec §3.4).
+    """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I`` (paper §3.1 and App. B.1: the entropy's maximum).
 
     Example:
       >>> [round(float(u[0, 0]), 4) for u in gp_order_parameters((2, 3), (1.0, 0.6, 1.7, 2.1))]
@@ -71,7 +77,7 @@ def partial_trace(U: Array, n_heads: int) -> Array:
 
 
 def readout_order_parameter(trace_last: Array, widths: Sequence[float], heads: Sequence[int], variances) -> Array:
-    """``U_a``, the positive root of ``U_a^2 + beta_a U_a - gamma_a = 0`` (spec §3.1).
+    """``U_a``, the positive root of ``U_a^2 + beta_a U_a - gamma_a = 0`` (stationarity of paper Eq. (32)).
 
     ``beta_a = sigma_a^2 (H_L n_{L-1} / n_L - 1)``,
     ``gamma_a = sigma_a^2 n_{L-1} Tr U^(L) / (sigma_L^2 n_L)``.
@@ -212,7 +218,7 @@ def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, 
 
 
 def single_path_entropy_minimum(U: float, depth: int) -> float:
-    """Closed form for one path at depth L: ``min_inner S_ent / N = (L+1) U^{1/(L+1)} - ln U`` (spec §3.2).
+    """Closed form for one path at depth L: ``min_inner S_ent / N = (L+1) U^{1/(L+1)} - ln U`` (single path, paper §3.1).
 
     Valid for unit variances and equal widths (up to an additive constant that is zero here).
 
@@ -225,7 +231,7 @@ def single_path_entropy_minimum(U: float, depth: int) -> float:
 
 def inner_order_parameter_l2(U: np.ndarray, heads: Sequence[int], widths, variances, iterations: int = 2000,
                              tol: float = 1e-14) -> tuple[np.ndarray, float]:
-    """For L = 2, the stationary ``U^(2)`` (and ``U_a``) given ``U = U^(1)`` (spec §3.3, closed form).
+    """For L = 2, the stationary ``U^(2)`` (and ``U_a``) given ``U = U^(1)`` (stationarity of paper Eq. (32)).
 
     Solves ``a (U2)^2 + b U2 - c u = 0`` with ``u = Tr_{h_1} U``, ``a = n_1 / (sigma_2^2 U_a)``,
     ``b = n_0 H_1 - n_1``, ``c = n_0 / sigma_1^2`` in the eigenbasis of ``u``, iterating ``U_a`` to

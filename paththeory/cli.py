@@ -1,6 +1,8 @@
 """Command line: ``paththeory bench``, ``paththeory reproduce CHAPTER``, ``paththeory train omniglot``.
 
-Also available as ``python -m paththeory ...``.
+Also available as ``python -m paththeory ...``. A bad argument, a missing file or any other error
+ends the command with one line on stderr and a non-zero exit status; ``paththeory --debug ...``
+(or ``PATHTHEORY_DEBUG=1``) shows the full traceback instead.
 """
 
 from __future__ import annotations
@@ -8,10 +10,57 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
-from typing import Sequence
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+from paththeory import __version__
 
 EXPERIMENTS = ("markov", "omniglot")
+DEBUG_ENV_VAR = "PATHTHEORY_DEBUG"
+#: Errors whose message alone tells a user what to fix; any other error also names its type.
+USER_ERRORS = (ValueError, TypeError, OSError)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (no usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def nonempty_path(value: str) -> str:
+    """Argument type of an output path: any non-empty name."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the output path is empty; give a folder or file name")
+    return value
+
+
+def output_folder(value: str) -> str:
+    """Argument type of ``--out`` of ``reproduce``: a non-empty path that is not an existing file."""
+    if Path(nonempty_path(value)).is_file():
+        raise argparse.ArgumentTypeError(f"{value!r} is an existing file; give a folder")
+    return value
+
+
+def positive_int(value: str) -> int:
+    """Argument type of a count that must be at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {number}")
+    return number
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line that replaces the traceback of ``exc``."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, USER_ERRORS):
+        return f"paththeory: error: {message}"
+    return f"paththeory: error: {type(exc).__name__}: {message} (run paththeory --debug ... for the traceback)"
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -24,14 +73,18 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    from paththeory import training
     from paththeory.profiles import current_profile
 
+    profile = current_profile(args.profile)  # an unknown $PATHTHEORY_PROFILE fails here, before any work
+    if args.checkpoint is not None:
+        if args.experiment != "omniglot":
+            raise ValueError(f"--checkpoint applies to `reproduce omniglot` only, not to {args.experiment!r}.")
+        training.load_checkpoint(args.checkpoint)  # a missing or damaged checkpoint fails here, before any work
     module = importlib.import_module(f"paththeory.experiments.{args.experiment}")
-    if args.checkpoint is not None and args.experiment != "omniglot":
-        raise SystemExit(f"--checkpoint applies to `reproduce omniglot` only, not to {args.experiment!r}.")
     options = {} if args.checkpoint is None else {"network": args.checkpoint}
-    results = module.run(profile=current_profile(args.profile), out_dir=args.out, **options)
-    print(f"wrote {args.out}/results.json (profile {results['profile']})")
+    results = module.run(profile=profile, out_dir=args.out, **options)
+    print(f"wrote {Path(args.out) / 'results.json'} (profile {results['profile']})")
     return 0
 
 
@@ -42,36 +95,58 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="paththeory", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(
+        prog="paththeory",
+        description="Attention paths in transformers (Tiberi et al., NeurIPS 2024): benchmark the solver, "
+                    "reproduce a chapter's experiment, or train the Omniglot network.",
+        epilog=f"Sizes follow --profile or $PATHTHEORY_PROFILE (smoke, colab or paper). Errors are one line; "
+               f"--debug or {DEBUG_ENV_VAR}=1 shows the full traceback.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show the full traceback of an error (same as {DEBUG_ENV_VAR}=1)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    bench = sub.add_parser("bench", help="time the order-parameter solver against the Adam baseline")
+    bench = sub.add_parser("bench", help="time the order-parameter solver against the Adam baseline",
+                           description="Time the order-parameter solver against the Adam baseline.")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    bench.add_argument("--case", choices=(*EXPERIMENTS, "all"), default="all")
-    bench.add_argument("--baseline-max-steps", type=int, default=50_000,
+    bench.add_argument("--case", choices=(*EXPERIMENTS, "all"), default="all",
+                       help="which experiment's problem to time (default: all)")
+    bench.add_argument("--baseline-max-steps", type=positive_int, default=50_000,
                        help="cap on the baseline's Adam steps (the original rule is 50,000)")
     bench.set_defaults(func=_bench)
 
-    rep = sub.add_parser("reproduce", help="run a chapter's experiment and write results.json, features.npz, figures")
-    rep.add_argument("experiment", choices=EXPERIMENTS)
+    rep = sub.add_parser("reproduce", help="run a chapter's experiment and write results.json, features.npz, figures",
+                         description="Run a chapter's experiment and write results.json, features.npz and figures.")
+    rep.add_argument("experiment", choices=EXPERIMENTS, help="the chapter: markov (Fig. 2) or omniglot (Fig. 3)")
     rep.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
                      help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
-    rep.add_argument("--out", required=True, help="output directory")
+    rep.add_argument("--out", required=True, type=output_folder, help="output folder (created if missing)")
     rep.add_argument("--checkpoint", default=None,
                      help="omniglot only: another trained network by name, e.g. omniglot_l3h3 or omniglot_l2h8 "
                           "(looked up by paththeory.training.locate_checkpoint)")
     rep.set_defaults(func=_reproduce)
 
-    train = sub.add_parser("train", help="gradient-descent training (see `paththeory train omniglot --help`)")
-    train.add_argument("task", choices=("omniglot",))
-    train.add_argument("rest", nargs=argparse.REMAINDER)
+    train = sub.add_parser("train", help="gradient-descent training (see: paththeory train omniglot --help)",
+                           description="Gradient-descent training of the attention network.")
+    train.add_argument("task", choices=("omniglot",), help="the task to train on")
+    train.add_argument("rest", nargs=argparse.REMAINDER, metavar="...",
+                       help="options of the task (paththeory train omniglot --help lists them)")
     train.set_defaults(func=_train)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; an error becomes one line on stderr (``SystemExit``) unless debugging."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    if args.debug or os.environ.get(DEBUG_ENV_VAR, "").strip() not in ("", "0"):
+        return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        raise SystemExit("paththeory: interrupted") from None
+    except Exception as exc:  # noqa: BLE001 (every error becomes one line; --debug shows the traceback)
+        raise SystemExit(error_line(exc)) from None
 
 
 if __name__ == "__main__":

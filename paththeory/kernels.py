@@ -1,4 +1,4 @@
-"""Path-path kernels, the GP kernel and the renormalised kernel K(U) (spec §2.3).
+"""Path-path kernels, the GP kernel and the renormalised kernel K(U) (paper Eq. (10), App. B.1 Eq. (31)).
 
 All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeory.path_features`):
 
@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import as_float_array
+from paththeory._checks import as_float_array, check_order_parameter, require_finite
 
 Array = jax.Array
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes
@@ -38,11 +38,14 @@ def check_features(features, name: str = "features") -> Array:
     return jnp.asarray(as_float_array(features, name, ndim=3))
 
 
+def _finite(kernel: Array, name: str) -> Array:
+    """``kernel`` if finite; raise (naming the inputs to rescale) where float64 overflowed."""
+    return require_finite(kernel, name, "the features (or U) are too large for float64; rescale them.")
+
+
 def _check_matrix_for(U, n_paths: int) -> Array:
-    u = as_float_array(U, "U", ndim=2)
-    if u.shape != (n_paths, n_paths):
-        raise ValueError(f"U must be [n_paths, n_paths] = [{n_paths}, {n_paths}] for these features; got {u.shape}.")
-    return jnp.asarray(u)
+    """The order parameter ``U`` for features with ``n_paths`` paths: symmetric positive semi-definite."""
+    return jnp.asarray(check_order_parameter(U, "U", n_paths, semi=True))
 
 
 def path_kernels(features, features_b=None) -> Array:
@@ -58,7 +61,7 @@ def path_kernels(features, features_b=None) -> Array:
     """
     fa = check_features(features)
     fb = fa if features_b is None else check_features(features_b, "features_b")
-    return jnp.einsum("man,qbn->abmq", fa, fb)
+    return _finite(jnp.einsum("man,qbn->abmq", fa, fb), "path_kernels(features)")
 
 
 def gp_kernel(arch, features, features_b=None) -> Array:
@@ -73,7 +76,7 @@ def gp_kernel(arch, features, features_b=None) -> Array:
     """
     fa = check_features(features)
     fb = fa if features_b is None else check_features(features_b, "features_b")
-    return arch.gp_scale * jnp.einsum("man,qan->mq", fa, fb)
+    return _finite(arch.gp_scale * jnp.einsum("man,qan->mq", fa, fb), "gp_kernel(arch, features)")
 
 
 def _kernel(U: Array, fa: Array, fb: Array) -> Array:
@@ -86,7 +89,7 @@ _kernel_jit = jax.jit(_kernel)
 def kernel_matrix(U, features, features_b=None, batch_size: int = 2048) -> Array:
     """Renormalised kernel ``K_U(x^mu, x'^nu)`` in factorised form, batched over ``x'``: ``[P, P']``.
 
-    No temperature is added (spec §2.3, §10.7).
+    No temperature is added: ``K + T I`` is formed where it is needed (paper Eqs. (9), (12)).
 
     Example:
       >>> from paththeory.exercises import model_problem
@@ -100,9 +103,9 @@ def kernel_matrix(U, features, features_b=None, batch_size: int = 2048) -> Array
     if fa.shape[1:] != fb.shape[1:]:
         raise ValueError(f"features have [n_paths, N0] = {fa.shape[1:]} but features_b have {fb.shape[1:]}.")
     u = _check_matrix_for(U, fa.shape[1])
-    return jnp.concatenate(
+    return _finite(jnp.concatenate(
         [_kernel_jit(u, fa, fb[i : i + batch_size]) for i in range(0, fb.shape[0], batch_size)], axis=1
-    )
+    ), "kernel_matrix(U, features)")
 
 
 def kernel_diagonal(U, features) -> Array:
@@ -117,7 +120,7 @@ def kernel_diagonal(U, features) -> Array:
     """
     f = check_features(features)
     u = _check_matrix_for(U, f.shape[1])
-    return jnp.einsum("pan,ab,pbn->p", f, u, f)
+    return _finite(jnp.einsum("pan,ab,pbn->p", f, u, f), "kernel_diagonal(U, features)")
 
 
 # --------------------------------------------------------------------------- solver backends

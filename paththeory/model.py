@@ -1,6 +1,6 @@
 """The architecture, its fixed attention, the finite network and its attention paths.
 
-Conventions (spec §0, §1, §2):
+Conventions (paper §2, Eqs. (1)-(7), and App. A):
 
 * tokens ``x``: ``[B, T, N0]`` (examples, tokens, features);
 * attention matrices ``A``: ``[B, H, T, T]`` indexed ``[b, h, key s, query t]``, softmax over
@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import as_float_array, check_positive
+from paththeory._checks import as_float_array, check_count, check_positive, require_finite
 
 Array = jax.Array
 Readout = Literal["first", "last", "mean"]
@@ -38,7 +38,7 @@ READOUTS = ("first", "last", "mean")
 
 @dataclass(frozen=True, eq=False)
 class QKAttention:
-    """Query/key heads of one layer: scores ``S[s, t] = (K x_s) . (Q x_t) / sqrt(G)`` (spec §1.3).
+    """Query/key heads of one layer: scores ``S[s, t] = (K x_s) . (Q x_t) / sqrt(G)`` (paper Eq. (3)).
 
     Args:
       query: ``[H, G, N0]`` query weights, one ``G x N0`` matrix per head.
@@ -77,7 +77,7 @@ class QKAttention:
 
 @dataclass(frozen=True, eq=False)
 class ScoreAttention:
-    """Bilinear heads of one layer: ``S[s, t] = x_s^T W x_t`` with no ``1/sqrt(d)`` (spec §1.3).
+    """Bilinear heads of one layer: ``S[s, t] = x_s^T W x_t`` with no ``1/sqrt(d)`` (paper App. G.2).
 
     Args:
       w: ``[H, N0, N0]``; the row index acts on the key token, the column index on the query.
@@ -142,6 +142,7 @@ class FixedAttention:
 
 
 LayerAttention = Union[QKAttention, ScoreAttention, FixedAttention]
+_TOO_LARGE = "the tokens x are too large for float64 (their products overflow); rescale x."
 
 
 def _layer_attention(layer: LayerAttention, x: Array) -> Array:
@@ -152,7 +153,8 @@ def _layer_attention(layer: LayerAttention, x: Array) -> Array:
                 f"{layer.matrices.shape[2]} tokens; got x of shape {tuple(x.shape)}."
             )
         return jnp.asarray(layer.matrices)
-    return jax.nn.softmax(layer.scores(x), axis=2)
+    scores = require_finite(layer.scores(x), "the attention scores of tokens x", _TOO_LARGE)
+    return jax.nn.softmax(scores, axis=2)
 
 
 # --------------------------------------------------------------------------- architecture
@@ -165,7 +167,7 @@ class Architecture:
     Args:
       attention: one entry per layer (:class:`QKAttention`, :class:`ScoreAttention` or
         :class:`FixedAttention`); layer ``l`` has ``H_l`` heads (may differ per layer).
-      readout: ``"first"``, ``"last"`` or ``"mean"`` token pooling (spec §1.2).
+      readout: ``"first"``, ``"last"`` or ``"mean"`` token pooling (paper Eqs. (4), (18)).
       variances: prior variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)``; all 1 by default.
 
     Example:
@@ -227,7 +229,7 @@ class Architecture:
 
     @property
     def gp_scale(self) -> float:
-        """``sigma_a^2 prod_l sigma_l^2``: the GP point is ``U = gp_scale * I`` (spec §3.4)."""
+        """``sigma_a^2 prod_l sigma_l^2``: the GP point is ``U = gp_scale * I`` (paper §3.1, App. B.1)."""
         return float(self.variances[-1] * np.prod(self.variances[1:-1]))
 
     def path_names(self) -> list[str]:
@@ -247,7 +249,7 @@ class Architecture:
 
 
 def readout_vector(readout: Readout, n_tokens: int) -> Array:
-    """The pooling vector ``r`` over query tokens (spec §1.2).
+    """The pooling vector ``r`` over query tokens (paper Eq. (18)).
 
     Example:
       >>> print(np.asarray(readout_vector("mean", 4)))
@@ -284,7 +286,7 @@ def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
 
 
 def path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Array:
-    """``alpha^pi = A^1_{h1} ... A^L_{hL} r`` for every path: ``[B, n_paths, T]`` (spec §2.1)."""
+    """``alpha^pi = A^1_{h1} ... A^L_{hL} r`` for every path: ``[B, n_paths, T]`` (paper Eqs. (7), (23))."""
     n_tokens = attn[0].shape[-1]
     r = readout_vector(readout, n_tokens)
     v = jnp.einsum("bhst,t->bhs", attn[-1], r)  # [B, H_L, T]
@@ -308,7 +310,7 @@ def path_attention(arch: Architecture, x) -> Array:
 
 
 def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
-    """Attentioned inputs ``xi^pi(x) = sigma_0 / sqrt(N0 H_tot) sum_s alpha^pi_s x_s`` (spec §2.2).
+    """Attentioned inputs ``xi^pi(x) = sigma_0 / sqrt(N0 H_tot) sum_s alpha^pi_s x_s`` (paper Eqs. (7), (23)).
 
     Args:
       x: tokens ``[B, T, N0]``.
@@ -333,17 +335,17 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
             tuple(_layer_attention(layer, xb) for layer in arch.attention), arch.readout
         )
         out.append(scale * jnp.einsum("bps,bsn->bpn", alpha, xb))
-    return jnp.concatenate(out, axis=0)
+    return require_finite(jnp.concatenate(out, axis=0), "path_features(arch, x)", _TOO_LARGE)
 
 
 # --------------------------------------------------------------------------- finite network
 
 
 def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim: int, key: Array) -> dict:
-    """Draw the Bayesian weights from their Gaussian priors (spec §1.1).
+    """Draw the Bayesian weights from their Gaussian priors (paper Eq. (8), App. A.3).
 
     Returns a dict with ``V0 [n0, N0]``, ``V`` (tuple over layers of ``[H_l, n_l, n_{l-1}]``) and
-    ``a [n_L]``.
+    ``a [n_L]``. Widths must be whole numbers (the theory takes any positive width, a network does not).
 
     Example:
       >>> import jax
@@ -353,7 +355,9 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
       >>> params["V0"].shape, [v.shape for v in params["V"]], params["a"].shape
       ((8, 6), [(3, 8, 8), (2, 8, 8)], (8,))
     """
-    ns = [int(w) for w in arch.widths(widths)]
+    ns = [check_count(w, "width" if np.ndim(widths) == 0 else f"widths[{i}]")
+          for i, w in enumerate(arch.widths(widths))]
+    input_dim = check_count(input_dim, "input_dim")
     keys = jax.random.split(key, arch.n_layers + 2)
     sd = [math.sqrt(v) for v in arch.variances]
     v0 = sd[0] * jax.random.normal(keys[0], (ns[0], input_dim))
@@ -394,7 +398,7 @@ def network_output(
     attn: Sequence[Array] | None = None,
     head_mask: Sequence | None = None,
 ) -> Array:
-    """Layer-by-layer forward pass of spec §1.2: ``f(x)`` of shape ``[B]``.
+    """Layer-by-layer forward pass of paper Eqs. (1)-(4): ``f(x)`` of shape ``[B]``.
 
     ``z^0_s = V^0 x_s / sqrt(N0)``;
     ``z^l_t = (H_l n_{l-1})^{-1/2} sum_h V^l_h sum_s z^{l-1}_s A^l_h[s, t]``;
@@ -404,7 +408,7 @@ def network_output(
       attn: precomputed attention matrices (skips recomputing them from ``x``).
       head_mask: optional list over layers of ``[H_l]`` 0/1 weights. A pruned head's output is
         zeroed and the layer sum is rescaled by ``(H_l - d_l)^{-1/2}`` instead of ``H_l^{-1/2}``
-        (spec §5.2).
+        (paper §4.2, App. H.2.3). A mask must leave every layer at least one head.
 
     Example:
       >>> from paththeory.exercises import model_problem
@@ -416,21 +420,35 @@ def network_output(
     xj = check_tokens(arch, x) if attn is None else jnp.asarray(x)
     attn = attention_matrices(arch, xj) if attn is None else attn
     check_params(arch, params, xj.shape[2])
-    masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else [
-        jnp.asarray(m, xj.dtype) for m in head_mask
-    ]
-    if len(masks) != arch.n_layers or any(m.shape != (h,) for m, h in zip(masks, arch.heads)):
-        raise ValueError(f"head_mask must be a list of L arrays of shapes {[(h,) for h in arch.heads]}.")
+    masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else _check_head_mask(
+        arch, head_mask, xj.dtype)
     z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
     for v, a, m in zip(params["V"], attn, masks):
         mixed = jnp.einsum("bsi,bhst->bhti", z, a) * m[None, :, None, None]
         z = jnp.einsum("hji,bhti->btj", v, mixed) / jnp.sqrt(jnp.sum(m) * v.shape[2])
     pooled = jnp.einsum("btj,t->bj", z, readout_vector(arch.readout, xj.shape[1]).astype(z.dtype))
-    return pooled @ params["a"] / math.sqrt(params["a"].shape[0])
+    return require_finite(pooled @ params["a"] / math.sqrt(params["a"].shape[0]), "network_output",
+                          "the tokens x or the weights in params are too large for float64 (or not finite).")
+
+
+def _check_head_mask(arch: Architecture, head_mask: Sequence, dtype) -> list[Array]:
+    """The masks as arrays of ``dtype``; raise unless there is one ``[H_l]`` array per layer, of finite
+    nonnegative weights, leaving every layer at least one head."""
+    masks = [m if isinstance(m, jax.core.Tracer) else as_float_array(m, f"head_mask[{l}]", ndim=1)
+             for l, m in enumerate(head_mask)]
+    if len(masks) != arch.n_layers or any(m.shape != (h,) for m, h in zip(masks, arch.heads)):
+        raise ValueError(f"head_mask must be a list of L arrays of shapes {[(h,) for h in arch.heads]}.")
+    for l, m in enumerate(masks):
+        if not isinstance(m, jax.core.Tracer) and (np.any(m < 0) or not np.sum(m) > 0):
+            raise ValueError(
+                f"head_mask[{l}] = {m.tolist()} removes every head of layer {l + 1} (or has negative weights); "
+                "a pruned network must keep at least one head per layer."
+            )
+    return [jnp.asarray(m, dtype) for m in masks]
 
 
 def effective_weights(arch: Architecture, params: dict) -> Array:
-    """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (spec §2.4).
+    """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (paper Eqs. (6), (22)).
 
     Example:
       >>> from paththeory.exercises import model_problem

@@ -8,7 +8,10 @@ The environment variable ``PATHTHEORY_PROFILE`` picks one of
 
 When it is unset, the profile is ``colab`` if JAX sees a GPU and ``smoke`` otherwise. Each
 experiment module keeps its own per-profile sizes in a dict keyed by profile name and reads
-the entry for the current profile with :func:`choose`.
+the entry for the current profile with :func:`choose`. Every size of a profile is fixed, the
+number of NUTS draws included; a wall-clock limit is only a fail-safe that marks a result
+incomplete (:attr:`paththeory.sampling.PosteriorSamples.complete`), so no number depends on how
+busy the machine is.
 """
 
 from __future__ import annotations

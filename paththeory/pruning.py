@@ -1,4 +1,4 @@
-"""Head scores from the order parameter (spec §5.1) and pruning by paths (spec §5.2).
+"""Head scores from the order parameter and pruning by paths (paper §4.2 and App. H.2.3).
 
 A head's score is the total weight ``|U_{pi sigma}|`` of the path pairs that run through it::
 
@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from paththeory._checks import as_float_array
+from paththeory._checks import as_float_array, check_count, check_order_parameter, require_finite
 
 
 def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool = True) -> list[np.ndarray]:
@@ -27,17 +27,18 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
 
     ``absolute=False`` sums the signed entries ``U_{pi sigma}`` instead of their magnitudes (a variant
     the book compares with the paper's rule; anti-correlated paths then lower a head's score).
+    ``U`` must be symmetric positive semi-definite, like every order parameter; normalising scores
+    whose largest value is not positive (``U = 0``, or signed scores) raises a ValueError (pass
+    ``normalise=False`` for the raw scores, all zero for ``U = 0``).
 
     Example:
       >>> U = np.diag([4.0, 1.0, 1.0, 1.0])  # paths (0,0), (0,1), (1,0), (1,1)
       >>> [s.round(2).tolist() for s in head_scores(U, (2, 2))]
       [[1.0, 0.4], [1.0, 0.4]]
     """
-    u = as_float_array(U, "U", ndim=2)
+    heads = _check_heads(heads)
+    u = check_order_parameter(U, "U", int(np.prod(heads)), semi=True)
     u = np.abs(u) if absolute else u
-    n = int(np.prod(heads))
-    if u.shape != (n, n):
-        raise ValueError(f"U must be [{n}, {n}] for heads {tuple(heads)}; got {u.shape}.")
     tensor = u.reshape(tuple(heads) * 2)
     L = len(heads)
     scores = []
@@ -45,11 +46,21 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
         row = np.moveaxis(tensor, l, 0).reshape(h_l, -1).sum(axis=1)  # pairs with pi_l = h
         both = np.moveaxis(np.moveaxis(tensor, l, 0), L + l, 1)  # [h, h', ...]
         diag = np.einsum("hh...->h...", both).reshape(h_l, -1).sum(axis=1)  # pairs with pi_l = sigma_l = h
-        scores.append(2.0 * row - diag)
+        scores.append(require_finite(2.0 * row - diag, "head_scores", "U is too large for float64; rescale it."))
     if normalise:
         top = max(float(s.max()) for s in scores)
+        if not top > 0:
+            raise ValueError(f"cannot normalise the scores of U by their largest value {top:.3g} <= 0 (U = 0, or "
+                             "signed scores); pass normalise=False for the raw scores.")
         scores = [s / top for s in scores]
     return scores
+
+
+def _check_heads(heads: Sequence[int]) -> tuple[int, ...]:
+    """``heads`` as a non-empty tuple of whole numbers >= 1 (heads per layer)."""
+    if np.ndim(heads) != 1 or len(heads) == 0:
+        raise ValueError(f"heads must be a non-empty sequence of head counts per layer, e.g. (3, 3); got {heads!r}.")
+    return tuple(check_count(h, f"heads[{l}]") for l, h in enumerate(heads))
 
 
 def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
@@ -81,6 +92,7 @@ def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.
       >>> [m.tolist() for m in head_mask((2, 3), [(1, 0)])]
       [[1.0, 1.0], [0.0, 1.0, 1.0]]
     """
+    heads = _check_heads(heads)
     masks = [np.ones(h) for h in heads]
     for layer, head in pruned:
         if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
@@ -90,7 +102,7 @@ def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.
 
 
 def path_weights(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> np.ndarray:
-    """Factor of each path's contribution ``[n_paths]`` once the heads ``pruned`` are removed (spec §5.2).
+    """Factor of each path's contribution ``[n_paths]`` once the heads ``pruned`` are removed (paper §4.2).
 
     ``prod_l m_l[pi_l] sqrt(H_l / sum m_l)`` with the masks of :func:`head_mask`: zero for a path
     through a pruned head, the layers' rescaling otherwise. Raises ``ValueError`` when a layer
@@ -115,7 +127,7 @@ def _path_weights(heads: Sequence[int], masks: list[np.ndarray]) -> np.ndarray |
 
 
 def _check_contributions(contributions, y, heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    c, yy = np.asarray(contributions, dtype=float), np.asarray(y, dtype=float)
+    c, yy = as_float_array(contributions, "contributions"), as_float_array(y, "y")
     n_paths = int(np.prod(heads))
     if c.ndim != 2 or c.shape[1] != n_paths or yy.shape != (c.shape[0],):
         raise ValueError(f"contributions must be [P, n_paths={n_paths}] (paththeory.path_contributions) and "

@@ -1,11 +1,11 @@
-"""Posterior sampling of the finite network with NumPyro NUTS (spec §1.4, §2.4, §8).
+"""Posterior sampling of the finite network with NumPyro NUTS (the paper's Eqs. 8 and 13, Appendix F).
 
-The Gibbs posterior of spec §1.4 is sampled over the value weights ``V^0 [n_0, N_0]`` and
+The Gibbs posterior of the paper's Eq. (8) is sampled over the value weights ``V^0 [n_0, N_0]`` and
 ``V^l [H_l, n_l, n_{l-1}]`` with the attention fixed. The network is evaluated in path form
 from path features ``xi`` computed once per data set (:func:`paththeory.path_features`):
 ``f = Phi b`` with the pooled last-layer activations
 ``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`readout_design`).
-This is the layer-by-layer forward pass of spec §1.2 (a test checks it against
+This is the layer-by-layer forward pass of the paper's Eqs. (1-4) (a test checks it against
 :func:`paththeory.network_output`) with ``n_tokens / n_paths`` times fewer operations in the first layer.
 
 **The readout is integrated out.** Given the other weights, ``f = Phi b`` is linear in the
@@ -20,11 +20,12 @@ posterior draws. Sampling ``a`` jointly (``integrate_readout=False``) targets th
 posterior; at small temperature ``a`` is pinned by the likelihood while it multiplies
 every other weight, a funnel that forces tiny steps.
 
-**Outputs.** Mean and unbiased variance of ``f`` over draws on the test inputs (spec §4), and
-the sampled order parameter ``U_{pi sigma} = < w^pi . w^sigma > / n_0`` (spec §2.4).
+**Outputs.** Mean and unbiased variance of ``f`` over draws on the test inputs (the paper's Eq. 9
+and Appendix B.1), and the sampled order parameter ``U_{pi sigma} = < w^pi . w^sigma > / n_0``
+(the paper's Eq. 13).
 
-**Diagnostics.** Rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021, computed with
-:mod:`numpyro.diagnostics` on rank-normalised draws) of the identifiable summaries (entries of
+**Diagnostics.** Rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021, as Stan and ArviZ
+compute them, :func:`rank_rhat_ess`) of the identifiable summaries (entries of
 ``w^pi . w^sigma / n_0`` and test predictions; raw weights are not identifiable: their signs
 and rotations are free), divergences, E-BFMI per chain, mean acceptance, wall time, and ESS/s
 (the smallest bulk ESS of the ``U`` entries per second of the whole run, compilation included).
@@ -40,9 +41,10 @@ depth (20-46 s per chain, compilation included). The initialisation is not the c
 ``init_to_uniform`` (every weight uniform in ``(-2, 2)``) starts at potential energy ~19 000
 and a prior draw (the default, ``init="prior"``) at ~17 100; both reach the typical set
 (~15 000) within 10 iterations. The funnel between ``a`` and the other weights is the
-cause, and integrating ``a`` out removes it. Every run can also be bounded by ``time_limit``
-(seconds, checked after each NUTS iteration): the run then stops cleanly, returns what it
-has, and says which chain stopped, in which phase and after how many iterations; each
+cause, and integrating ``a`` out removes it. A run takes a fixed number of draws; ``time_limit``
+(seconds, checked after each NUTS iteration) is only a fail-safe: a run that reaches it stops
+cleanly, returns what it has, is marked incomplete (``complete`` is False) and says which chain
+stopped, in which phase and after how many iterations; each
 :class:`ChainReport` counts the iterations at maximum depth and keeps the per-iteration
 step size, tree size and potential energy (``trace``).
 
@@ -70,7 +72,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+from numpyro.diagnostics import autocovariance, gelman_rubin
 from numpyro.infer.hmc import HMCState, hmc
 from numpyro.infer.util import potential_energy
 from scipy.stats import norm, rankdata
@@ -87,7 +89,7 @@ INITS = ("prior", "uniform")
 
 
 def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
-    """``Phi = sigma_a df/da`` ``[B, n_L]``, so that ``f = Phi b`` with ``b = a / sigma_a`` (spec §2.4).
+    """``Phi = sigma_a df/da`` ``[B, n_L]``, so that ``f = Phi b`` with ``b = a / sigma_a`` (the paper's Eqs. 5-7).
 
     ``Phi = sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L)) sum_pi V^L_{h_L} ... V^1_{h_1} V^0 xi^pi``: the
     pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
@@ -147,7 +149,7 @@ def posterior_model(
     temperature: float,
     integrate_readout: bool = True,
 ) -> None:
-    """NumPyro model of the posterior (spec §1.4): Normal priors, likelihood ``Normal(f, sqrt(T))``.
+    """NumPyro model of the posterior (the paper's Eq. 8): Normal priors, likelihood ``Normal(f, sqrt(T))``.
 
     Sites ``V0 [n_0, N0]``, ``V1..VL [H_l, n_l, n_{l-1}]`` and, unless ``integrate_readout``,
     ``a [n_L]``. ``features``: path features ``[P, n_paths, N0]``; their dtype sets the precision.
@@ -171,6 +173,13 @@ def posterior_model(
 # --------------------------------------------------------------------------- diagnostics
 
 
+def _split_chains(draws: np.ndarray) -> np.ndarray:
+    """Each chain's first and last halves as two chains: ``[c, d, ...]`` -> ``[2c, d // 2, ...]`` (odd ``d``
+    drops the middle draw)."""
+    half = draws.shape[1] // 2
+    return np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half:]], axis=0)
+
+
 def _rank_normalize(draws: np.ndarray) -> np.ndarray:
     """Normal scores of the pooled ranks, per quantity: ``[chains, draws, ...]`` -> same shape."""
     c, d = draws.shape[:2]
@@ -179,13 +188,84 @@ def _rank_normalize(draws: np.ndarray) -> np.ndarray:
     return norm.ppf((ranks - 0.375) / (c * d + 0.25)).reshape(draws.shape)
 
 
+def _autocorrelation(x: np.ndarray) -> np.ndarray:
+    """Stan's multi-chain autocorrelation ``rho_t`` of ``x [chains, draws, K]``: ``[draws, K]``.
+
+    ``rho_t = 1 - (W - mean_c gamma_t) / var+`` with ``gamma_t`` each chain's biased autocovariance,
+    ``W`` the mean within-chain variance and ``var+ = W (n - 1) / n + B / n`` (Stan Reference Manual,
+    "Effective sample size"; ArviZ's ``_ess``). ``rho_0 = 1``; NaN where ``var+ = 0``.
+    """
+    c, n = x.shape[:2]
+    gamma = autocovariance(x, axis=1, bias=True).mean(axis=0)  # [n, K]
+    within = gamma[0] * n / (n - 1.0)
+    var_plus = within * (n - 1.0) / n + (x.mean(axis=1).var(axis=0, ddof=1) if c > 1 else 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = 1.0 - (within - gamma) / var_plus
+    rho[0] = 1.0
+    return rho
+
+
+def _geyer_tau(rho: np.ndarray, n_total: int) -> np.ndarray:
+    """Integrated autocorrelation time ``tau`` from ``rho [n, K]`` by Geyer's initial positive and
+    initial monotone sequences, exactly as Stan and ArviZ truncate it: ``[K]``, at least ``1 / log10(n_total)``.
+
+    Pair sums ``P_m = rho_2m + rho_2m+1`` are kept up to the first ``m >= 1`` with ``P_m <= 0`` (or the
+    last pair the chain length allows), replaced by their running minimum, and ``tau = -1 + 2 sum P_m``
+    plus the even term ``rho_2M`` of the pair that ended the sum when it is positive (or that pair's sum is).
+    The floor bounds the ESS by ``n_total log10(n_total)`` for antithetic chains; a cut-off chain can
+    therefore never give a negative or infinite ESS.
+    """
+    n = rho.shape[0]
+    m_max = max(0, (n - 3) // 2)  # the last pair m whose lags 2m, 2m + 1 the sequence may use
+    pairs = rho[0:2 * m_max + 1:2] + rho[1:2 * m_max + 2:2]  # [m_max + 1, K]
+    stops = np.vstack([pairs[1:] <= 0, np.ones((1, rho.shape[1]), bool)])  # a sentinel after the last pair
+    first = np.minimum(stops.argmax(axis=0) + 1, m_max)  # the first m >= 1 with P_m <= 0, else the last pair
+    end = np.where(pairs[0] > 0, first, 0)  # M: pairs 0 .. M - 1 are summed
+    kept = np.arange(m_max + 1)[:, None] < end[None, :]
+    total = np.sum(np.where(kept, np.minimum.accumulate(pairs, axis=0), 0.0), axis=0)
+    cols = np.arange(rho.shape[1])
+    last_even, last_pair = rho[2 * end, cols], pairs[end, cols]
+    tail = np.where((last_pair >= 0) | (last_even > 0), last_even, 0.0)
+    return np.maximum(-1.0 + 2.0 * total + tail, 1.0 / math.log10(n_total))
+
+
+def effective_sample_size(draws: np.ndarray) -> np.ndarray:
+    """Effective sample size of ``draws [chains, draws, ...]`` (at least 2 draws): shape of one draw.
+
+    Stan's and ArviZ's estimator (without splitting or rank-normalising; :func:`rank_rhat_ess` does
+    both): ``chains * draws / tau`` with ``tau`` from :func:`_geyer_tau`. It is positive, at most
+    ``chains * draws * log10(chains * draws)``, equals ``chains * draws`` for constant draws and is
+    NaN for non-finite ones. A test checks it against ArviZ and the AR(1) formula ``n (1 - phi) / (1 + phi)``.
+
+    Example:
+      >>> x = np.random.default_rng(0).normal(size=(2, 500))
+      >>> bool(800 < effective_sample_size(x) < 1300)
+      True
+    """
+    x = np.asarray(draws, dtype=np.float64)
+    if x.ndim < 2 or x.shape[1] < 2:
+        raise ValueError(f"draws must be [chains, draws >= 2, ...]; got shape {x.shape}.")
+    flat = x.reshape(x.shape[0], x.shape[1], -1)
+    n_total = flat.shape[0] * flat.shape[1]
+    constant = np.ptp(flat.reshape(n_total, -1), axis=0) < np.finfo(float).resolution
+    ess = n_total / _geyer_tau(np.nan_to_num(_autocorrelation(flat)), n_total)
+    ess = np.where(constant, float(n_total), ess)
+    ess = np.where(np.isfinite(flat).all(axis=(0, 1)), ess, np.nan)
+    return ess.reshape(x.shape[2:])
+
+
 def rank_rhat_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rank-normalised split R-hat and bulk ESS of ``draws [chains, draws, ...]`` (NaN if < 4 draws)."""
+    """Rank-normalised split R-hat and bulk ESS of ``draws [chains, draws, ...]`` (NaN if < 4 draws).
+
+    As ArviZ's ``rhat(method="z_scale")`` and ``ess(method="bulk")`` (Vehtari et al. 2021): the chains
+    are split in halves, the pooled draws replaced by the normal scores of their ranks, and R-hat and
+    :func:`effective_sample_size` computed on the result.
+    """
     if draws.shape[1] < 4:
         nan = np.full(draws.shape[2:], np.nan)
         return nan, nan
-    z = _rank_normalize(draws)
-    return np.asarray(split_gelman_rubin(z)), np.asarray(effective_sample_size(z))
+    z = _rank_normalize(_split_chains(draws))
+    return np.asarray(gelman_rubin(z)), effective_sample_size(z)
 
 
 def e_bfmi(energy: np.ndarray) -> float:
@@ -227,9 +307,14 @@ class PosteriorSamples:
         when a run stopped early and at least one chain completed).
       U_draws: ``[chains, draws, n_paths, n_paths]`` per-draw ``w^pi . w^sigma / n_0``.
       chains: one :class:`ChainReport` per started chain.
-      diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s.
+      diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s, and
+        ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`diagnostics_summary`
+        turns them into one readable line, also when read back from JSON).
       stopped: ``None``, or what the time limit interrupted.
       settings: the arguments of the run.
+
+    A run stopped by its time limit is *incomplete* (``complete`` is False): its numbers come from
+    fewer draws than planned, and so depend on how busy the machine was; a verdict must not use them.
     """
 
     mean: np.ndarray = field(repr=False)
@@ -241,6 +326,11 @@ class PosteriorSamples:
     diagnostics: dict
     stopped: dict | None
     settings: dict = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every planned draw was taken (the time limit did not stop the run)."""
+        return self.stopped is None
 
     def summary(self) -> str:
         """A few lines for logs and notebooks."""
@@ -262,11 +352,7 @@ class PosteriorSamples:
             for c in self.chains
         ]
         if self.stopped:
-            st = self.stopped
-            lines.append(
-                f"  STOPPED by time limit {st['time_limit']:.0f} s: chain {st['chain']} in {st['phase']} after "
-                f"{st['iteration']}/{st['of']} iterations"
-            )
+            lines.append(f"  STOPPED (incomplete): {_stopped_text(self.stopped)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -278,6 +364,35 @@ class PosteriorSamples:
             "stopped": self.stopped,
             "settings": self.settings,
         }
+
+
+def _stopped_text(stopped: dict) -> str:
+    """Where the time limit stopped a run, in words."""
+    chain = stopped["chain"]
+    chains = f"chains {chain[0]}-{chain[-1]}" if isinstance(chain, list) else f"chain {chain}"
+    return (f"stopped by its {stopped['time_limit']:.0f} s time limit in {chains} ({stopped['phase']}, "
+            f"iteration {stopped['iteration']} of {stopped['of']})")
+
+
+def diagnostics_summary(diagnostics: dict) -> str:
+    """One readable line for the ``diagnostics`` of :class:`PosteriorSamples` (or their JSON copy).
+
+    A complete run gives its draws, R-hat, bulk ESS, divergences, E-BFMI and time; an incomplete
+    one says where it stopped and gives no statistic, since those of a cut chain depend on the
+    machine's load.
+
+    Example:
+      >>> d = dict(complete=True, draws_used=200, draws_planned=200, r_hat_max=1.004, ess_bulk_min=87.2,
+      ...          divergences=0, e_bfmi_min=0.91, seconds=41.5, stopped=None)
+      >>> diagnostics_summary(d)
+      'NUTS: 200 draws, R-hat max 1.00, bulk ESS min 87, 0 divergences, E-BFMI min 0.91, 42 s'
+    """
+    if not diagnostics["complete"]:
+        return (f"NUTS incomplete: {_stopped_text(diagnostics['stopped'])}; "
+                f"{diagnostics['draws_used']} of {diagnostics['draws_planned']} draws, not enough for a verdict")
+    return (f"NUTS: {diagnostics['draws_used']} draws, R-hat max {diagnostics['r_hat_max']:.2f}, "
+            f"bulk ESS min {diagnostics['ess_bulk_min']:.0f}, {diagnostics['divergences']} divergences, "
+            f"E-BFMI min {diagnostics['e_bfmi_min']:.2f}, {diagnostics['seconds']:.0f} s")
 
 
 # --------------------------------------------------------------------------- the sampler
@@ -340,8 +455,9 @@ def sample_posterior(
         (NumPyro's default ``init_to_uniform``: every weight uniform in ``(-2, 2)``).
       integrate_readout: integrate ``a`` out analytically (default) or sample it.
       max_tree_depth, target_accept_prob: NUTS settings (NumPyro defaults 10 and 0.8).
-      time_limit: wall-clock seconds for the whole run (checked after every iteration); the
-        run stops cleanly and ``stopped`` reports where.
+      time_limit: a fail-safe on the wall-clock seconds of the whole run (checked after every
+        iteration): a run that reaches it stops cleanly, ``stopped`` reports where, and the result
+        is incomplete (``complete`` is False), to be reported but not used for a verdict.
       seed: seeds initialisation, NUTS and the readout draws; same seed, same result.
       progress_bar: show a tqdm bar per chain on stderr.
 
@@ -530,6 +646,9 @@ def _collect(
         mean_tree_steps=nanstat(np.nanmean, [r.mean_tree_steps for r in reports]),
         seconds=seconds,
         draws_used=int(f_draws.shape[0] * f_draws.shape[1]),
+        draws_planned=int(settings["num_chains"] * settings["num_samples"]),
+        complete=stopped is None,
+        stopped=stopped,
     )
     nan = np.nan
     return PosteriorSamples(

@@ -1,4 +1,4 @@
-"""The order-parameter solver: minimise S/N over positive-definite matrices (spec §3).
+"""The order-parameter solver: minimise S/N over positive-definite matrices (paper Eq. (11), App. B.1 Eq. (32)).
 
 Every order parameter is parametrised by a Cholesky factor with a log-diagonal,
 
@@ -23,14 +23,19 @@ per evaluation, until the gradient reaches 1e-5 (or float32's own error, measure
 or float32 can no longer certify descent, then finishes in float64 from there with the same
 curvature history. Tolerances and reported gradients are always float64's.
 
-Convergence is measured as the authors measured it (spec §3.6, §10.9): the largest
-absolute entry of the gradient of ``S/N`` with respect to the symmetric matrices
-``U^(l)`` (derivative of ``S(sym(P))/N`` with respect to a free matrix ``P``).
+Convergence is measured on the gradient, as in the authors' code (the paper, App. E, minimises
+the action with Adam): ``tol`` bounds the largest absolute entry of the gradient of ``S/N`` with
+respect to the symmetric matrices ``U^(l)`` (derivative of ``S(sym(P))/N`` with respect to a free
+matrix ``P``), in units of ``S/N``. Where ``|S/N|`` is large (tiny temperatures, many examples),
+round-off in that gradient grows with it; ``rtol`` then stops at ``max(tol, rtol |S/N|)``. A
+solution returned unconverged (iteration limit or failed line search) comes with a
+:class:`ConvergenceWarning`.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
@@ -38,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import as_float_array, check_positive_definite
+from paththeory._checks import as_float_array, check_count, check_nonnegative, check_order_parameter, check_positive
 from paththeory.action import (
     action,
     entropy,
@@ -60,6 +65,12 @@ from paththeory.kernels import (
 from paththeory.model import Architecture
 
 Array = jax.Array
+
+
+class ConvergenceWarning(RuntimeWarning):
+    """A :class:`Solution` was returned before reaching its tolerance (``report["converged"]`` is False)."""
+
+
 STATUS = {0: "running", 1: "converged", 2: "maximum iterations reached", 3: "line search failed"}
 # The float32 phase of the mixed-precision solver stops once max |dS/dU| is below LOW_PRECISION_TOL
 # and below LOW_PRECISION_NOISE_MARGIN times the float32 gradient's error at the start point
@@ -195,9 +206,14 @@ def _lbfgs_direction(g, s_hist, y_hist, count, h0=None):
     return -(h0_g + S.T @ p1 - h0_yt @ u)
 
 
+def _reached(gmax: Array, f: Array, tol, rtol) -> Array:
+    """The stopping rule: ``max |dS/dU| <= max(tol, rtol |S/N|)``."""
+    return gmax <= jnp.maximum(tol, rtol * jnp.abs(f))
+
+
 def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks: int,
-           max_uncertified: int | None = None, h0: Array | None = None) -> _State:
-    """Run L-BFGS iterations from ``state`` until ``max |dS/dU| <= tol``, a failed line search or
+           max_uncertified: int | None = None, h0: Array | None = None, rtol=0.0) -> _State:
+    """Run L-BFGS iterations from ``state`` until ``max |dS/dU| <= max(tol, rtol |S/N|)``, a failed line search or
     ``max_iter`` iterations in all. ``fg(theta) -> (f, g, gmax)``; ``roundoff`` is the relative
     change of ``f`` below which a step is accepted on an approximate Wolfe condition instead of
     Armijo's (where ``f`` cannot certify descent). With ``max_uncertified`` the run ends (status 1)
@@ -246,7 +262,8 @@ def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks:
         gmax = jnp.where(ok, gmax_new, s.gmax)
         it = s.it + 1
         uncertified = s.uncertified + (ok & ~certified)
-        done = gmax <= tol if max_uncertified is None else (gmax <= tol) | (uncertified >= max_uncertified)
+        reached = _reached(gmax, f, tol, rtol)
+        done = reached if max_uncertified is None else reached | (uncertified >= max_uncertified)
         status = jnp.where(done, 1, jnp.where(~ok, 3, jnp.where(it >= max_iter, 2, 0)))
         return _State(theta_new, f, g, gmax, s_hist, y_hist, s.count + keep, it, s.evals + n_ls, status,
                       uncertified)
@@ -303,8 +320,8 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
 
 
 def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, low: _Data | None = None,
-              hessian: bool = False, history=80):
-    """L-BFGS from ``theta0``.
+              hessian: bool = False, history=80, rtol=0.0):
+    """L-BFGS from ``theta0`` down to ``max |dS/dU| <= max(tol, rtol |S/N|)``.
 
     With ``low`` (the same problem in float32), iterate on the float32 objective first, down to
     ``max |dS/dU| <= max(tol, LOW_PRECISION_TOL, margin x float32 error)`` or until float32 can no
@@ -322,13 +339,13 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
     h0 = None
     if low is None:
         f0, g0, gmax0 = fg(theta0)
-        state = _State(theta0, f0, g0, gmax0, status=jnp.where(gmax0 <= tol, 1, 0), **zeros)
+        state = _State(theta0, f0, g0, gmax0, status=jnp.where(_reached(gmax0, f0, tol, rtol), 1, 0), **zeros)
         if hessian:
             state = _lbfgs(state, fg, jnp.maximum(tol, HESSIAN_SWITCH), max_iter, roundoff=1e-12, max_backtracks=50)
             # From here the quasi-Newton model starts at the inverse Hessian, without the old pairs.
             h0 = _inverse_hessian(_hessian(state.theta, data, **opts))
             state = state._replace(count=jnp.array(0), status=jnp.where(
-                state.status == 2, 2, jnp.where(state.gmax <= tol, 1, 0)))
+                state.status == 2, 2, jnp.where(_reached(state.gmax, state.f, tol, rtol), 1, 0)))
     else:
         def low_gradients(th):
             f, g, g_us = _gradients(th.astype(jnp.float32), low, **opts)
@@ -357,13 +374,13 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
             state = state._replace(count=jnp.array(0), status=jnp.where(more, 0, jnp.where(state.status == 2, 2, 1)))
         state = _lbfgs(state, fg_low, switch, max_iter, h0=h0, **low_opts)
         f, g, gmax = fg(state.theta)
-        status = jnp.where(gmax <= tol, 1, jnp.where(state.it >= max_iter, 2, 0))
+        status = jnp.where(_reached(gmax, f, tol, rtol), 1, jnp.where(state.it >= max_iter, 2, 0))
         state = state._replace(f=f, g=g, gmax=gmax, evals=state.evals + 2, status=status)
-    return _lbfgs(state, fg, tol, max_iter, roundoff=1e-12, max_backtracks=50, h0=h0)
+    return _lbfgs(state, fg, tol, max_iter, roundoff=1e-12, max_backtracks=50, h0=h0, rtol=rtol)
 
 
-def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=None, features=None, *, sizes, scales,
-                   heads, variances, sequential=False):
+def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=None, features=None, rtol=0.0, *, sizes,
+                   scales, heads, variances, sequential=False):
     """:func:`_minimise` for a batch of start points, temperatures ``[B]`` and widths ``[B, L+1]``.
 
     With ``sequential`` (the default on CPU) the points are solved one after another in a
@@ -387,7 +404,7 @@ def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=Non
         if low_op is not None:
             low = _Data(low_op, low_y, temp.astype(f32), w.astype(f32), low_features)
         return _minimise(t0, _Data(op, y, temp, w, features), tol, max_iter, low=low, hessian=hessian,
-                         sizes=sizes, scales=scales, heads=heads, variances=variances)
+                         sizes=sizes, scales=scales, heads=heads, variances=variances, rtol=rtol)
 
     if sequential:
         state = jax.lax.map(lambda a: one(*a), (theta0, temperature, widths))
@@ -408,13 +425,15 @@ class Solution:
     """A minimiser of the action at one ``(widths, temperature)``.
 
     Attributes:
-      U: ``[n_paths, n_paths]`` order parameter ``U^(1)`` that enters the kernel.
+      U: ``[n_paths, n_paths]`` order parameter ``U^(1)`` that enters the kernel; a read-only numpy
+        array (``np.array(sol.U)`` gives a writable copy).
       inner: ``[U^(2), ..., U^(L)]`` (empty for L = 1).
       U_a: the readout order parameter at its closed-form root.
       widths: ``(n_0, ..., n_L)``.
       temperature: the Gibbs temperature ``T``.
       report: convergence report: ``grad_norm`` (max ``|d(S/N)/dU|``), ``iterations``,
-        ``evaluations``, ``seconds``, ``converged``, ``status``, ``action`` (S/N).
+        ``evaluations``, ``seconds``, ``converged``, ``status``, ``action`` (S/N), ``tolerance``,
+        ``rtol``.
 
     Example:
       >>> from paththeory.exercises import model_problem
@@ -445,7 +464,7 @@ class Theory:
       features: path features of the training set ``[P, n_paths, N0]``.
       y: training targets ``[P]``.
       memory_budget: bytes allowed for precomputed Gram blocks (default 2 GiB); above it the
-        kernel is evaluated from the features (spec §2.3), see :func:`~paththeory.kernels.kernel_operator`.
+        kernel is evaluated from the features, see :func:`~paththeory.kernels.kernel_operator`.
       precision: ``"double"`` iterates in float64 throughout; ``"mixed"`` keeps a float32 copy of the
         kernel operator (half its memory again), iterates on the float32 action down to
         ``max |d(S/N)/dU| <= 1e-5`` (:data:`LOW_PRECISION_TOL`, or ten times float32's gradient error at
@@ -453,10 +472,7 @@ class Theory:
         gradient and the tolerance are float64's; ``"auto"`` (default) picks ``"mixed"`` from
         P = 256 training examples (:data:`MIXED_PRECISION_MIN_EXAMPLES`) with the Gram-block backend,
         where it is about twice as fast, and with the factorised backend where ``n_paths * N0`` is at
-        least :data:`MIXED_PRECISION_MIN_FACTORISED_WIDTH`. (The factorised float32 solve once hung on
-        CPU; the cause was jaxlib's batched LAPACK kernels deadlocking XLA's thread pool, which
-        solving the points of a batch one after another on CPU removed: a 3 x 2 sweep at P = 600,
-        16 paths, N0 = 64 now runs in 24 s and agrees with float64 to 1e-6 at tolerance 1e-6.)
+        least :data:`MIXED_PRECISION_MIN_FACTORISED_WIDTH`.
       hessian: restart L-BFGS from the exact inverse Hessian (from the features, in the first
         phase's precision) once ``max |d(S/N)/dU| <= 3e-2`` (:data:`HESSIAN_SWITCH`), for tolerances
         below that; ``None`` (default) decides by cost with :func:`hessian_pays`. At the Omniglot
@@ -477,6 +493,8 @@ class Theory:
                  precision: str = "auto", hessian: bool | None = None):
         if precision not in ("auto", "double", "mixed"):
             raise ValueError(f"precision must be 'auto', 'double' or 'mixed'; got {precision!r}.")
+        if not isinstance(arch, Architecture):
+            raise TypeError(f"arch must be a paththeory.Architecture; got {type(arch).__name__}.")
         feats = check_features(features)
         targets = as_float_array(y, "y", ndim=1)
         if feats.shape[1] != arch.n_paths:
@@ -502,9 +520,7 @@ class Theory:
 
     # ------------------------------------------------------------------ checks
     def _check_temperature(self, temperature) -> float:
-        t = float(temperature)
-        if not np.isfinite(t) or t < 0:
-            raise ValueError(f"temperature must be >= 0 (the Gibbs temperature T); got {temperature!r}.")
+        t = check_nonnegative(temperature, "temperature")
         if t == 0:
             if self._gp_eigmin is None:
                 K = np.asarray(apply_operator(self.operator, jnp.eye(self.arch.n_paths)))
@@ -529,14 +545,8 @@ class Theory:
         Us = list(Us)
         if len(Us) != self.arch.n_layers:
             raise ValueError(f"{name} must hold L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)]; got {len(Us)}.")
-        mats = []
-        for l, (U, size) in enumerate(zip(Us, self.sizes)):
-            U = as_float_array(U, f"{name} U^({l + 1})", ndim=2)
-            if U.shape != (size, size):
-                raise ValueError(f"{name} U^({l + 1}) must be {size}x{size}; got {U.shape}.")
-            check_positive_definite(U, f"{name} U^({l + 1})")
-            mats.append(U)
-        return mats
+        return [check_order_parameter(U, f"{name} U^({l + 1})", size)
+                for l, (U, size) in enumerate(zip(Us, self.sizes))]
 
     # ------------------------------------------------------------------ API
     def gp_order_parameters(self) -> list[np.ndarray]:
@@ -551,10 +561,14 @@ class Theory:
         K = apply_operator(self.operator, mats[0])
         return float(action(mats, K, self.y, t, widths, self.arch.heads, self.arch.variances))
 
-    def solve(self, width, temperature, init=None, tol: float = 1e-9, max_iter: int = 5000) -> Solution:
+    def solve(self, width, temperature, init=None, tol: float = 1e-9, max_iter: int = 5000,
+              rtol: float = 0.0) -> Solution:
         """Minimise ``S/N`` at widths ``width`` (N or ``(n_0..n_L)``) and temperature ``T``.
 
         Starts at the GP point unless ``init`` (a :class:`Solution` or list of matrices) is given.
+        Stops once ``max |d(S/N)/dU| <= max(tol, rtol |S/N|)`` (``tol > 0``, ``rtol >= 0``), after
+        ``max_iter >= 1`` iterations or when the line search fails; the last two return an
+        unconverged :class:`Solution` with a :class:`ConvergenceWarning`.
 
         Example:
           >>> from paththeory.exercises import model_problem
@@ -564,22 +578,29 @@ class Theory:
           >>> bool(np.allclose(sol.U, sol.U.T)), sol.temperature
           (True, 0.1)
         """
-        return self.solve_many([width], [temperature], [init], tol=tol, max_iter=max_iter)[0]
+        return self.solve_many([width], [temperature], [init], tol=tol, max_iter=max_iter, rtol=rtol)[0]
 
     def solve_many(self, widths: Sequence, temperatures: Sequence, inits: Sequence | None = None,
-                   tol: float = 1e-9, max_iter: int = 5000) -> list[Solution]:
+                   tol: float = 1e-9, max_iter: int = 5000, rtol: float = 0.0) -> list[Solution]:
         """Solve several ``(width, temperature)`` points at once in one batched L-BFGS run.
 
         Args:
           widths: one width (N or ``(n_0..n_L)``) per point.
           temperatures: one temperature per point.
           inits: optional start points (:class:`Solution`, list of matrices or ``None``).
+          tol, max_iter, rtol: as in :meth:`solve`.
         Returns:
           one :class:`Solution` per point; ``report["seconds"]`` is the time of the whole batch.
         """
+        tol, rtol = check_positive(tol, "tol"), check_nonnegative(rtol, "rtol")
+        max_iter = check_count(max_iter, "max_iter")
+        widths, temperatures = _points(widths, "widths"), _points(temperatures, "temperatures")
         if len(widths) != len(temperatures):
-            raise ValueError(f"got {len(widths)} widths but {len(temperatures)} temperatures; pass one of each per point.")
+            raise ValueError(f"got {len(widths)} widths but {len(temperatures)} temperatures; pass one of each per "
+                             "point.")
         inits = [None] * len(widths) if inits is None else list(inits)
+        if len(inits) != len(widths):
+            raise ValueError(f"got {len(inits)} inits for {len(widths)} points; pass one (or None) per point.")
         all_widths = [self.arch.widths(w) for w in widths]
         temps = [self._check_temperature(t) for t in temperatures]
         theta0 = jnp.asarray(np.stack([self._initial_theta(i) for i in inits]))
@@ -588,6 +609,7 @@ class Theory:
         state, mats = _minimise_many_jit(
             theta0, self.operator, self.y, jnp.asarray(temps), jnp.asarray(all_widths),
             jnp.asarray(tol), jnp.asarray(max_iter), self._low_operator, self.features if use_hessian else None,
+            jnp.asarray(rtol),
             sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
             sequential=jax.default_backend() == "cpu",
         )
@@ -609,19 +631,26 @@ class Theory:
                 "status": STATUS[status],
                 "action": float(state.f[b]),
                 "tolerance": tol,
+                "rtol": rtol,
                 "precision": self.precision,
                 "hessian": use_hessian,
             }
             U_a = float(readout_order_parameter(np.trace(Us[-1]), ws, self.arch.heads, self.arch.variances))
             solutions.append(Solution(Us[0], Us[1:], U_a, ws, t, report))
+            if not report["converged"]:
+                _warn_unconverged(report, ws, t)
         return solutions
 
-    def sweep(self, widths: Sequence, temperatures, **opts) -> list:
+    def sweep(self, widths, temperatures, **opts):
         """Solve on a grid of widths and temperatures, reusing the kernel operator.
 
         All widths of one temperature are solved together (:meth:`solve_many`); each further
         temperature warm-starts every width from its solution at the previous temperature.
-        Returns a list over ``widths`` (one temperature) or a list over temperatures of such lists.
+        ``widths`` is one number N or a list of widths (each N or ``(n_0..n_L)``); ``temperatures`` one
+        number or a list. The result has one list level per argument given as a list, temperatures outside:
+        lists for both give ``grid[i_T][i_N]``, a scalar temperature a list over widths, a scalar
+        width a list over temperatures, scalars for both one :class:`Solution`. ``opts`` go to
+        :meth:`solve_many` (``tol``, ``max_iter``, ``rtol``).
 
         Example:
           >>> from paththeory.exercises import model_problem
@@ -630,13 +659,46 @@ class Theory:
           >>> grid = theory.sweep([10], [0.1, 1.0])  # one list of widths per temperature
           >>> [[round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in sols] for sols in grid]
           [[0.66], [0.12]]
+          >>> [round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in theory.sweep(10, [0.1, 1.0])]
+          [0.66, 0.12]
         """
-        temps = [temperatures] if np.ndim(temperatures) == 0 else list(temperatures)
+        one_width, one_temperature = _is_scalar(widths), _is_scalar(temperatures)
+        ws = [widths] if one_width else _points(widths, "widths")
+        temps = [temperatures] if one_temperature else _points(temperatures, "temperatures")
         grid, inits = [], None
         for t in temps:
-            inits = self.solve_many(list(widths), [t] * len(widths), inits, **opts)
-            grid.append(inits)
-        return grid[0] if np.ndim(temperatures) == 0 else grid
+            inits = self.solve_many(ws, [t] * len(ws), inits, **opts)
+            grid.append(inits[0] if one_width else inits)
+        return grid[0] if one_temperature else grid
+
+
+def _is_scalar(value) -> bool:
+    """Whether ``value`` is one number (not a list of points, nor one width per layer)."""
+    return not isinstance(value, (list, tuple)) and np.ndim(value) == 0
+
+
+def _points(values, name: str) -> list:
+    """``values`` as a non-empty list with one entry per point."""
+    try:
+        out = list(values)
+    except TypeError:
+        raise TypeError(f"{name} must be a list with one entry per point; got {type(values).__name__} "
+                        f"{values!r}.") from None
+    if not out:
+        raise ValueError(f"{name} is empty; pass at least one point.")
+    return out
+
+
+def _warn_unconverged(report: dict, widths: tuple[float, ...], temperature: float) -> None:
+    target = max(report["tolerance"], report["rtol"] * abs(report["action"]))
+    warnings.warn(
+        f"the solve at widths {widths}, temperature T = {temperature:g} stopped unconverged "
+        f"({report['status']}, {report['iterations']} iterations): max |d(S/N)/dU| = {report['grad_norm']:.3g} "
+        f"> {target:.3g} (tol = {report['tolerance']:g}, rtol = {report['rtol']:g}, S/N = {report['action']:.6g}). "
+        "Raise max_iter, loosen tol, or set rtol where |S/N| is large; the Solution has report['converged'] = False.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
 
 
 def solve(arch: Architecture, features, y, width, temperature, **opts) -> Solution:
@@ -652,8 +714,8 @@ def solve(arch: Architecture, features, y, width, temperature, **opts) -> Soluti
     return _theory(arch, features, y, opts).solve(width, temperature, **opts)
 
 
-def sweep(arch: Architecture, features, y, widths, temperatures, **opts) -> list:
-    """One-call sweep: ``Theory(arch, features, y).sweep(widths, temperatures, **opts)``.
+def sweep(arch: Architecture, features, y, widths, temperatures, **opts):
+    """One-call sweep: ``Theory(arch, features, y).sweep(widths, temperatures, **opts)`` (same result shape).
 
     Example:
       >>> from paththeory.exercises import model_problem

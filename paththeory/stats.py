@@ -6,6 +6,9 @@ Every claim of the paper that the book tests ends in one of three verdicts (:dat
 * ``"fails"``: the measurement contradicts the claim beyond its noise;
 * ``"within noise"``: the measurement cannot tell.
 
+A claim whose measurement stopped short (a sampling run cut by its time limit) gets no verdict
+but :data:`NOT_ENOUGH_DRAWS`: a number from a cut chain depends on how busy the machine was.
+
 "Beyond its noise" means two standard errors for an estimate (:func:`verdict`) and a one-sided
 p-value below 0.05 for a test (:func:`verdict_from_p`). The tests are permutation tests, so they
 assume nothing about the shape of the data: :func:`spearman_test` (exact enumeration up to 8
@@ -22,6 +25,10 @@ import numpy as np
 from scipy.stats import rankdata
 
 VERDICTS = ("holds", "within noise", "fails")
+#: What a claim gets instead of a verdict when its sampling run was stopped before all its draws.
+NOT_ENOUGH_DRAWS = "not enough draws"
+#: Every value a claim's ``verdict`` field can take.
+OUTCOMES = (*VERDICTS, NOT_ENOUGH_DRAWS)
 #: Above this many items a permutation test samples permutations instead of enumerating them all.
 EXACT_MAX_ITEMS = 8
 

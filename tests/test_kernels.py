@@ -12,7 +12,7 @@ from tests.conftest import random_qk_arch
 
 
 def test_path_kernel_matches_token_double_sum(rng):
-    """C^{pi sigma}(x, x') = sigma_0^2/(N0 H_tot) sum_{s s'} alpha_s alpha'_s' x_s . x'_s' (spec §2.3)."""
+    """C^{pi sigma}(x, x') = sigma_0^2/(N0 H_tot) sum_{s s'} alpha_s alpha'_s' x_s . x'_s' (paper Eqs. (7), (10))."""
     arch = random_qk_arch((2, 2), variances=(1.7, 1, 1, 1))
     x = rng.normal(size=(4, 5, 12))
     alpha = np.asarray(pt.path_attention(arch, x))

@@ -1,4 +1,4 @@
-"""Head scores (spec §5.1) against their definition; pruning by paths against the pruned forward pass (§5.2)."""
+"""Head scores (paper §4.2) against their definition; pruning by paths against the pruned forward pass."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_head_scores_match_pairwise_definition(rng):
     heads = (3, 2, 2)
     paths = list(itertools.product(*(range(h) for h in heads)))
     A = rng.normal(size=(12, 12))
-    U = A + A.T
+    U = A @ A.T  # an order parameter: symmetric positive definite
     scores = head_scores(U, heads, normalise=False)
     for l, h_l in enumerate(heads):
         for h in range(h_l):
@@ -48,7 +48,7 @@ def _network(heads, rng, n=5, n0=6):
 @pytest.mark.parametrize("heads", [(2, 3), (3, 2, 2)])
 def test_path_weights_reproduce_the_pruned_forward_pass(heads, rng):
     """Pruning by paths (contributions times path_weights) against the layer-by-layer network with a
-    head mask (spec §5.2), for every pruned set of one and two heads that keeps a head per layer."""
+    head mask (paper §4.2), for every pruned set of one and two heads that keeps a head per layer."""
     arch, params = _network(heads, rng)
     x = rng.normal(size=(30, 5, 6))
     c = np.asarray(pt.path_contributions(arch, params, pt.path_features(arch, x)))
@@ -95,7 +95,7 @@ def test_pruning_curves_and_random_orders(rng):
 def test_signed_scores_and_diagonal_rule(rng):
     heads = (2, 2)
     A = rng.normal(size=(4, 4))
-    U = A + A.T
+    U = A @ A.T
     signed = head_scores(U, heads, normalise=False, absolute=False)
     paths = list(itertools.product(range(2), range(2)))
     for l in range(2):
