@@ -39,7 +39,7 @@ def matrix_heatmap(
     labels: Sequence[str] | None,
     title: str,
     *,
-    xlabel: str = "path $\\sigma$",
+    xlabel: str = "path $\\pi'$",
     ylabel: str = "path $\\pi$",
     cbar_label: str | None = None,
 ) -> AxesImage:

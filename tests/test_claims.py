@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from paththeory.experiments.claims import (
+    OWN_TEST,
     U_TOLERANCE,
     claims_table,
     fig3_claims,
+    reproduction_summary,
     verdict_counts,
 )
 
@@ -31,11 +33,16 @@ def results(good: bool) -> dict:
         "two_lowest": {"difference": 0.005 if good else 0.10, "se": 0.003, "n": 1000},
         "best_pair": {"heads": [[0, 1], [0, 3]], "cost": 0.004, "median_cost": 0.05, "n_pairs": 28},
     }
+    ood = dict(pruning, two_lowest={"difference": -0.03 if good else 0.10, "se": 0.005, "n": 428})
+    captured = {"theory": {"1": 0.3, "5": 0.5, "10": 0.7 if good else 0.2, "50": 0.9},
+                "gp": {"1": 0.1, "5": 0.3, "10": 0.4, "50": 0.8}}
     return {
         "widths": [10, 100],
-        "split_names": {"test": "held-out", "mnist": "MNIST"},
+        "split_names": {"test": "held-out", "fashion": "Fashion-MNIST", "mnist": "MNIST"},
         "finite_vs_gp": {s: {"10": {"difference": 0.06 * sign, "se": 0.01, "n": 1000},
-                             "100": {"difference": 0.0, "se": 0.01, "n": 1000}} for s in ("test", "mnist")},
+                             "100": {"difference": 0.0, "se": 0.01, "n": 1000}} for s in ("test", "fashion", "mnist")},
+        "pc_overlap": {"k": 50, "theory": [0.5] * 50, "gp": [0.3] * 50,
+                       **{f"{k}_summary": {"captured": c, "best": 0.5, "best_rank": 2} for k, c in captured.items()}},
         "temperature_trend": {"rho": -0.9 * sign, "selected": {"10": 0.5, "100": 0.1},
                               "interval": [-1.0, -0.6] if good else [0.5, 1.0], "n_bootstrap": 100},
         "order_parameter_comparison": {"agreement": {
@@ -44,7 +51,7 @@ def results(good: bool) -> dict:
             "theory_vs_gd": _mantel(0.8 * sign, p_claim, p_against),
             "block": {"theory": {"contrast": 3.0, "mantel": _mantel(0.6 * sign, p_claim, p_against)}},
         }},
-        "pruning": {"test": pruning, "mnist": pruning, "one_shot_runs": pruning},
+        "pruning": {"test": pruning, "fashion": ood, "mnist": ood, "one_shot_runs": pruning},
     }
 
 
@@ -52,13 +59,14 @@ def test_every_claim_holds_when_the_numbers_support_it():
     rows = fig3_claims(results(good=True))
     assert {r["verdict"] for r in rows} == {"holds"}
     ids = [r["id"] for r in rows]
-    assert len(ids) == len(set(ids)) == 2 + 1 + 3 + 2 * 4  # one_shot_runs pruning is not a claim row
+    assert len(ids) == len(set(ids)) == 3 + 1 + 1 + 3 + 3 * 4  # one_shot_runs pruning is not a claim row
+    assert {"ood_after_pruning:fashion", "ood_after_pruning:mnist", "two_lowest:test", "pc_overlap"} <= set(ids)
     assert "one_shot_runs" not in {r["split"] for r in rows if r["id"].startswith("score_drop")}
 
 
 def test_every_claim_fails_when_the_numbers_contradict_it():
     rows = fig3_claims(results(good=False))
-    assert verdict_counts(rows) == {"holds": 0, "within noise": 0, "fails": len(rows)}
+    assert verdict_counts(rows) == {"holds": 0, "within noise": 0, "fails": len(rows), "not enough draws": 0}
 
 
 def test_noise_decides_within_noise():
@@ -85,3 +93,36 @@ def test_missing_parts_give_no_rows_and_the_table_prints():
     assert text.splitlines()[0].startswith("claim") and "holds" in text
     assert fig3_claims({"widths": [10]}) == []
     assert np.isfinite([r["value"] for r in rows]).all()
+
+
+def test_every_row_names_its_source_and_own_tests_do_not_credit_the_paper():
+    for good in (True, False):
+        rows = fig3_claims(results(good))
+        for r in rows:
+            assert r["source"], r["id"]
+            from_paper = r["source"] != OWN_TEST
+            assert from_paper == any(tag in r["source"] for tag in ("§", "Fig.", "App.")), r
+            if not from_paper:
+                assert "paper" not in r["paper"].lower() and "paper" not in r["claim"].lower(), r
+        by_id = {r["id"]: r for r in rows}
+        for key in ("ascending_vs_random", "descending_vs_random"):
+            assert {r["source"] for i, r in by_id.items() if i.startswith(key)} == {OWN_TEST}
+        assert by_id["ood_after_pruning:fashion"]["source"] == "§4.2, Fig. 3f"
+        assert by_id["ood_after_pruning:mnist"]["source"] == OWN_TEST
+        assert by_id["finite_vs_gp:fashion"]["source"] == "§4.2, Fig. 3b"
+        assert by_id["finite_vs_gp:mnist"]["source"].startswith("App. H.2.2")
+        assert by_id["score_drop:test"]["source"] == "§4.2, Fig. 3e"
+        assert by_id["pc_overlap"]["source"] == "§4.2, Fig. 3d"
+    assert "source" in claims_table(rows).splitlines()[0]
+
+
+def test_reproduction_summary_names_every_paper_claim_that_does_not_hold():
+    good, bad = fig3_claims(results(good=True)), fig3_claims(results(good=False))
+    n_paper = sum(r["source"] != OWN_TEST for r in good)
+    assert f"Of the {n_paper} claims credited to the paper in this table, {n_paper} hold" in reproduction_summary(good)
+    assert "Every one of them reproduces" in reproduction_summary(good)
+    text = reproduction_summary(bad)
+    assert f"{n_paper} claims credited to the paper in this table, 0 hold" in text
+    fashion = [r for r in bad if r["id"] == "ood_after_pruning:fashion"][0]
+    assert f"*{fashion['claim']}* on Fashion-MNIST ({fashion['measured']}: fails)" in text
+    assert "random orders" not in text  # this book's own tests are not the paper's claims

@@ -1,10 +1,11 @@
-"""Tests of the Fig. 2 reproduction pipeline (spec §6.4) on a tiny configuration.
+"""Tests of the Fig. 2 reproduction pipeline (the paper's Sec. 4.1) on a tiny configuration.
 
 Oracles: the GP limit of the theory at large width, the stored features re-scored with the
 stored order parameters, and the GP accuracies of the one- and two-path variants recomputed
 from the four-path features (a sub-network's path features are a rescaled subset).
 """
 
+import dataclasses
 import json
 import math
 
@@ -79,3 +80,10 @@ def test_profiles_and_bad_variant():
     assert set(exp.SETTINGS["colab"].sample_widths) == {10, 30, 100}
     with pytest.raises(ValueError, match="variant"):
         exp.problem("five_paths", 10, 10)
+
+
+def test_a_run_stopped_by_its_time_limit_gives_no_number():
+    prob = exp.problem("four_paths", TINY.n_train, TINY.n_test)
+    cfg = dataclasses.replace(TINY, time_limit=1e-3)
+    res = exp.sample_at(prob, 10, cfg, progress=False)
+    assert not res.complete and exp.sample_accuracy(res, prob) is None

@@ -1,4 +1,4 @@
-"""Tests of the Fig. 3 reproduction pipeline (spec §5, §7) on a tiny configuration.
+"""Tests of the Fig. 3 reproduction pipeline (§4.2 and App. H of the paper) on a tiny configuration.
 
 Oracles: a brute-force temperature pick, the trained network evaluated directly (layer by layer,
 with and without pruned heads), the stored features re-scored with the stored order parameters,
@@ -16,17 +16,17 @@ import pytest
 
 from paththeory import data, stats, training
 from paththeory.experiments import omniglot as exp
+from paththeory.experiments import pruning as prune_exp
 from paththeory.predict import accuracy, predictor
 from paththeory.profiles import PROFILES
 from paththeory.pruning import head_mask, head_scores, score_order
 
 pytestmark = [
-    pytest.mark.skipif(not data.SHARED_DATA.is_dir(), reason="offline data copies (../shared/data) not present"),
     pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning"),  # NUTS ESS of 5 draws
 ]
 
 TINY = exp.Config(n_train=24, n_validation=20, n_test=20, widths=(10, 1000), temperatures=(0.1, 1.0),
-                  sample_n_train=8, num_warmup=5, num_samples=8, num_chains=1, sample_time_limit=60.0,
+                  sample_n_train=8, num_warmup=5, num_samples=12, num_chains=1, sample_time_limit=60.0,
                   n_random_orders=50, n_bootstrap=50, demo_steps=0, gp_temperatures=(0.1, 0.25),
                   score_resamples=1, score_train_sizes=(12,))
 NO_SAMPLES = dataclasses.replace(TINY, sample_n_train=0)
@@ -61,6 +61,14 @@ def test_files_and_keys(outputs):
     assert results["profile"] == "smoke" and results["widths"] == [10, 1000]
     splits = {"validation", "test", "one_shot_runs", "mnist"}
     assert splits <= set(results["splits"])
+    if "fashion" in results["splits"]:  # the paper's OOD set of Fig. 3 comes before its appendix's MNIST
+        assert results["splits"].index("fashion") < results["splits"].index("mnist")
+    pcs = results["pc_overlap"]
+    assert pcs["width"] == 10 and pcs["n_train"] == 24 and len(pcs["theory"]) == len(pcs["gp"]) == 24
+    for key in ("theory", "gp"):
+        cap = pcs[f"{key}_summary"]["captured"]
+        assert 0 <= cap["1"] <= cap["5"] <= cap["10"] <= 1 + 1e-9
+        np.testing.assert_allclose(np.sum(np.square(pcs[key])), 1.0, rtol=1e-8)  # all P PCs hold all of y
     acc = results["accuracy"]
     assert set(acc) == {"theory", "gp"} and set(acc["theory"]) == set(results["splits"])
     assert all(set(acc["theory"][s]) == {"10", "1000"} for s in splits)
@@ -79,15 +87,21 @@ def test_files_and_keys(outputs):
     for key in ("theory", "sampled", "gd", "sampled_se"):
         assert np.asarray(comp[key]).shape == (9, 9), key
     assert comp["n_train"] == 8 and comp["width"] == 10
+    sampled = comp["sampled_accuracy"]  # the NUTS predictor on every evaluation split (Fig. 3b)
+    assert set(sampled) == set(results["splits"]) - {"validation"}
+    assert all(0 <= v["accuracy"] <= 1 and v["se"] >= 0 for v in sampled.values())
+    assert all(v["n"] == results["data"]["n"][s] for s, v in sampled.items())
     ag = comp["agreement"]
     assert set(ag["block"]) == {"theory", "sampled", "gd"} and ag["theory_vs_sampled"]["noise"] > 0
     sens = results["score_sensitivity"]
-    assert set(sens["variants"]) == set(exp.SCORE_VARIANTS) and len(sens["resamples"]) == 1
+    assert set(sens["variants"]) == set(prune_exp.SCORE_VARIANTS) and len(sens["resamples"]) == 1
     assert set(sens["train_sizes"]) == {"12", "24"}
     ids = {r["id"] for r in results["claims"]}
     assert {"finite_vs_gp:test", "temperature_trend", "u_sampled", "u_gd", "u_block", "score_drop:test",
-            "ascending_vs_random:mnist", "two_lowest:test"} <= ids
-    assert all(r["verdict"] in stats.VERDICTS for r in results["claims"])
+            "ascending_vs_random:mnist", "two_lowest:test", "pc_overlap", "ood_after_pruning:mnist"} <= ids
+    if "fashion" in results["splits"]:
+        assert {"finite_vs_gp:fashion", "ood_after_pruning:fashion"} <= ids
+    assert all(r["verdict"] in stats.OUTCOMES for r in results["claims"])
     with np.load(out / "features.npz") as f:
         assert f["features_train"].shape == (24, 9, 64) and f["y_train"].shape == (24,)
         assert {"features_validation", "features_test", "features_one_shot_runs", "features_mnist"} <= set(f.files)
@@ -147,10 +161,10 @@ def test_pruning_study_against_the_network_itself(outputs, network):
         assert abs(full - results["gd_accuracy"][s]) <= tol
         for l, drops in enumerate(pr["single_head_drop"]):
             for h, drop in enumerate(drops):
-                assert abs(full - drop - exp.pruned_accuracy(network, x, y, [(l, h)])) <= tol
+                assert abs(full - drop - prune_exp.pruned_accuracy(network, x, y, [(l, h)])) <= tol
         assert len(pr["cumulative"]["score_ascending"]) == 7
         low = [tuple(lh) for lh in results["head_scores"]["order"][:2]]
-        assert abs(full - pr["two_lowest"]["difference"] - exp.pruned_accuracy(network, x, y, low)) <= tol
+        assert abs(full - pr["two_lowest"]["difference"] - prune_exp.pruned_accuracy(network, x, y, low)) <= tol
         assert pr["best_pair"]["cost"] <= pr["two_lowest"]["difference"] + 1e-12
 
 
@@ -170,10 +184,10 @@ def test_head_scores_orders_and_sensitivity(outputs):
 def test_pruning_rules(network):
     seqs = exp.build_sequences(NO_SAMPLES, network)
     x, y = seqs.x["test"], seqs.y["test"]
-    assert np.isnan(exp.pruned_accuracy(network, x, y, [(0, 0), (0, 1), (0, 2)]))  # layer 1 emptied
+    assert np.isnan(prune_exp.pruned_accuracy(network, x, y, [(0, 0), (0, 1), (0, 2)]))  # layer 1 emptied
     masks = head_mask((3, 3), [(1, 2)])
     assert masks[0].tolist() == [1, 1, 1] and masks[1].tolist() == [1, 1, 0]
-    assert exp.pruned_accuracy(network, x, y, [(1, 2)]) == training.evaluate(network, x, y, head_mask=masks)
+    assert prune_exp.pruned_accuracy(network, x, y, [(1, 2)]) == training.evaluate(network, x, y, head_mask=masks)
     with pytest.raises(ValueError, match="does not exist"):
         head_mask((3, 3), [(2, 0)])
 
@@ -266,3 +280,28 @@ def test_profiles_and_bad_configs():
     assert exp.settings("smoke", training.SHIPPED) == exp.SETTINGS["smoke"]
     with pytest.raises(ValueError, match="no settings"):
         exp.settings("smoke", "omniglot_l9h9")
+
+
+def test_pruning_code_lives_in_its_own_module():
+    """The pruning chapter's experiment is :mod:`paththeory.experiments.pruning`, and only there."""
+    for name in ("pruning_stage", "pruning_study", "pruned_accuracy", "score_sensitivity", "scores_and_order"):
+        assert getattr(prune_exp, name).__module__ == "paththeory.experiments.pruning"
+        assert not hasattr(exp, name), f"{name} is defined or re-exported by experiments.omniglot too"
+
+
+def test_fig3d_finite_width_kernel_aligns_better_with_the_labels():
+    """Fig. 3d on a small training set of the shipped network: the top principal components of K_U
+    at N = 10 hold more of the label vector than those of the GP kernel."""
+    try:
+        network = exp.trained_network()
+        x, y = exp.training_sequences(network, 120, 0)
+    except (data.DataNotFoundError, training.CheckpointNotFoundError) as err:
+        pytest.skip(f"needs the Omniglot data and the shipped checkpoint: {err}")
+    from paththeory.solve import Theory
+
+    arch = network.architecture
+    feats = np.asarray(exp.path_features(arch, x))
+    U = Theory(arch, feats, y).solve(10, 0.5).U
+    ov = exp.pc_overlaps(arch, U, feats, y, k=20)
+    th, gp = ov["theory_summary"]["captured"], ov["gp_summary"]["captured"]
+    assert th["10"] > gp["10"] and th["20"] > gp["20"], (th, gp)

@@ -1,4 +1,4 @@
-"""Fig. 2 of the paper, hidden-Markov-chain classification, at a profile's scale (spec §6.4).
+"""Fig. 2 of the paper, hidden-Markov-chain classification, at a profile's scale (the paper's Sec. 4.1 and Appendix G).
 
 The pieces below are used by :func:`run` (and so by ``paththeory reproduce markov``) and by
 the chapter ``book/markov.md``:
@@ -49,8 +49,10 @@ class Config:
     """Sizes of one profile.
 
     ``widths``: theory widths; ``sample_widths`` / ``two_path_sample_widths``: widths sampled
-    with NUTS for the four-path and the noisier two-path experiment; ``time_limit``: seconds
-    allowed to each sampling run (it stops cleanly and reports where, see
+    with NUTS for the four-path and the noisier two-path experiment, each with ``num_chains`` chains
+    of ``num_warmup`` + ``num_samples`` iterations; ``time_limit``: a fail-safe on the seconds of
+    each sampling run, about four times what it takes on an unloaded machine: a run that reaches
+    it stops, is marked incomplete and gives no accuracy or ``U`` (see
     :func:`paththeory.sampling.sample_posterior`).
     """
 
@@ -68,10 +70,13 @@ class Config:
 
 
 SETTINGS: dict[str, Config] = {
-    "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 150.0),
-    # colab: at most 4 x 180 s of NUTS, so the chapter stays within 20 minutes on one GPU whatever the
-    # sampler's speed there; 4 chains x 100 draws give a bulk ESS of about 200 (0.5 per draw at N = 10
-    # in the smoke runs), a Monte Carlo error of about 7 % of a posterior standard deviation.
+    # smoke: a chain takes 20-46 s on an unloaded 2-core CPU (P = 100, N = 30, compilation included;
+    # paththeory.sampling), so two take 40-90 s and the fail-safe is four times that
+    "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 360.0),
+    # colab: the 180 s fail-safe per run keeps the chapter within 20 minutes on one GPU even if the
+    # sampler is slow there (a stopped run then gives no number); 4 chains x 100 draws give a bulk ESS
+    # of about 200 (0.5 per draw at N = 10 in the smoke runs), a Monte Carlo error of about 7 % of a
+    # posterior standard deviation.
     "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30, 100), (10,), 150, 100, 4, 180.0),
     "paper": Config(100, 1000, PAPER_WIDTHS, (10, 30, 50, 100, 300, 500), (10, 30, 100), 300, 300, 4, 4 * 3600.0),
 }
@@ -151,13 +156,14 @@ def sample_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progress
     )
 
 
-def sample_accuracy(samples: PosteriorSamples, prob: Problem) -> float:
-    """Accuracy of the sampled mean predictor (NaN when the run stopped before its first draw)."""
-    return accuracy(samples.mean, prob.y_test) if np.all(np.isfinite(samples.mean)) else float("nan")
+def sample_accuracy(samples: PosteriorSamples, prob: Problem) -> float | None:
+    """Accuracy of the sampled mean predictor; ``None`` when the run is incomplete (stopped by its time limit)."""
+    return accuracy(samples.mean, prob.y_test) if samples.complete else None
 
 
 def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
-    """``|v_i . y| / sqrt(P)`` for the top-``k`` PCs of the training kernels ``K_U`` and ``K_GP`` (spec §4)."""
+    """``|v_i . y| / sqrt(P)`` for the top-``k`` PCs of the training kernels ``K_U`` and ``K_GP``
+    (the kernel-task alignment of the paper's Sec. 3.2)."""
     k_u = kernel_matrix(U, prob.train)
     k_gp = gp_kernel(prob.arch, prob.train)
     return pc_label_overlap(k_u, prob.y_train, k), pc_label_overlap(k_gp, prob.y_train, k)
@@ -186,10 +192,10 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
         if progress:
             print(res.summary(), flush=True)
         out["accuracy"]["samples"][str(width)] = sample_accuracy(res, prob)
-        out["order_parameter_samples"][str(width)] = res.U if np.all(np.isfinite(res.U)) else None
+        out["order_parameter_samples"][str(width)] = res.U if res.complete else None
         summary = res.to_dict()
         out["sampling_diagnostics"][str(width)] = {**summary["diagnostics"], "chains": summary["chains"],
-                                                   "stopped": summary["stopped"], "settings": summary["settings"]}
+                                                   "settings": summary["settings"]}
     return out
 
 
@@ -347,7 +353,7 @@ def plot_order_parameters(results: dict, widths: Sequence[int] | None = None) ->
 
 
 def plot_sampled_order_parameters(results: dict) -> Figure:
-    """Theory ``U`` next to the NUTS estimate ``<w^pi . w^sigma> / n_0`` at every sampled width."""
+    """Theory ``U`` next to the NUTS estimate ``<w^pi . w^pi'> / n_0`` at every sampled width."""
     sampled = {w: u for w, u in results["order_parameter_samples"].items() if u is not None}
     order = results["display_order"]
     names = [results["paths"][i] for i in order]

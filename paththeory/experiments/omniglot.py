@@ -1,10 +1,12 @@
-"""Fig. 3 of the paper, one-shot in-context learning on Omniglot, at a profile's scale (spec §5, §7).
+"""Fig. 3 (b-d) of the paper, one-shot in-context learning on Omniglot (§4.2, App. H), at a profile's scale.
 
-A network trained by gradient descent (Q and K learned, :mod:`paththeory.training`) hands its
-query/key weights to the Bayesian theory (spec §7.3); the theory is solved over widths and
-temperatures, the temperature is chosen on a **validation** split, and the order parameter
-``U`` at small width scores the heads, which are then pruned in the trained network (spec §5).
+A network trained by gradient descent (Q and K learned, :mod:`paththeory.training`; App. H.1)
+hands its query/key weights to the Bayesian theory (§4.2); the theory is solved over widths and
+temperatures, the temperature is chosen on a **validation** split (App. H.2.1 selects it on the
+test set), and the theory's ``U`` is compared with NUTS samples and with the trained weights.
 Every claim of the paper is then tested with its noise (:mod:`paththeory.experiments.claims`).
+Head scores and pruning (Fig. 3 e-f) live in :mod:`paththeory.experiments.pruning`, which this
+module's :func:`run` calls so that ``results.json`` holds the whole figure.
 
 The steps, used by :func:`run` (and so by ``paththeory reproduce omniglot``) and by the
 chapters ``book/omniglot.md``, ``book/pruning.md`` and ``book/beyond.md``:
@@ -12,26 +14,26 @@ chapters ``book/omniglot.md``, ``book/pruning.md`` and ``book/beyond.md``:
 * :data:`SETTINGS`, :data:`NETWORK_SETTINGS` and :func:`settings`: sizes per profile and network;
 * :func:`trained_network`: the shipped checkpoint, another one by name, or a network retrained here;
 * :func:`build_sequences`: training / validation / held-out test sequences on the checkpoint's
-  character split, the one-shot runs (evaluation alphabets), MNIST and (when present)
-  Fashion-MNIST; :func:`build_features`: their path features;
+  character split, the one-shot runs (evaluation alphabets), Fashion-MNIST (the paper's
+  out-of-distribution set of Fig. 3) and MNIST (its App. H.2.2); :func:`build_features`: their
+  path features;
 * :func:`sweep_for` / :func:`theory_sweep` (cached on disk, :func:`cache_dir`), :func:`theory_stage`
   (validation-selected temperatures, finite width against the GP with paired standard errors,
   the temperature trend with a bootstrap);
+* :func:`pc_overlap_stage`: overlaps of the training kernels' principal components with the
+  labels, finite width against the GP (Fig. 3d);
 * :func:`comparison_stage`: ``U`` from the theory, from NUTS and from the trained weights, with
-  distances, Monte Carlo noise and Mantel tests;
-* :func:`pruning_stage`: head scores, single-head drops, cumulative pruning against random orders,
-  all from the network's per-path contributions (:func:`paththeory.path_contributions`);
-* :func:`score_sensitivity`: how the score-drop correlation depends on the width, temperature,
-  normalisation and training set of the score;
+  distances, Monte Carlo noise and Mantel tests, and the NUTS predictor's accuracy (Fig. 3b, c);
 * figures :func:`plot_sequence` and :func:`plot_training` here, and those drawn from the results
   alone (:mod:`paththeory.experiments.omniglot_figures`, also importable from here):
-  :func:`plot_accuracy`, :func:`plot_temperature_grid`, :func:`plot_order_parameters`,
-  :func:`plot_head_scores`, :func:`plot_pruning`, :func:`plot_score_sensitivity`.
+  :func:`plot_accuracy`, :func:`plot_temperature_grid`, :func:`plot_pc_overlaps`,
+  :func:`plot_order_parameters`.
 
-Departures from the authors (spec §7, §10.13): the temperature is selected on validation
-characters, not on the test set; offline, the data are the 242 characters of the two small
-background splits (the paper trains on 1028), and the evaluation alphabets enter through the
-20 official one-shot runs.
+Departures from the authors: the temperature is selected on validation characters, not on the
+test set; offline, the data are the 242 characters of the two small background splits (the
+paper trains on 1,028, App. H.1), the evaluation alphabets enter through the 20 official
+one-shot runs, and Fashion-MNIST is the first 4,443 of its 10,000 test images, with context
+images from the test set (the authors take them from the training set).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import tempfile
 import time
 import warnings
@@ -55,19 +58,20 @@ from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 import paththeory
-from paththeory import action, hessian, kernels, predict, pruning, solve, stats, training
-from paththeory.data import DataNotFoundError, load_omniglot, load_one_shot_runs
+from paththeory import action, hessian, kernels, predict, solve, stats, training
+from paththeory.data import DataNotFoundError, load_mnist, load_omniglot, load_one_shot_runs
 from paththeory.experiments import jsonable
 from paththeory.experiments.omniglot_figures import (
     plot_accuracy,
     plot_head_scores,
     plot_order_parameters,
+    plot_pc_overlaps,
     plot_pruning,
     plot_score_sensitivity,
     plot_temperature_grid,
 )
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
-from paththeory.model import Architecture, path_contributions, path_features
+from paththeory.model import Architecture, path_features
 from paththeory.plots import stamp_profile
 from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile
@@ -87,17 +91,16 @@ PAPER_TEMPERATURES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
 GP_TEMPERATURES = (0.25, 0.1, 0.075, 0.05, 0.025)
 #: Evaluation splits: validation (temperature selection), held-out characters, the evaluation
 #: alphabets (one-shot runs) and the out-of-distribution sets.
-EVAL_SPLITS = ("validation", "test", "one_shot_runs", "mnist", "fashion")
-#: Splits on which heads are pruned.
-PRUNING_SPLITS = ("test", "one_shot_runs", "mnist", "fashion")
+EVAL_SPLITS = ("validation", "test", "one_shot_runs", "fashion", "mnist")
 SPLIT_NAMES = {
     "validation": "validation characters",
     "test": "held-out characters (in distribution)",
     "one_shot_runs": "evaluation alphabets (one-shot runs)",
-    "mnist": "MNIST 0 vs 1 (out of distribution)",
-    "fashion": "Fashion-MNIST T-shirt vs trouser (out of distribution)",
+    "fashion": "Fashion-MNIST T-shirt vs trouser (out of distribution, Fig. 3)",
+    "mnist": "MNIST 0 vs 1 (out of distribution, App. H.2.2)",
 }
-FIGURES = ("accuracy", "temperature", "order_parameters", "head_scores", "pruning", "score_sensitivity")
+FIGURES = ("accuracy", "temperature", "pc_overlap", "order_parameters", "head_scores", "pruning",
+           "score_sensitivity")
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,8 @@ class Config:
     ``widths`` x ``temperatures``: the theory grid; ``gp_temperatures``: candidates for the GP;
     ``score_width``: the width whose ``U`` scores the heads; ``sample_*``: NUTS at
     ``sample_width`` on the first ``sample_n_train / 2`` training sequences of each label
-    (``sample_n_train = 0`` skips sampling), stopped after ``sample_time_limit`` seconds;
+    (``sample_n_train = 0`` skips sampling), with ``sample_time_limit`` seconds as a fail-safe (about
+    four times an unloaded run; a run that reaches it is incomplete and gives no sampled numbers);
     ``n_random_orders``: random pruning orders as a baseline; ``n_bootstrap``: resamples of the
     validation set for the temperature trend; ``score_resamples``: fresh training sets of size
     ``n_train`` whose ``U`` score the heads again, and ``score_train_sizes``: smaller training sets
@@ -161,7 +165,7 @@ class Config:
 
 SETTINGS: dict[str, Config] = {
     "smoke": Config(600, 500, 1000, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
-                    sample_n_train=600, num_warmup=100, num_samples=100, num_chains=1, sample_time_limit=120.0,
+                    sample_n_train=600, num_warmup=100, num_samples=100, num_chains=1, sample_time_limit=480.0,
                     demo_steps=300, score_resamples=2, score_train_sizes=(150, 300)),
     "colab": Config(600, 1000, 1000, PAPER_WIDTHS, PAPER_TEMPERATURES,
                     sample_n_train=600, num_warmup=200, num_samples=200, num_chains=4, sample_time_limit=420.0,
@@ -234,11 +238,15 @@ def trained_network(retrain: bool = False, *, name: str | None = None, root: str
 
 
 def provenance(network: training.Checkpoint) -> dict:
-    """What the chapters and results.json say about the network: configuration, data, training, accuracies."""
+    """What the chapters and results.json say about the network: configuration, data, training (and how it
+    differs from the paper's), accuracies; the training command without its output folder."""
     meta = network.metadata
-    keys = ("provenance", "selection", "command_line", "steps_done", "best_step", "wall_time_s", "device",
-            "package_version", "accuracies")
-    return {"config": meta["config"], "data": meta["data"], **{k: meta[k] for k in keys if k in meta}}
+    keys = ("provenance", "selection", "differences_from_paper", "command_line", "steps_done", "best_step",
+            "wall_time_s", "device", "package_version", "accuracies")
+    out = {"config": meta["config"], "data": meta["data"], **{k: meta[k] for k in keys if k in meta}}
+    if "command_line" in out:  # the output folder of the training machine says nothing about the network
+        out["command_line"] = re.sub(r"--out\s+\S+", "--out <folder>", out["command_line"])
+    return out
 
 
 # --------------------------------------------------------------------------- data and features
@@ -292,7 +300,9 @@ def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os
 
     Omniglot splits use the network's own character split, so the held-out test characters were
     never seen in training; tokens have the network's ``channels`` (``N0 = 64 * channels``).
-    Fashion-MNIST is skipped, with a note, when it cannot be found or downloaded.
+    Out of distribution: Fashion-MNIST (the paper's Fig. 3) and MNIST (its App. H.2.2), built by
+    :func:`paththeory.tasks.omniglot.ood_sequences`; each is skipped, with a note, when it cannot
+    be found or downloaded, and takes fewer queries, with a note, when the data hold too few.
     """
     channels = network.channels
     chars, patches, split = _characters(network, root)
@@ -305,14 +315,23 @@ def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os
                                          channels=channels)
     x["one_shot_runs"], y["one_shot_runs"] = one_shot_run_sequences(
         load_one_shot_runs(root=root), rngs[3], cfg.n_test, balanced=True, channels=channels)
-    for name in ("mnist", "fashion"):
+    for name in ("fashion", "mnist"):
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                x[name], y[name] = ood_sequences(name, cfg.n_test // 2, root=root, channels=channels)
-            if any("context" in str(w.message) for w in caught):  # MNIST training images missing
+                try:
+                    x[name], y[name] = ood_sequences(name, cfg.n_test // 2, root=root, channels=channels)
+                except ValueError:  # fewer images than asked for (the shipped Fashion-MNIST subset)
+                    x[name], y[name] = ood_sequences(name, None, root=root, channels=channels)
+                    notes.append(f"{name}: {len(y[name]) // 2} queries per class (the data hold too few images "
+                                 f"for {cfg.n_test // 2}).")
+            read = load_mnist("test", fashion=name == "fashion", root=root).note
+            if read:
+                notes.append(f"{name}: {read}.")
+            if any("context" in str(w.message) for w in caught):  # training images missing
                 notes.append(f"{name}: the training set is not available here, so the context images come from "
-                             "the test set (disjoint from the queries), not from the training set as the authors'.")
+                             "the test set (disjoint from the queries), not from the training set as in the "
+                             "authors' repository.")
         except DataNotFoundError as err:
             notes.append(f"{name}: skipped, the data are not available here ({str(err).split(':')[0]}).")
     counts = {k: int(len(getattr(split, k))) for k in ("train", "validation", "test")}
@@ -320,7 +339,7 @@ def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os
 
 
 def build_features(arch: Architecture, seqs: Sequences) -> dict[str, np.ndarray]:
-    """Path features ``[P, n_paths, N0]`` of every split (spec §2.2)."""
+    """Path features ``[P, n_paths, N0]`` of every split (§2 of the paper)."""
     return {name: np.asarray(path_features(arch, x)) for name, x in seqs.x.items()}
 
 
@@ -356,7 +375,7 @@ def _evaluation(features: dict[str, np.ndarray], y: dict[str, np.ndarray], split
 
 
 def correctness(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
-    """Whether the mean predictor ``k_*^T (K + T I)^{-1} y`` gets each sequence right: ``{split: [n] bool}`` (spec §4)."""
+    """Whether the mean predictor ``k_*^T (K + T I)^{-1} y`` gets each sequence right: ``{split: [n] bool}`` (the paper's Eq. 29)."""
     f_eval, y_eval, bounds = _evaluation(features, y, splits)
     mean, _ = predictor(U, features["train"], y["train"], f_eval, temperature)
     right = np.asarray(mean) * y_eval > 0
@@ -364,7 +383,7 @@ def correctness(U, temperature: float, features: dict, y: dict, splits: Sequence
 
 
 def score_splits(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
-    """Accuracy of the mean predictor on every split present (spec §4)."""
+    """Accuracy of the mean predictor on every split present (the paper's Eq. 29)."""
     return {s: float(c.mean()) for s, c in correctness(U, temperature, features, y, splits).items()}
 
 
@@ -431,7 +450,7 @@ def sweep_for(cfg: Config, arch: Architecture, features: dict, y: dict, *, cache
 
 def gp_correctness(arch: Architecture, features: dict, y: dict, temperatures: Sequence[float],
                    splits: Sequence[str] = EVAL_SPLITS) -> dict[str, np.ndarray]:
-    """GP (``U = sigma_a^2 prod sigma_l^2 I``, spec §3.4) correctness ``{split: [n_T, n] bool}``."""
+    """GP (``U = sigma_a^2 prod sigma_l^2 I``, the GP limit of §3) correctness ``{split: [n_T, n] bool}``."""
     U = arch.gp_scale * np.eye(arch.n_paths)
     rows = [correctness(U, t, features, y, splits) for t in temperatures]
     return {s: np.array([r[s] for r in rows]) for s in rows[0]}
@@ -439,7 +458,7 @@ def gp_correctness(arch: Architecture, features: dict, y: dict, temperatures: Se
 
 def gp_accuracies(arch: Architecture, features: dict, y: dict, temperatures: Sequence[float],
                   splits: Sequence[str] = EVAL_SPLITS) -> dict[str, np.ndarray]:
-    """GP (infinite-width) accuracy ``{split: [n_T]}`` (spec §3.4)."""
+    """GP (infinite-width) accuracy ``{split: [n_T]}`` (the GP limit of §3)."""
     return {s: c.mean(axis=-1) for s, c in gp_correctness(arch, features, y, temperatures, splits).items()}
 
 
@@ -465,7 +484,7 @@ def selected(table, temperatures: Sequence[float], chosen: Sequence[float]) -> n
 
 def temperature_trend(correct_validation, temperatures: Sequence[float], widths: Sequence[int],
                       n_bootstrap: int = 1000, seed: int = 0) -> dict:
-    """Does the validation-selected temperature grow as the width shrinks? (spec §7.3)
+    """Does the validation-selected temperature grow as the width shrinks? (App. H.2.1)
 
     The statistic is Spearman's ``rho`` between the widths and their selected temperatures (negative
     when the optimum grows as ``N`` shrinks; 0 when the same temperature is selected everywhere). Its
@@ -526,6 +545,38 @@ def theory_stage(cfg: Config, arch: Architecture, features: dict, y: dict, sweep
                                                 for j, (w, i) in enumerate(zip(cfg.widths, rows))}},
         "solver": {"reports": sweep.reports, "seconds": sweep.seconds, "cached": sweep.cached},
     })
+
+
+# --------------------------------------------------------------------------- kernel-task alignment
+
+
+def pc_overlaps(arch: Architecture, U, features_train, y_train, k: int = 50) -> dict:
+    """Overlaps ``|v_i . y| / sqrt(P)`` of the top-``k`` principal components of the training kernels
+    ``K_U`` (finite width) and ``K_GP`` with the labels (Fig. 3d), and summaries.
+
+    Since ``|y|^2 = P``, the squared overlaps of all ``P`` components add up to 1; ``captured``
+    is the fraction of the label vector that the top 1, 5, 10 and ``k`` components hold,
+    ``best`` the largest overlap among the top ``k`` and ``best_rank`` its rank (1 = leading PC).
+    """
+    out = {"k": int(k)}
+    for name, K in (("theory", kernels.kernel_matrix(U, features_train)), ("gp", kernels.gp_kernel(arch, features_train))):
+        ov = predict.pc_label_overlap(np.asarray(K), y_train, k)
+        cum = np.cumsum(ov**2)
+        out[name] = ov
+        out[f"{name}_summary"] = {"captured": {str(m): float(cum[min(m, len(ov)) - 1]) for m in (1, 5, 10, k)},
+                                  "best": float(ov.max()), "best_rank": int(np.argmax(ov)) + 1}
+    return out
+
+
+def pc_overlap_stage(cfg: Config, arch: Architecture, features: dict, y: dict, results: dict, k: int = 50) -> dict:
+    """``pc_overlap``: :func:`pc_overlaps` on the theory's training set, with ``U`` at the smallest
+    width (``cfg.score_width``) and its validation-selected temperature (Fig. 3d; 50 PCs as in the
+    authors' plot)."""
+    width = str(cfg.score_width)
+    U = np.asarray(results["order_parameter"]["theory_by_width"][width])
+    ov = pc_overlaps(arch, U, features["train"], y["train"], k)
+    return jsonable({"pc_overlap": {"width": cfg.score_width, "temperature": results["temperature"]["theory"][width],
+                                    "n_train": int(len(y["train"])), **ov}})
 
 
 # --------------------------------------------------------------------------- order parameters
@@ -590,12 +641,14 @@ def compare_order_parameters(cfg: Config, network: training.Checkpoint, features
                              temperature: float, *, theory_U=None, progress: bool = False) -> dict:
     """``U`` at ``cfg.sample_width`` from the theory and from NUTS on the same training sequences
     (the first ``cfg.sample_n_train / 2`` of each label, all when that is 0), and the
-    gradient-descent ``U`` of the trained weights (spec §2.4, §8).
+    gradient-descent ``U`` of the trained weights (the paper's Eq. 13, Fig. 3c).
 
     ``theory_U``: the theory's ``U`` on the full training set at this width and temperature,
     reused instead of solving again when the sampled set is the full set. Returns ``theory``,
     ``sampled`` and its Monte Carlo error ``sampled_se`` (``None`` when ``sample_n_train = 0`` or
-    the run stopped before a draw), the NUTS ``diagnostics`` and ``stopped`` record, ``gd``,
+    the run was stopped by its time limit), ``sampled_accuracy`` (the accuracy of the NUTS mean predictor on
+    every evaluation split but validation, with its standard error, Fig. 3b), the NUTS
+    ``diagnostics`` and ``stopped`` record, ``gd``,
     ``n_train``, ``width``, ``temperature`` and the :func:`agreement` numbers.
     """
     arch = network.architecture
@@ -607,13 +660,21 @@ def compare_order_parameters(cfg: Config, network: training.Checkpoint, features
     out = {"width": cfg.sample_width, "temperature": float(temperature), "n_train": n,
            "theory": np.asarray(theory_U), "gd": training.gd_order_parameter(arch, network.params),
            "sampled": None, "sampled_se": None, "diagnostics": None, "stopped": None}
+    out["sampled_accuracy"] = None
     if cfg.sample_n_train:
-        res = sample_posterior(arch, f_sub, y_sub, cfg.sample_width, temperature, num_warmup=cfg.num_warmup,
-                               num_samples=cfg.num_samples, num_chains=cfg.num_chains,
+        f_eval, y_eval, bounds = _evaluation(features, y, [s for s in EVAL_SPLITS if s != "validation"])
+        res = sample_posterior(arch, f_sub, y_sub, cfg.sample_width, temperature, features_test=f_eval,
+                               num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
                                time_limit=cfg.sample_time_limit, seed=cfg.seed, progress_bar=progress)
-        if np.all(np.isfinite(res.U)):
+        if res.complete:  # a run cut by its time limit gives no numbers (diagnostics say where it stopped)
             out["sampled"] = res.U
             out["sampled_se"] = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
+        if res.complete:  # the sampled mean predictor on every evaluation split
+            right = np.asarray(res.mean) * y_eval > 0
+            out["sampled_accuracy"] = {s: {"accuracy": float(right[a:b].mean()),
+                                           "se": stats.standard_error(float(right[a:b].mean()), b - a), "n": b - a}
+                                       for s, a, b in bounds}
+            out["sampled_accuracy_complete"] = res.stopped is None  # False: from a run cut by its time limit
         out["diagnostics"], out["stopped"] = res.diagnostics, res.stopped
     out["agreement"] = agreement(out, arch.heads, arch.gp_scale, cfg.seed)
     return out
@@ -628,209 +689,9 @@ def comparison_stage(cfg: Config, network: training.Checkpoint, features: dict, 
     return jsonable({"order_parameter_comparison": comp})
 
 
-# --------------------------------------------------------------------------- heads and pruning
-
-
-def head_scores(U, heads: Sequence[int]) -> dict:
-    """Normalised head scores from ``U`` (spec §5.1) and the pruning order (lowest score first)."""
-    scores = pruning.head_scores(U, heads)
-    return {"scores": [s.tolist() for s in scores], "order": [list(lh) for lh in pruning.score_order(scores)]}
-
-
-def head_parameter_fraction(network: training.Checkpoint) -> float:
-    """Fraction of the trained weights that one head owns: its ``V`` (``n x n``), ``Q`` and ``K`` (``G x N0``)."""
-    arch, params = network.architecture, network.params
-    q = arch.attention[0].query
-    per_head = params["V"][0][0].size + 2 * q[0].size
-    total = params["V0"].size + params["a"].size + sum(v.size for v in params["V"]) \
-        + sum(2 * layer.query.size for layer in arch.attention)
-    return per_head / total
-
-
-def pruned_accuracy(network: training.Checkpoint, x, y, pruned: Sequence[Sequence[int]]) -> float:
-    """Accuracy of the trained network, evaluated layer by layer in float32 as in training, with the
-    heads ``pruned`` zeroed and each layer's sum rescaled by ``(H - d)^{-1/2}`` (spec §5.2), no
-    retraining. NaN when a layer has lost all its heads. (The pruning study computes the same from
-    the path contributions, :func:`contributions`, for every pruned set at once.)"""
-    masks = pruning.head_mask(network.architecture.heads, pruned)
-    if any(m.sum() == 0 for m in masks):
-        return float("nan")
-    return training.evaluate(network, x, y, head_mask=masks)
-
-
-def contributions(network: training.Checkpoint, features: dict, splits: Sequence[str] = PRUNING_SPLITS) -> dict:
-    """Per-path contributions ``[P, n_paths]`` of the trained network on every split present, in float64."""
-    params = jax.tree.map(lambda a: np.asarray(a, dtype=np.float64), network.params)
-    return {s: np.asarray(path_contributions(network.architecture, params, features[s]))
-            for s in splits if s in features}
-
-
-def _area(curves: np.ndarray) -> np.ndarray:
-    """Mean accuracy over ``k = 1..n_heads`` heads pruned, chance (0.5) where a layer is empty: ``[n_orders]``."""
-    return np.nan_to_num(np.asarray(curves, dtype=float)[..., 1:], nan=0.5).mean(axis=-1)
-
-
-def _against(value: float, null: np.ndarray) -> dict:
-    """Monte Carlo p-values of ``value`` against draws ``null``: ``p_better`` (a null draw at least as
-    large) and ``p_worse`` (at most as large), each ``(1 + k) / (1 + m)``."""
-    m = null.size
-    return {"p_better": float((1 + np.sum(null >= value)) / (1 + m)),
-            "p_worse": float((1 + np.sum(null <= value)) / (1 + m))}
-
-
-def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray, scores: dict, n_random: int,
-                  seed: int = 0) -> dict:
-    """Single-head drops and cumulative pruning on one split, from the per-path contributions.
-
-    Returns ``single_head_drop`` ``[layer][head]`` (unpruned minus pruned accuracy) with its paired
-    standard errors ``single_head_se``; ``spearman`` (score against drop, :func:`paththeory.stats.spearman_test`);
-    ``cumulative``: the curves (accuracy after ``k = 0..n_heads`` heads) of the theory's order
-    (``score_ascending``), its reverse and the band of ``n_random`` random orders (mean, 5 and
-    95 % quantiles); ``area``: each order's mean accuracy over ``k >= 1`` and the fraction of random
-    orders as p-values (``ascending_vs_random``, ``descending_vs_random``: ``p_better``, ``p_worse``); ``two_lowest``:
-    the paired accuracy cost of pruning the two lowest-scored heads; ``best_pair``: the cheapest pair
-    of heads to prune, found by trying them all.
-    """
-    order = [tuple(lh) for lh in scores["order"]]
-    c, yy = np.asarray(contribution, dtype=float), np.asarray(y, dtype=float)
-
-    def right(pruned) -> np.ndarray:  # per-sequence correctness of one pruned network
-        return c @ pruning.path_weights(heads, pruned) * yy > 0
-
-    full = right([])
-    drops = [stats.paired_difference(full, right([lh])) for lh in pruning.all_heads(heads)]
-    drop = np.array([d["difference"] for d in drops])
-    by_layer = np.cumsum([0, *heads])
-    ordered = pruning.pruning_curves(c, yy, heads, [order, order[::-1]])
-    rand = pruning.pruning_curves(c, yy, heads, pruning.random_orders(heads, n_random, seed))
-    area, rand_area = _area(ordered), _area(rand)
-    flat_scores = np.concatenate([np.asarray(s) for s in scores["scores"]])
-    with warnings.catch_warnings():  # k past an emptied layer in every random order: all NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        band = {"mean": np.nanmean(rand, axis=0), "q05": np.nanquantile(rand, 0.05, axis=0),
-                "q95": np.nanquantile(rand, 0.95, axis=0), "n": int(n_random)}
-    return {
-        "single_head_drop": [drop[a:b] for a, b in zip(by_layer, by_layer[1:])],
-        "single_head_se": [[d["se"] for d in drops[a:b]] for a, b in zip(by_layer, by_layer[1:])],
-        "spearman": stats.spearman_test(flat_scores, drop, seed=seed),
-        "cumulative": {"score_ascending": ordered[0], "score_descending": ordered[1], "random": band},
-        "area": {"score_ascending": float(area[0]), "score_descending": float(area[1]),
-                 "random_mean": float(rand_area.mean()), "random_sd": float(rand_area.std(ddof=1)),
-                 "ascending_vs_random": _against(area[0], rand_area),
-                 "descending_vs_random": _against(area[1], rand_area)},
-        "two_lowest": stats.paired_difference(full, right(order[:2])) if len(order) >= 2 else None,
-        "best_pair": _best_pair(c, yy, heads),
-    }
-
-
-def _best_pair(c: np.ndarray, y: np.ndarray, heads: Sequence[int]) -> dict | None:
-    """The two heads whose joint pruning costs least, found by trying every pair: the best any
-    score could do when it names two heads to prune."""
-    pairs = [list(p) for p in itertools.combinations(pruning.all_heads(heads), 2)]
-    pairs = [p for p in pairs if not any(heads[l] == 1 for l, _ in p)] if pairs else []
-    if not pairs:
-        return None
-    acc = pruning.pruned_accuracies(c, y, heads, [[]] + pairs)
-    costs = acc[0] - acc[1:]
-    k = int(np.nanargmin(costs))
-    return {"heads": pairs[k], "cost": float(costs[k]), "median_cost": float(np.nanmedian(costs)), "n_pairs": len(pairs)}
-
-
-def pruning_stage(cfg: Config, network: training.Checkpoint, features: dict, y: dict, results: dict) -> dict:
-    """``head_scores`` (from the theory ``U`` at ``score_width``) and ``pruning`` (:func:`pruning_study`)
-    on every split of :data:`PRUNING_SPLITS` present."""
-    width = str(cfg.score_width)
-    U = np.asarray(results["order_parameter"]["theory_by_width"][width])
-    heads = network.architecture.heads
-    scores = {"width": cfg.score_width, "temperature": results["temperature"]["theory"][width], **head_scores(U, heads)}
-    contrib = contributions(network, features)
-    return jsonable({
-        "head_scores": scores,
-        "pruning": {s: pruning_study(heads, c, y[s], scores, cfg.n_random_orders, cfg.seed) for s, c in contrib.items()},
-    })
-
-
 def gd_accuracies(network: training.Checkpoint, seqs: Sequences) -> dict[str, float]:
     """Accuracy of the trained network itself on every evaluation split (float32 forward pass)."""
     return {s: training.evaluate(network, seqs.x[s], seqs.y[s]) for s in EVAL_SPLITS if s in seqs.x}
-
-
-# --------------------------------------------------------------------------- what the score depends on
-
-
-SCORE_VARIANTS = {
-    "abs": "sum of |U| over pairs through the head (the paper's score, spec §5.1)",
-    "diagonal": "sum of U_pipi over the paths through the head (self-weights only)",
-    "signed": "sum of U (signed) over pairs through the head",
-    "silencing": "theory accuracy lost on validation when the head's paths are pruned in U",
-}
-
-
-def score_variants(U, heads: Sequence[int], temperature: float, features: dict, y: dict) -> dict[str, np.ndarray]:
-    """Flat head scores ``[n_heads]`` (layer by layer) by each rule of :data:`SCORE_VARIANTS`.
-
-    ``silencing`` prunes the head in the theory exactly as in the network: path ``pi``'s
-    features are multiplied by :func:`paththeory.pruning.path_weights`, so ``U`` becomes
-    ``U * w w^T``; the score is the validation accuracy of the mean predictor that this loses.
-    """
-    U = np.asarray(U, dtype=float)
-    flat = lambda scores: np.concatenate(scores)  # noqa: E731
-    base = score_splits(U, temperature, features, y, ("validation",))["validation"]
-    silenced = []
-    for lh in pruning.all_heads(heads):
-        w = pruning.path_weights(heads, [lh])
-        silenced.append(base - score_splits(U * np.outer(w, w), temperature, features, y, ("validation",))["validation"])
-    return {"abs": flat(pruning.head_scores(U, heads)),
-            "diagonal": flat(pruning.head_scores(np.diag(np.diag(U)), heads)),
-            "signed": flat(pruning.head_scores(U, heads, normalise=False, absolute=False)),
-            "silencing": np.array(silenced)}
-
-
-def score_sensitivity(cfg: Config, network: training.Checkpoint, features: dict, y: dict, sweep: Sweep,
-                      results: dict, *, split: str = "test", root: str | os.PathLike | None = None) -> dict:
-    """How the rank correlation between head score and single-head drop (on ``split``) depends on
-    the choices behind the score.
-
-    * ``grid``: Spearman's rho for the paper's score from ``U`` at every (T, N) of the sweep;
-    * ``variants``: the rules of :data:`SCORE_VARIANTS` at the score's width and selected temperature;
-    * ``train_sizes``: the paper's score from smaller training sets (the first ``P/2`` sequences of
-      each label of the training set);
-    * ``resamples``: the paper's score from ``cfg.score_resamples`` fresh training sets of the same
-      size ``P`` (new sequences of the training characters): the score's own sampling noise.
-
-    Every entry holds :func:`paththeory.stats.spearman_test` output, and the ``scores``.
-    """
-    arch, heads = network.architecture, network.architecture.heads
-    drops = np.concatenate([np.asarray(d, dtype=float) for d in results["pruning"][split]["single_head_drop"]])
-    width = cfg.score_width
-    temperature = float(results["temperature"]["theory"][str(width)])
-
-    def test(scores) -> dict:
-        return {**stats.spearman_test(scores, drops, seed=cfg.seed), "scores": np.asarray(scores).tolist()}
-
-    def flat_abs(U) -> np.ndarray:
-        return np.concatenate(pruning.head_scores(U, heads))
-
-    grid = [[stats.spearman_test(flat_abs(sweep.U[i, j]), drops, seed=cfg.seed)["rho"]
-             for j in range(len(sweep.widths))] for i in range(len(sweep.temperatures))]
-    U = np.asarray(results["order_parameter"]["theory_by_width"][str(width)])
-    variants = {k: test(v) for k, v in score_variants(U, heads, temperature, features, y).items()}
-    sizes = {}
-    for p in cfg.score_train_sizes:
-        idx = _balanced_subset(y["train"], p)
-        sol = Theory(arch, features["train"][idx], y["train"][idx], cfg.memory_budget).solve(width, temperature,
-                                                                                             tol=cfg.tol)
-        sizes[str(p)] = test(flat_abs(sol.U))
-    sizes[str(len(y["train"]))] = variants["abs"]
-    resamples = []
-    for r in range(cfg.score_resamples):
-        x_r, y_r = training_sequences(network, cfg.n_train, np.random.default_rng([cfg.seed, 1000 + r]), root=root)
-        sol = Theory(arch, np.asarray(path_features(arch, x_r)), y_r, cfg.memory_budget).solve(width, temperature,
-                                                                                               tol=cfg.tol)
-        resamples.append(test(flat_abs(sol.U)))
-    return jsonable({"split": split, "width": width, "temperature": temperature, "drops": drops,
-                     "grid": {"widths": list(sweep.widths), "temperatures": list(sweep.temperatures), "rho": grid},
-                     "variants": variants, "train_sizes": sizes, "resamples": resamples})
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -886,11 +747,13 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
       cache: folder for the theory sweep (``True``: :func:`cache_dir`; ``False``/``None``: no cache).
       progress: print the time of each stage and show the NUTS bar.
     Returns:
-      the content of ``results.json``: :func:`header`, :func:`theory_stage`, :func:`comparison_stage`,
-      ``gd_accuracy``, :func:`pruning_stage`, ``score_sensitivity`` and the verdicts ``claims``
+      the content of ``results.json``: :func:`header`, :func:`theory_stage`, :func:`pc_overlap_stage`,
+      :func:`comparison_stage`, ``gd_accuracy``, :func:`paththeory.experiments.pruning.pruning_stage`,
+      ``score_sensitivity`` and the verdicts ``claims``
       (:func:`paththeory.experiments.claims.fig3_claims`), plus ``timings`` and ``environment``.
     """
     from paththeory.experiments.claims import fig3_claims
+    from paththeory.experiments.pruning import pruning_stage, score_sensitivity
 
     name = current_profile(profile)
     if isinstance(network, str):
@@ -917,6 +780,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     lap("data_and_features")
     sweep = sweep_for(cfg, arch, features, seqs.y, cache=cache_path)
     results.update(theory_stage(cfg, arch, features, seqs.y, sweep))
+    results.update(pc_overlap_stage(cfg, arch, features, seqs.y, results))
     lap("theory")
     results.update(comparison_stage(cfg, network, features, seqs.y, results, progress=progress))
     lap("order_parameters")
@@ -942,6 +806,7 @@ def write_outputs(results: dict, features: dict, seqs: Sequences, out_dir: Path)
     np.savez_compressed(out_dir / "features.npz", paths=np.array(results["paths"]),
                         **{f"features_{s}": f for s, f in features.items()}, **{f"y_{s}": y for s, y in seqs.y.items()})
     figures = {"accuracy": plot_accuracy(results), "temperature": plot_temperature_grid(results),
+               "pc_overlap": plot_pc_overlaps(results),
                "order_parameters": plot_order_parameters(results), "head_scores": plot_head_scores(results),
                "pruning": plot_pruning(results), "score_sensitivity": plot_score_sensitivity(results)}
     paths = [out_dir / "results.json", out_dir / "features.npz"]
@@ -957,7 +822,7 @@ def write_outputs(results: dict, features: dict, seqs: Sequences, out_dir: Path)
 
 def plot_sequence(network: training.Checkpoint, seed: int = 0, *, root: str | os.PathLike | None = None,
                   profile: str | None = None) -> Figure:
-    """The three drawings of one training sequence: two labelled contexts and the query (spec §7.1)."""
+    """The three drawings of one training sequence: two labelled contexts and the query (Fig. 3a)."""
     chars = load_omniglot(_omniglot_subset(network), root=root)
     split = character_split(network, chars.n_classes)
     index = icl_indices(chars.labels, seed, 1, characters=split.train)

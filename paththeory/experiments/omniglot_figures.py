@@ -1,8 +1,8 @@
 """Figures of the Omniglot experiments (Fig. 3 b-f), drawn from a ``results.json`` dict of
 :func:`paththeory.experiments.omniglot.run` alone, so they can be redrawn from a saved run.
 
-:func:`plot_accuracy` (Fig. 3b), :func:`plot_temperature_grid`, :func:`plot_order_parameters`
-(Fig. 3c), :func:`plot_head_scores` (Fig. 3e), :func:`plot_pruning` (Fig. 3f) and
+:func:`plot_accuracy` (Fig. 3b, with the NUTS points), :func:`plot_temperature_grid`,
+:func:`plot_pc_overlaps` (Fig. 3d), :func:`plot_order_parameters` (Fig. 3c), :func:`plot_head_scores` (Fig. 3e), :func:`plot_pruning` (Fig. 3f) and
 :func:`plot_score_sensitivity`. Each is stamped with the profile that produced the results.
 """
 
@@ -47,7 +47,8 @@ def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
 def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
     """Fig. 3b: theory accuracy (validation-selected T per N) against N, with the GP and the trained network.
 
-    The error bars are two paired standard errors of the difference from the GP on the same sequences.
+    The error bars are two paired standard errors of the difference from the GP on the same sequences;
+    the NUTS point (when the run sampled) carries two standard errors of its own accuracy.
     """
     splits = [s for s in (splits or results["splits"]) if s != "validation"]
     fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.6), squeeze=False)
@@ -63,6 +64,13 @@ def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
                    label=f"GP (T={results['temperature']['gp']:g})")
         if "gd_accuracy" in results:
             ax.axhline(results["gd_accuracy"][s], color="C2", ls=":", label="trained network (GD)")
+        sampled = (results.get("order_parameter_comparison") or {}).get("sampled_accuracy") or {}
+        if s in sampled:
+            comp = results["order_parameter_comparison"]
+            ax.errorbar([comp["width"]], [sampled[s]["accuracy"]], yerr=[2 * sampled[s]["se"]], fmt="D", color="C3",
+                        ms=5, capsize=2, mfc="C3" if comp.get("sampled_accuracy_complete", True) else "none",
+                        label=f"NUTS (P = {comp['n_train']})" + (
+                            "" if comp.get("sampled_accuracy_complete", True) else ", run cut by its time limit"))
         _finish_split_panel(ax, results, s, "width $N$")
     return _finish(fig, results)
 
@@ -86,6 +94,27 @@ def plot_temperature_grid(results: dict) -> Figure:
     return fig
 
 
+def plot_pc_overlaps(results: dict) -> Figure:
+    """Fig. 3d: overlap ``|v_i . y| / sqrt(P)`` of the training kernel's top principal components with the
+    labels, finite-width ``K_U`` against the GP kernel, and the cumulative fraction of the labels they hold."""
+    pcs = results["pc_overlap"]
+    fig, (ax, ax_c) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    for key, label, color in (("theory", f"$K_U$, N = {pcs['width']}", "C0"), ("gp", "$K_{GP}$", "0.4")):
+        ov = np.asarray(pcs[key], dtype=float)
+        rank = np.arange(1, len(ov) + 1)
+        ax.bar(rank + (-0.2 if key == "theory" else 0.2), ov, width=0.4, color=color, label=label)
+        ax_c.plot(rank, np.cumsum(ov**2), "o-" if key == "theory" else "s--", ms=3, color=color, label=label)
+    ax.set_xlabel("principal component (by decreasing eigenvalue)")
+    ax.set_ylabel(r"overlap $|v_i\cdot y|/\sqrt{P}$")
+    ax.legend(fontsize=8)
+    ax_c.set_xlabel("number of leading components")
+    ax_c.set_ylabel("fraction of $y$ they hold")
+    ax_c.set_ylim(0, 1)
+    ax_c.legend(fontsize=8)
+    fig.suptitle(f"training set, P = {pcs['n_train']}", fontsize=9)
+    return _finish(fig, results)
+
+
 def plot_order_parameters(results: dict) -> Figure:
     """Fig. 3c: ``U`` from the theory, from NUTS (when sampled) and from gradient descent, paths grouped by
     first-layer head."""
@@ -107,7 +136,7 @@ def _flat(per_layer) -> np.ndarray:
     return np.concatenate([np.asarray(v, dtype=float) for v in per_layer])
 
 
-def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "mnist")) -> Figure:
+def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "fashion")) -> Figure:
     """Fig. 3e: accuracy drop when pruning one head (two paired standard errors) against its theory score."""
     hs, pr = results["head_scores"], results["pruning"]
     scores = _flat(hs["scores"])
@@ -130,7 +159,7 @@ def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "mnist")) -
     return fig
 
 
-def plot_pruning(results: dict, splits: Sequence[str] = ("test", "mnist")) -> Figure:
+def plot_pruning(results: dict, splits: Sequence[str] = ("test", "fashion", "mnist")) -> Figure:
     """Fig. 3f: accuracy against the number of heads pruned, theory order vs reverse and random orders."""
     pr = results["pruning"]
     splits = [s for s in splits if s in pr]

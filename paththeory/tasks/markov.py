@@ -1,6 +1,6 @@
-"""Hidden-Markov-chain classification: the data, the designed attention heads, the variants (spec §6).
+"""Hidden-Markov-chain classification: the data, the designed attention heads, the variants (paper §4.1, App. G).
 
-**Data (spec §6.1).** A hidden chain ``sigma_1..sigma_T`` of ``T = 30`` states ``+-1`` starts
+**Data (paper §4.1, App. G.1).** A hidden chain ``sigma_1..sigma_T`` of ``T = 30`` states ``+-1`` starts
 uniformly and flips sign at each step with probability ``p``: ``p = 0.3`` for class ``y = +1``,
 ``p = 0.7`` for ``y = -1``. State ``sigma`` emits ``f_t = v_sigma + eta_t`` in ``R^200`` with
 ``v_+ = sqrt(2) (1_100, 0_100)``, ``v_- = sqrt(2) (0_100, 1_100)`` and noise
@@ -14,7 +14,7 @@ out-of-plane strength (``out_of_plane_noise_strength`` in the code). A noise-fre
 (features 0) is prepended and a one-hot position (31 of them, bos = 0) is appended to every
 token, so tokens are ``x[P, 31, 231]``. The first half of a data set has ``y = +1``.
 
-**Heads (spec §6.2).** ``ScoreAttention`` matrices ``W[N0, N0]`` (row = key, column = query)
+**Heads (paper App. G.2).** ``ScoreAttention`` matrices ``W[N0, N0]`` (row = key, column = query)
 with hardness ``beta = 10`` multiplied in:
 
 * layer-1 good head ("same_token"): attends to the previous token when it is in the same
@@ -80,7 +80,7 @@ def _check_sizes(n_features: int, seq_len: int) -> None:
 
 
 def signal_vectors(n_features: int = N_FEATURES) -> tuple[np.ndarray, np.ndarray]:
-    """``v_+ = sqrt(2) (1, 0)``, ``v_- = sqrt(2) (0, 1)`` in ``R^{N_f}``; ``|v_+-|^2 = N_f`` (spec §6.1)."""
+    """``v_+ = sqrt(2) (1, 0)``, ``v_- = sqrt(2) (0, 1)`` in ``R^{N_f}``; ``|v_+-|^2 = N_f`` (paper §4.1)."""
     _check_sizes(n_features, SEQ_LEN)
     half = n_features // 2
     v_plus = np.concatenate([np.full(half, math.sqrt(2.0)), np.zeros(half)])
@@ -114,7 +114,7 @@ def sample_task(
     sigma_w: float = 1.0,
     sigma_perp: float = 1.0,
 ) -> MarkovData:
-    """Draw ``n_examples`` sequences, the first half of class ``y = +1`` (spec §6.1).
+    """Draw ``n_examples`` sequences, the first half of class ``y = +1`` (paper §4.1, App. G.1).
 
     Args:
       n_examples: even number of sequences ``P``.
@@ -154,7 +154,7 @@ def sample_task(
 
 
 def same_token_head(*, beta: float = BETA, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> np.ndarray:
-    """Layer-1 good head ``W = beta [[q q^T, 0], [0, B]]`` with ``q = (v_+ - v_-)/N_f`` (spec §6.2).
+    """Layer-1 good head ``W = beta [[q q^T, 0], [0, B]]`` with ``q = (v_+ - v_-)/N_f`` (paper App. G.2.1).
 
     ``B[key, query]``: ``B[a, a+1] = 1`` for ``a = 1..T-1`` and ``B[0, b] = 3/2`` for ``b = 1..T``.
     Noise-free scores for a query ``t >= 2``: previous key ``beta (sigma_{t-1} sigma_t + 1)``,
@@ -181,7 +181,7 @@ def uniform_head(*, beta: float = BETA, n_features: int = N_FEATURES, seq_len: i
 
 
 def blank_head(*, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> np.ndarray:
-    """The "blank" head ``W = 0``: exactly uniform attention (spec §10.17)."""
+    """The "blank" head ``W = 0``: exactly uniform attention (the authors' code's choice for the denoising head)."""
     _check_sizes(n_features, seq_len)
     return np.zeros((token_dim(n_features, seq_len),) * 2)
 
@@ -189,7 +189,7 @@ def blank_head(*, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> np.nd
 def random_head(
     seed: int, *, beta: float = BETA, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN
 ) -> np.ndarray:
-    """Random head ``W = beta [blockdiag(Z_ff/N_f, Z_pp) + M o Z/sqrt(N_f)]`` (spec §6.2).
+    """Random head ``W = beta [blockdiag(Z_ff/N_f, Z_pp) + M o Z/sqrt(N_f)]`` (paper App. G.2.2).
 
     ``Z_ff [N_f, N_f]``, ``Z_pp [T+1, T+1]`` and ``Z [N0, N0]`` are i.i.d. standard normal,
     drawn in that order from ``default_rng(seed)``; ``M`` masks the feature x position blocks.

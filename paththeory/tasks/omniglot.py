@@ -1,7 +1,9 @@
-"""One-shot in-context image classification: Omniglot sequences, one-shot runs, MNIST/FMNIST OOD (spec §7).
+"""One-shot in-context image classification (§4.2 of the paper, Fig. 3a): Omniglot sequences, one-shot
+runs, Fashion-MNIST and MNIST out-of-distribution sequences.
 
-**Images (spec §7.1).** Each image goes through torchvision's ``Resize(32)`` on a PIL greyscale
-image (:func:`resize`: bilinear with antialiasing, 8-bit output), ``ToTensor`` (``/255``) and
+**Images.** The paper (§4.2) cuts each image into patches and adds label vectors and a sinusoidal
+position code; the details below follow the authors' repository. Each image goes through
+torchvision's ``Resize(32)`` on a PIL greyscale image (:func:`resize`: bilinear with antialiasing, 8-bit output), ``ToTensor`` (``/255``) and
 ``Normalize(mean, std)`` (Omniglot 0.922/0.084, MNIST 0.1307/0.3081, Fashion-MNIST 0.286/0.353),
 is cut into 16 patches of 8 x 8 pixels in row-major order, and each patch goes through a frozen
 ``LayerNorm`` (weight 1, bias 0, eps 1e-5, biased variance). :func:`encode_images` does this once
@@ -32,7 +34,7 @@ Typical use::
     split = split_characters(s.n_classes, validation=0.1, test=0.25, seed=0)
     x, y = icl_sequences(patches, s.labels, 0, 600, characters=split.train, balanced=True)
     x_test, y_test = icl_sequences(patches, s.labels, 1, 1000, characters=split.test, balanced=True)
-    x_ood, y_ood = ood_sequences("mnist", 500)
+    x_ood, y_ood = ood_sequences("fashion", None)  # Fig. 3; "mnist" for App. H.2.2
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ PIXELS_PER_PATCH = PATCH_SIZE * PATCH_SIZE  # 64
 LAYERNORM_EPS = 1e-5
 QUERY_LABEL = 2
 
-#: ``Normalize(mean, std)`` of each data set (spec §7.1, §7.3).
+#: ``Normalize(mean, std)`` of each data set (values from the authors' repository).
 NORMALISATION: dict[str, tuple[float, float]] = {
     "omniglot": (0.922, 0.084),
     "mnist": (0.1307, 0.3081),
@@ -113,7 +115,7 @@ def encode_images(images: np.ndarray, normalisation: str | tuple[float, float] =
 
 
 def positional_encoding(n_positions: int = N_TOKENS, dim: int = 3 * PIXELS_PER_PATCH) -> np.ndarray:
-    """Sinusoidal encoding ``[n_positions, dim]``, globally standardised (spec §7.1).
+    """Sinusoidal encoding ``[n_positions, dim]``, globally standardised (as in the authors' repository).
 
     ``pe[p, 2i] = sin(p w_i)``, ``pe[p, 2i+1] = cos(p w_i)``, ``w_i = 10000^(-2i/dim)``, then
     ``(pe - mean) / (std + 1e-6)`` with mean and unbiased std over all entries.
@@ -226,14 +228,14 @@ def icl_indices(
 
     Each sequence takes two distinct characters (a uniform pair), one context drawing of each, and
     a query that is another drawing of one of the two (either with probability 1/2); the context
-    order and the label permutation are random (spec §7.1).
+    order and the label permutation are random (§4.2: labels assigned "in no particular order").
 
     Args:
       labels: ``[n_images]`` character id of each image.
       rng: a ``numpy.random.Generator`` or a seed.
       n: number of sequences.
       characters: ids of the characters to draw from (e.g. ``split_characters(...).test``); all if None.
-      balanced: the first ``n/2`` sequences have ``y = +1``, the rest ``y = -1`` (spec §7.3).
+      balanced: the first ``n/2`` sequences have ``y = +1``, the rest ``y = -1`` (as the authors' theory data).
     """
     labels = np.asarray(labels)
     if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
@@ -329,7 +331,7 @@ def one_shot_run_sequences(
 
 def ood_sequences(
     dataset: Literal["mnist", "fashion"] = "mnist",
-    n_per_class: int = 500,
+    n_per_class: int | None = 500,
     *,
     context: Literal["auto", "train", "test"] = "auto",
     root: str | os.PathLike | None = None,
@@ -337,14 +339,23 @@ def ood_sequences(
     channels: int = 3,
     label_seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """OOD sequences: MNIST 0 vs 1 or Fashion-MNIST T-shirt/top vs Trouser (spec §7.3, §10.15).
+    """Out-of-distribution sequences: Fashion-MNIST T-shirt/top vs Trouser (the paper's OOD set of
+    Fig. 3, §4.2) or MNIST 0 vs 1 (its App. H.2.2).
 
-    Queries are the first ``n_per_class`` test images of class 0, then of class 1; targets are
-    ``-1`` then ``+1``. Every sequence is ``[class-0 context (label 0), class-1 context (label 1),
-    query]`` in this fixed order. Images are resized 28 -> 32 and normalised with the data set's
-    mean and std.
+    The paper's text says only that the two context images come from two distinct classes of the
+    data set; the two classes, the choice of images and the fixed context order below follow the
+    authors' repository. Queries are the first ``n_per_class`` test images of class 0, then of
+    class 1; targets are ``-1`` then ``+1``, so the labels are balanced. Every sequence is
+    ``[class-0 context (label 0), class-1 context (label 1), query]`` in this fixed order (the
+    Omniglot sequences have a random order). Images are resized 28 -> 32 and normalised with the
+    data set's mean and std.
 
     Args:
+      n_per_class: queries per class; ``None`` takes the most that the data allow: every test
+        image of the smaller class with training-set contexts, or half of them with test-set
+        contexts (the other half are the contexts, disjoint from the queries). With the shipped Fashion-MNIST
+        subset (the first 4,443 of the 10,000 test images: 452 T-shirts, 429 trousers) and no
+        training set, that is 214 per class.
       context: where the context images come from.
         ``"train"``: as the authors, query ``i`` (its position among all class-0 then all class-1
         test images) gets the ``i``-th class-0 and class-1 training images.
@@ -367,10 +378,6 @@ def ood_sequences(
     fashion = dataset == "fashion"
     test = load_mnist("test", fashion=fashion, root=root, download=download)
     queries = [np.flatnonzero(test.labels == c) for c in (0, 1)]
-    most = min(len(q) for q in queries) - (context != "train")  # "test"/"auto" keep >= 1 image for contexts
-    if not 1 <= n_per_class <= most:
-        raise ValueError(f"n_per_class must be between 1 and {most} for {dataset} with context={context!r}; "
-                         f"got {n_per_class}.")
     train = None
     if context != "test":
         try:
@@ -379,6 +386,13 @@ def ood_sequences(
             if context == "train":
                 raise
             warnings.warn(f"{err} Using contexts from the test set instead (context='test').", stacklevel=2)
+    smallest = min(len(q) for q in queries)
+    most = smallest if train is not None else smallest - 1  # test contexts: keep >= 1 image for contexts
+    if n_per_class is None:
+        n_per_class = smallest if train is not None else smallest // 2
+    if not 1 <= n_per_class <= most:
+        raise ValueError(f"n_per_class must be between 1 and {most} for {dataset} with "
+                         f"{'training' if train is not None else 'test'}-set contexts; got {n_per_class}.")
     if train is not None:
         source = train.images
         position = np.concatenate([np.arange(n_per_class), len(queries[0]) + np.arange(n_per_class)])
