@@ -5,19 +5,27 @@ For one ``(N, T)`` a :class:`Panel` holds what the explorer draws, side by side
 
 * the order parameter ``U*`` (RdBu heat map, limits symmetric about zero);
 * the kernel-task alignment: overlaps ``|v_i . y| / sqrt(P)`` of the labels with the top
-  principal components of the training kernels ``K_{U*}`` and ``K_GP`` (spec §4);
+  principal components of the training kernels ``K_{U*}`` and ``K_GP`` (Tiberi et al. 2024, Sec. 3.2 and Fig. 2d);
 * the test accuracy of the mean predictor with ``U*`` and at the GP point ``gp_scale * I``.
 
 :func:`explorer` wraps this in ipywidgets (a log slider for ``N``, a selection for ``T``) and
 re-solves on every change, warm-started from the nearest width already solved at that
 temperature. ipywidgets is imported inside :func:`explorer` only, so importing this module
-needs matplotlib alone. :func:`panel_grid` draws several panels as one static figure (for
-pages where widgets are not live, e.g. the built HTML book).
+needs matplotlib alone. :func:`panel_grid` draws several panels as one static figure.
+
+:func:`static_explorer` is the explorer for a page without a kernel (the built HTML book): it
+solves a whole grid of ``(N, T)`` points once, draws each panel for the width of the book's
+column (:func:`column_panel_figure`), and returns HTML with the panels embedded as images and
+a slider and a selection that switch between them in the browser.
 """
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 import math
+import uuid
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -33,6 +41,7 @@ from paththeory.solve import Solution, Theory
 
 N_PCS = 30
 PANEL_SIZE = (13.0, 3.6)  # inches, one row of three axes
+COLUMN_PANEL_SIZE = (7.2, 6.0)  # inches, two rows for the book's column (about 730 px wide)
 
 
 @dataclass(frozen=True)
@@ -125,9 +134,9 @@ def solve_panel(
 
 
 def draw_order_parameter(ax: Axes, panel: Panel, labels: Sequence[str] | None) -> None:
-    """Heat map of ``U*`` with the point's ``N``, ``alpha`` and ``T`` in the title."""
-    title = f"$U^*$ at N = {panel.width:.3g} ($\\alpha$ = {panel.alpha:.3g}), T = {panel.temperature:g}"
-    matrix_heatmap(ax, panel.solution.U, labels, title, cbar_label="$U^*_{\\pi\\sigma}$")
+    """Heat map of ``U*`` with the point's ``N``, load ``P/N`` and ``T`` in the title."""
+    title = f"$U^*$ at N = {panel.width:.3g} (P/N = {panel.alpha:.3g}), T = {panel.temperature:g}"
+    matrix_heatmap(ax, panel.solution.U, labels, title, cbar_label="$U^*_{\\pi\\pi'}$")
 
 
 def draw_overlaps(ax: Axes, panel: Panel) -> None:
@@ -179,6 +188,18 @@ def panel_grid(panels: Sequence[Panel], labels: Sequence[str] | None = None) -> 
 def panel_figure(panel: Panel, labels: Sequence[str] | None = None) -> Figure:
     """The figure of a single panel (what the explorer shows)."""
     return panel_grid([panel], labels)
+
+
+def column_panel_figure(panel: Panel, labels: Sequence[str] | None = None) -> Figure:
+    """One panel drawn for the book's text column: ``U*`` and the overlaps side by side, the
+    accuracies below them (at most two axes per row, so that the type stays legible)."""
+    fig = Figure(figsize=COLUMN_PANEL_SIZE, layout="constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=(3.0, 1.0))
+    draw_panel([fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])], panel, labels)
+    fig.axes[0].set_title(f"$U^*$, N = {panel.width:.3g}, T = {panel.temperature:g}")
+    fig.axes[1].set_xlabel("principal component $i$")
+    stamp_profile(fig)
+    return fig
 
 
 # --------------------------------------------------------------------------- the explorer
@@ -258,3 +279,97 @@ def explorer(
     box = widgets.VBox([widgets.HBox([slider, choice]), status, out])
     box.solutions = cache
     return box
+
+
+# --------------------------------------------------------------------------- the explorer without a kernel
+
+
+def _png_data_uri(fig: Figure, dpi: int) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+class StaticExplorer:
+    """The HTML of :func:`static_explorer`; Jupyter and the book display it through ``_repr_html_``.
+
+    Attributes:
+      html: the markup (controls, one ``<img>`` per ``(N, T)``, the switching script).
+      widths, temperatures: the grid.
+      panels: ``{(N, T): Panel}`` of every point.
+    """
+
+    def __init__(self, markup: str, widths: list[float], temperatures: list[float], panels: dict) -> None:
+        self.html, self.widths, self.temperatures, self.panels = markup, widths, temperatures, panels
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+
+_SCRIPT = """<script>
+(function () {
+  var root = document.getElementById("%(id)s");
+  var slider = root.querySelector("input"), choice = root.querySelector("select");
+  var shown = root.querySelector("output"), widths = %(widths)s;
+  function update() {
+    shown.textContent = widths[slider.value];
+    root.querySelectorAll("img").forEach(function (img) {
+      var on = img.dataset.w === slider.value && img.dataset.t === choice.value;
+      img.style.display = on ? "block" : "none";
+    });
+  }
+  slider.addEventListener("input", update);
+  choice.addEventListener("change", update);
+  update();
+})();
+</script>"""
+
+
+def static_explorer(
+    theory: Theory,
+    features_test,
+    y_test,
+    widths: Sequence[float],
+    temperatures: Sequence[float],
+    *,
+    labels: Sequence[str] | None = None,
+    n_pcs: int = N_PCS,
+    dpi: int = 100,
+) -> StaticExplorer:
+    """The explorer as self-contained HTML: every ``(N, T)`` of the grid solved and drawn in advance.
+
+    Each temperature's widths are solved in increasing order, each warm-started from the
+    previous one; every panel is drawn by :func:`column_panel_figure` and embedded as a PNG. A
+    slider over ``widths`` and a selection of ``temperatures`` show one panel at a time, in any
+    browser, with no kernel (a few lines of JavaScript switch the images).
+    """
+    _check_test_set(theory, features_test, y_test)
+    ws = sorted(float(w) for w in widths)
+    temps = [float(t) for t in temperatures]
+    if not ws or min(ws) <= 0:
+        raise ValueError(f"widths must be positive numbers; got {list(widths)}.")
+    if not temps:
+        raise ValueError("temperatures must list at least one temperature.")
+    uid = f"pt-explorer-{uuid.uuid4().hex[:8]}"
+    panels: dict[tuple[float, float], Panel] = {}
+    images = []
+    for j, temperature in enumerate(temps):
+        previous = None
+        for i, width in enumerate(ws):
+            panel = solve_panel(theory, features_test, y_test, width, temperature, init=previous, n_pcs=n_pcs)
+            previous, panels[(width, temperature)] = panel.solution, panel
+            alt = f"U*, kernel-task alignment and test accuracy at N = {width:g}, T = {temperature:g}"
+            images.append(
+                f'<img data-w="{i}" data-t="{j}" alt="{html.escape(alt)}" style="max-width:100%;height:auto;'
+                f'display:{"block" if i == j == 0 else "none"}" src="{_png_data_uri(column_panel_figure(panel, labels), dpi)}">'
+            )
+    options = "".join(f'<option value="{j}">{t:g}</option>' for j, t in enumerate(temps))
+    controls = (
+        f'<div style="display:flex;flex-wrap:wrap;gap:0.5em 1.5em;align-items:center">'
+        f'<label>width N <input type="range" min="0" max="{len(ws) - 1}" step="1" value="0" '
+        f'aria-label="width N"> <output>{ws[0]:g}</output></label>'
+        f'<label>temperature T <select aria-label="temperature T">{options}</select></label></div>'
+    )
+    script = _SCRIPT % {"id": uid, "widths": "[" + ", ".join(f'"{w:g}"' for w in ws) + "]"}
+    markup = f'<div class="pt-explorer" id="{uid}">{controls}{"".join(images)}</div>{script}'
+    return StaticExplorer(markup, ws, temps, panels)

@@ -130,6 +130,16 @@ def test_toc_root_is_intro_and_every_entry_exists():
     assert not missing, f"_toc.yml lists files that do not exist: {missing}"
 
 
+def test_intro_lists_the_chapters_in_toc_order():
+    import re
+
+    intro = (ROOT / "book" / "intro.md").read_text()
+    section = intro.split("## Chapters\n", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^- \{doc\}`([^`]+)`", section, flags=re.M)
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    assert ["book/" + name for name in listed] == toc_entries(toc)[1:]
+
+
 def test_there_are_chapters():
     assert ROOT / "book" / "model.md" in chapters()
 
@@ -228,3 +238,39 @@ def test_dependency_checker_catches_mismatches():
     env["dependencies"][2] = "numpy>=1.25"
     env["dependencies"].append("scipy")
     assert len(dependency_mismatches(pyproject, env)) == 2
+
+
+# --------------------------------------------------------------------------- the built-HTML check
+
+
+def _check_html():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_html", ROOT / ".ci" / "check_html.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("bad", ["as in spec §7.3", "written to /tmp/xyz/results.json", "Traceback (most recent call last):",
+                                 "see {doc}`markov`", "```{code-cell}", "../shared/checkpoints/omniglot_l2h8.npz"])
+def test_html_check_flags_internal_material(tmp_path, bad):
+    check = _check_html()
+    (tmp_path / "index.html").write_text("<html><body><article><p>Fine text.</p></article></body></html>")
+    (tmp_path / "page.html").write_text(f"<html><body><article><p>Before. {bad} After.</p></article>"
+                                        "<script>var spec = '/tmp/'</script></body></html>")
+    found = check.problems(tmp_path)
+    assert len(found) == 1 and found[0].startswith("page.html: ")
+    assert check.main(["check_html", str(tmp_path)]) == 1
+    (tmp_path / "page.html").write_text("<html><body><article><p>Clean.</p></article></body></html>")
+    assert check.main(["check_html", str(tmp_path)]) == 0
+
+
+def test_live_widgets_do_not_run_in_the_book_build():
+    """The ipywidgets explorer opens comms with the kernel; the build skips it (a hang was seen there,
+    issue 16) and shows the pre-rendered explorer instead. Jupyter and Colab still run it."""
+    live = [(md.name, c) for md in chapters() for c in jupytext.read(md).cells
+            if c.cell_type == "code" and "explorer(" in c.source and "static_explorer(" not in c.source]
+    assert live, "no live explorer cell found"
+    for name, cell in live:
+        assert {"remove-cell", "skip-execution"} <= set(cell.metadata.get("tags", [])), name

@@ -1,25 +1,37 @@
 """The exercises of the chapters: every exercise has a check, its solution passes, a wrong answer
-fails, and the student version raises NotImplementedError until solved."""
+fails with a hint (not the answer), an answer of the wrong kind is named as such, the page hides
+solution and check output behind one "Show solution" toggle, and the student notebooks are plain
+Markdown with the solutions stubbed."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import re
 from pathlib import Path
 
 import jupytext
+import nbformat
 import numpy as np
 import pytest
 
-from paththeory import data, exercises
-from paththeory.exercises import BEGIN, END, EXERCISES, check, exercise_id, strip_solution, student_version
+from paththeory import exercises
+from paththeory.exercises import (
+    BEGIN,
+    END,
+    EXERCISE_PROMPTS,
+    EXERCISES,
+    InvalidAnswer,
+    WrongAnswer,
+    check,
+    exercise_id,
+    exercise_label,
+    strip_solution,
+    student_version,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ("model", "derivation", "gp_vs_finite", "markov", "omniglot", "pruning")
-#: Exercises on the Omniglot data (``omniglot_problem``) are skipped where the offline copies are missing,
-#: like the other tests on those data.
-needs_data = pytest.mark.skipif(not data.SHARED_DATA.is_dir(),
-                                reason="offline data copies (../shared/data) not present")
 
 
 def exercise_cells() -> list[tuple[str, str]]:
@@ -50,6 +62,14 @@ def run_cell(source: str) -> tuple[dict, str]:
     return namespace, out.getvalue()
 
 
+def revealing_strings(ex_id: str) -> list[str]:
+    """Ways the expected value could be printed: its entries to 4 significant digits."""
+    truth = exercises.solution(ex_id)
+    values = np.concatenate([np.ravel(t) for t in truth]) if isinstance(truth, list) else np.ravel(truth)
+    values = [v for v in values[:6] if v not in (0.0, 1.0, -1.0)]
+    return [f"{v:.4g}" for v in values] + [f"{v:.4f}" for v in values]
+
+
 def test_every_chapter_has_three_exercises_with_checks():
     ids = [i for i, _ in CELLS]
     assert None not in ids, "every exercise cell must end with check(<id>, answer)"
@@ -60,40 +80,241 @@ def test_every_chapter_has_three_exercises_with_checks():
 
 
 @pytest.mark.parametrize("ex_id,source", [
-    pytest.param(i, src, id=i, marks=[needs_data] if "omniglot_problem" in src else []) for i, src in CELLS
+    pytest.param(i, src, id=i) for i, src in CELLS
 ])
 def test_exercise_cell(ex_id, source):
     assert source.count(BEGIN) == 1 and source.count(END) == 1
     namespace, printed = run_cell(source)
     assert f"Correct ({ex_id})" in printed
-    with pytest.raises(AssertionError, match=ex_id.split(".")[0]):
+    with pytest.raises(WrongAnswer, match=re.escape(ex_id)) as wrong:
         check(ex_id, perturb(namespace["answer"]))
+    message = str(wrong.value)
+    assert "reveal=True" in message and EXERCISES[ex_id].hint in message
+    assert not [s for s in revealing_strings(ex_id) if s in message], "a wrong answer must not print the answer"
     with pytest.raises(NotImplementedError, match=f"Exercise {ex_id}"):
         run_cell(strip_solution(source))
 
 
-def test_exercise_cells_are_hidden_behind_a_toggle():
+def test_exercise_cells_hide_solution_and_check_behind_one_toggle():
+    """Tags ``exercise`` + ``hide-cell`` and the "Show solution" prompts; a label before each task."""
     for name in CHAPTERS:
-        for cell in jupytext.read(ROOT / "book" / f"{name}.md").cells:
-            if BEGIN in cell.source:
-                assert {"exercise", "hide-input"} <= set(cell.metadata.get("tags", [])), name
+        text = (ROOT / "book" / f"{name}.md").read_text()
+        for cell in jupytext.reads(text, fmt="md:myst").cells:
+            if BEGIN not in cell.source:
+                continue
+            ex_id = exercise_id(cell.source)
+            tags = set(cell.metadata.get("tags", []))
+            assert {"exercise", "hide-cell"} <= tags and not tags & {"hide-input", "hide-output"}, (name, ex_id, tags)
+            assert cell.metadata.get("mystnb") == EXERCISE_PROMPTS, (name, ex_id)
+            assert f"({exercise_label(ex_id)})=" in text, (name, ex_id)
+        assert "toggle" not in text.lower(), f"{name}: the text still mentions a toggle"
+        assert exercises.mark_exercise_cells(text) == text, f"{name}: run paththeory.exercises.mark_exercise_cells"
 
 
-def test_check_rejects_unknown_ids_and_missing_answers():
-    with pytest.raises(KeyError, match="unknown exercise"):
-        check("model.nope", 1)
-    with pytest.raises(AssertionError, match="no answer"):
-        check("model.n_paths", None)
-    with pytest.raises(AssertionError, match="shape"):
-        check("model.gp_kernel", np.zeros(3))
+# --------------------------------------------------------------------------- hints and revealing
 
 
-def test_student_version_strips_every_solution(tmp_path):
+def test_wrong_answers_give_hints_not_the_answer():
+    with pytest.raises(WrongAnswer) as wrong:
+        check("model.n_paths", 23)
+    message = str(wrong.value)
+    assert message.startswith("model.n_paths: not quite") and "24" not in message
+    assert "too small" in message and "Revisit" in message and "reveal=True" in message
+
+    with pytest.raises(WrongAnswer, match="10\\^2 times too large"):
+        check("model.n_paths", 2400)
+
+    truth = exercises.solution("model.gp_kernel")
+    with pytest.raises(WrongAnswer, match="wrong sign"):
+        check("model.gp_kernel", -truth)
+    with pytest.raises(WrongAnswer, match="proportional") as wrong:
+        check("model.gp_kernel", truth / 3)
+    assert len(str(wrong.value)) < 800 and f"{truth[0, 0]:.4g}" not in str(wrong.value)
+
+    truth = exercises.solution("derivation.readout_root")
+    with pytest.raises(WrongAnswer, match="sign is wrong"):
+        check("derivation.readout_root", -truth)
+
+    with pytest.raises(WrongAnswer, match="item 1") as wrong:
+        check("derivation.gp_point", [*exercises.solution("derivation.gp_point")[:1], np.eye(3)])
+    assert "item 0" not in str(wrong.value)
+
+
+def test_the_answer_is_revealed_only_on_request(capsys):
+    assert exercises.solution("model.n_paths") == 24 and isinstance(exercises.solution("model.n_paths"), int)
+    with pytest.raises(WrongAnswer, match="Expected value:\n  24"):
+        check("model.n_paths", 23, reveal=True)
+    kernel = exercises.solution("model.gp_kernel")
+    kernel[0, 0] = 99.0  # a copy: the stored truth is unchanged
+    check("model.gp_kernel", exercises.solution("model.gp_kernel"), reveal=True)
+    assert "Correct (model.gp_kernel)" in capsys.readouterr().out
+    exercises.hint("model.gp_kernel")
+    printed = capsys.readouterr().out
+    assert "Answer: an array of shape (4, 4)" in printed and "Revisit" in printed
+
+
+@pytest.mark.parametrize("answer,problem", [
+    (None, "no answer given"),
+    ("24", "a string, '24'"),
+    (float("nan"), "contains NaN"),
+    (np.inf, "infinite"),
+    (True, "a boolean"),
+    ({"answer": 24}, "a dict"),
+    (np.array([24, 24]), "not a single number"),
+    (24.5, "not a whole number"),
+    (len, "forget to call"),
+    (24 + 0j, "complex"),
+])
+def test_answers_of_the_wrong_kind_are_named(answer, problem):
+    with pytest.raises(InvalidAnswer) as invalid:
+        check("model.n_paths", answer)
+    message = str(invalid.value)
+    assert message.startswith("model.n_paths: ") and problem in message
+    assert "Expected an integer" in message
+
+
+@pytest.mark.parametrize("ex_id,answer,problem", [
+    ("model.gp_kernel", np.zeros(3), "not shape (4, 4)"),
+    ("model.gp_kernel", np.full((4, 4), np.nan), "contains NaN (16 of 16 entries)"),
+    ("model.gp_kernel", [["a"] * 4] * 4, "not numbers"),
+    ("model.gp_kernel", [[1, 2], [3]], "cannot be read as numbers"),
+    ("markov.agreement", "0.7, 0.3", "a string"),
+    ("derivation.readout_root", np.array([1.0, 2.0]), "not a single number"),
+    ("derivation.gp_point", np.eye(6), "got an array of shape (6, 6)"),
+    ("derivation.gp_point", [np.eye(6)], "a list of 1 items"),
+    ("derivation.gp_point", [np.eye(6), None], "item 1 is None"),
+])
+def test_array_answers_of_the_wrong_kind_are_named(ex_id, answer, problem):
+    with pytest.raises(InvalidAnswer) as invalid:
+        check(ex_id, answer)
+    message = str(invalid.value)
+    assert message.startswith(ex_id + ": ") and problem in message, message
+    assert f"Expected {EXERCISES[ex_id].expects.describe()}" in message
+
+
+def test_answers_of_other_numeric_types_are_accepted(capsys):
+    import jax.numpy as jnp
+
+    for answer in (24, np.int64(24), 24.0, np.array(24), jnp.asarray(24)):
+        check("model.n_paths", answer)
+    truth = exercises.solution("derivation.gp_point")
+    check("derivation.gp_point", tuple(jnp.asarray(t) for t in truth))
+    check("markov.agreement", list(exercises.solution("markov.agreement")))
+    assert capsys.readouterr().out.count("Correct") == 7
+
+
+def test_check_rejects_unknown_ids():
+    with pytest.raises(KeyError, match="Did you mean 'model.n_paths'"):
+        check("model.npaths", 1)
+
+
+def test_errors_print_without_a_traceback_in_ipython():
+    with pytest.raises(WrongAnswer) as wrong:
+        check("model.n_paths", 23)
+    lines = wrong.value._render_traceback_()
+    assert "WrongAnswer" in lines[0] and "model.n_paths: not quite" in lines[0]
+    assert not any("Traceback" in line or "File " in line for line in lines)
+
+
+# --------------------------------------------------------------------------- student notebooks
+
+
+def test_student_version_strips_every_solution():
     nb = jupytext.read(ROOT / "book" / "model.md")
     student = student_version(nb)
     assert all(BEGIN not in c.source for c in student.cells)
     assert sum("NotImplementedError" in c.source for c in student.cells) >= 3
     assert any(BEGIN in c.source for c in nb.cells), "the original notebook must be left unchanged"
-    written = exercises.write_student_notebooks(ROOT / "book", tmp_path)
-    assert {p.stem for p in written} >= set(CHAPTERS)
-    assert all(BEGIN not in p.read_text() for p in written)
+
+
+@pytest.fixture(scope="module")
+def student_notebooks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("student")
+    return {p.stem: nbformat.read(p, as_version=4) for p in exercises.write_student_notebooks(ROOT / "book", out)}
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_student_notebooks_are_plain_notebooks(student_notebooks, name):
+    nb = student_notebooks[name]
+    nbformat.validate(nb)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    everything = "\n".join(c.source for c in nb.cells)
+    for markup in ("```{", ":::{", "{doc}`", "{ref}`", "{cite}`", "{eq}`", "{numref}`"):
+        assert markup not in everything, f"{name}: MyST markup {markup!r} left"
+    assert not re.search(r"^\s*\([\w:-]+\)=\s*$", markdown, re.MULTILINE), f"{name}: a (label)= target left"
+    assert not re.search(r"^\s*\$\$\s*\([\w:-]+\)\s*$", markdown, re.MULTILINE), f"{name}: an equation label left"
+    assert not re.search(r"toggle", everything, re.IGNORECASE), f"{name}: mentions a toggle"
+    assert BEGIN not in everything and "jupytext" not in nb.metadata
+    ids = [i for i, _ in CELLS if i.startswith(name + ".")]
+    cells = {exercise_id(c.source): c for c in nb.cells if c.cell_type == "code" and "exercise" in c.metadata.get("tags", [])}
+    assert sorted(cells) == sorted(ids), name
+    for ex_id, cell in cells.items():
+        assert f'check("{ex_id}", answer)' in cell.source
+        assert f'raise NotImplementedError("Exercise {ex_id}: ' in cell.source and f"hint('{ex_id}')" in cell.source
+        assert cell.outputs == []
+    assert "**Student notebook.**" in markdown
+
+
+def test_myst_to_markdown():
+    ctx = exercises._MarkdownContext({"model": "The model"}, {"tiberi2024dissecting": "Tiberi et al. (2024)"}, {},
+                                     chapters=("model",))
+    text = "\n".join([
+        "(sec-a)=",
+        "% a comment",
+        "See {doc}`model`, {doc}`the notation <notation>` and {cite}`tiberi2024dissecting`, {eq}`eq-a`.",
+        "",
+        "$$",
+        "x = 1",
+        "$$ (eq-a)",
+        "",
+        "````{admonition} Exercise 1: counting",
+        ":class: tip",
+        "",
+        "Count {math}`n`.",
+        "",
+        "```python",
+        "{doc}`kept in code`",
+        "```",
+        "````",
+        "",
+        ":::{note}",
+        "A note.",
+        ":::",
+    ])
+    out = exercises.myst_to_markdown(text, ctx)
+    assert "See [The model](model.ipynb), *the notation* and Tiberi et al. (2024), (1)." in out
+    assert "x = 1\n\\tag{1}\n$$" in out
+    assert "> **Exercise 1: counting**\n>\n> Count $n$.\n>\n> ```python\n> {doc}`kept in code`\n> ```" in out
+    assert "> **Note**\n>\n> A note." in out
+    assert "(sec-a)=" not in out and "comment" not in out
+
+
+# --------------------------------------------------------------------------- the chapters' source and the page
+
+
+def test_mark_exercise_cells_converts_the_old_form():
+    old = "\n".join([
+        "Click the toggle", "to see a solution.", "",
+        "```{admonition} Exercise 1: counting paths", ":class: tip", "", "Count them.", "```", "",
+        "```{code-cell} ipython3", ":tags: [exercise, hide-input]", "",
+        BEGIN, "answer = 24", END, 'check("model.n_paths", answer)', "```", ""])
+    new = exercises.mark_exercise_cells(old)
+    assert exercises.mark_exercise_cells(new) == new
+    assert "toggle" not in new and "**Show solution**" in new
+    assert "(exercise-model-n-paths)=\n\n```{admonition} Exercise 1: counting paths" in new
+    assert 'Count them.\n\n**Your answer:** store it in `answer` and run `check("model.n_paths", answer)`.\n```' in new
+    cell = next(c for c in jupytext.reads(new, fmt="md:myst").cells if c.cell_type == "code")
+    assert cell.metadata == {"mystnb": EXERCISE_PROMPTS, "tags": ["exercise", "hide-cell"]}
+    assert cell.source.startswith(BEGIN)
+
+
+def test_exercises_page_lists_every_exercise():
+    page = (ROOT / "book" / "exercises.md").read_text()
+    assert page == exercises.exercises_page(ROOT / "book"), (
+        "book/exercises.md is out of date: run paththeory.exercises.write_exercises_page('book')")
+    for ex_id in EXERCISES:
+        assert f"`{ex_id}`" in page
+        chapter = (ROOT / "book" / f"{ex_id.split('.')[0]}.md").read_text()
+        if f"({exercise_label(ex_id)})=" in chapter:
+            assert f"<{exercise_label(ex_id)}>`" in page
+    assert "## Using the exercises in a course" in page and "write_student_notebooks" in page

@@ -130,3 +130,32 @@ def test_explorer_builds_and_resolves_without_a_frontend(setup):
     plt.close("all")
     with pytest.raises(ValueError, match="widths"):
         explorer(theory, f_test, y_test, widths=(0, 10))
+
+
+def test_static_explorer_embeds_every_panel_and_the_switching_script(setup):
+    import re
+
+    from paththeory.widgets import static_explorer
+
+    theory, f_test, y_test = setup
+    ex = static_explorer(theory, f_test, y_test, widths=(30, 3), temperatures=(T, 1.0), dpi=30)
+    assert ex.widths == [3.0, 30.0] and ex.temperatures == [T, 1.0]
+    images = re.findall(r'<img data-w="(\d)" data-t="(\d)"[^>]*src="data:image/png;base64,', ex.html)
+    assert sorted(images) == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")]
+    assert ex.html.count('display:block') == 1  # only the first panel is visible before the script runs
+    root = re.search(r'<div class="pt-explorer" id="(pt-explorer-[0-9a-f]+)"', ex.html).group(1)
+    assert f'document.getElementById("{root}")' in ex.html and ex._repr_html_() == ex.html
+    assert '<input type="range" min="0" max="1"' in ex.html and ex.html.count("<option") == 2
+    for (width, temperature), panel in ex.panels.items():  # warm starts reach the same point as a cold solve
+        cold = theory.solve(width, temperature)
+        np.testing.assert_allclose(panel.solution.U, cold.U, rtol=1e-6, atol=1e-8)
+
+
+def test_static_explorer_rejects_an_empty_grid(setup):
+    from paththeory.widgets import static_explorer
+
+    theory, f_test, y_test = setup
+    with pytest.raises(ValueError, match="widths"):
+        static_explorer(theory, f_test, y_test, widths=(), temperatures=(T,))
+    with pytest.raises(ValueError, match="temperatures"):
+        static_explorer(theory, f_test, y_test, widths=(3,), temperatures=())
