@@ -30,6 +30,9 @@ if os.environ.get("PATHTHEORY_NO_X64", "") not in ("1", "true", "yes"):
     jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.1.0"
+#: The repository: the Colab install cell of every chapter, the book's launch buttons (_config.yml)
+#: and the README use this address (tests/test_book.py checks every copy).
+REPOSITORY = "https://github.com/paththeory/paththeory"
 
 from paththeory import compilation_cache  # noqa: E402
 

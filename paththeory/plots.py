@@ -1,5 +1,11 @@
-"""Small figure helpers shared by the chapters.
+"""Small figure helpers shared by the chapters, and the book's figure style.
 
+* :data:`BOOK_STYLE` and :data:`COLUMN_WIDTH`: every figure is drawn for the book's text column
+  (about 760 px at a 1400 px window), so that it is shown at its drawn size and its type
+  (9-10 pt) stays legible; :func:`use_book_style` applies the style to a notebook's figures and
+  :func:`book_style` to one figure function's;
+* :func:`panel_grid` lays out ``n`` panels at most two side by side, as wide as the column, and
+  :func:`legend_below` gives them one legend outside the data;
 * :func:`stamp_profile` writes which profile produced a figure in its bottom-left corner;
 * :func:`matrix_heatmap` draws an order-parameter or kernel matrix (RdBu, limits symmetric
   about zero, colour bar, labelled axes), optionally as blocks, one per path.
@@ -7,8 +13,11 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+import functools
+import math
+from typing import Callable, Sequence
 
+import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -16,6 +25,111 @@ from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
 from paththeory.profiles import current_profile
+
+#: Width of the book's text column in inches at :data:`BOOK_STYLE`'s 100 dpi: a figure this wide
+#: is shown at the size it was drawn, so 9 pt type is 12.5 px on the page.
+COLUMN_WIDTH = 7.6
+#: Matplotlib settings of every figure of the book: type sizes at display size, no legend frames.
+BOOK_STYLE = {
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "figure.titlesize": 10,
+    "figure.figsize": (COLUMN_WIDTH / 2 + 0.6, 3.2),
+}
+
+
+def use_book_style() -> None:
+    """Apply :data:`BOOK_STYLE` to every later figure of this Python session (a chapter calls it once).
+
+    Example:
+      >>> import matplotlib
+      >>> with matplotlib.rc_context():
+      ...     use_book_style()
+      ...     matplotlib.rcParams["legend.fontsize"]
+      9.0
+    """
+    matplotlib.rcParams.update(BOOK_STYLE)
+
+
+def book_style(draw: Callable) -> Callable:
+    """Decorator: ``draw`` creates its figure under :data:`BOOK_STYLE`, whatever the caller's settings.
+
+    Example:
+      >>> @book_style
+      ... def tick_size():
+      ...     return matplotlib.rcParams["xtick.labelsize"]
+      >>> tick_size()
+      9.0
+    """
+
+    @functools.wraps(draw)
+    def styled(*args, **kwargs):
+        with matplotlib.rc_context(BOOK_STYLE):
+            return draw(*args, **kwargs)
+
+    return styled
+
+
+def panel_grid(n: int, height: float = 3.0, *, max_columns: int = 2, width: float | None = None,
+               **subplot_kw) -> tuple[Figure, list[Axes]]:
+    """A figure of ``n`` panels, at most ``max_columns`` side by side, ``width`` inches wide in all
+    (default: :data:`COLUMN_WIDTH` for several columns, 4.8 inches for a single one).
+
+    Rows are ``height`` inches tall; the layout is constrained (labels never overlap); cells left
+    over in the last row are removed. ``subplot_kw`` goes to :meth:`Figure.subplots` (``sharey``...).
+    Draw into it under the same style (a function decorated with :func:`book_style`).
+
+    Example:
+      >>> fig, axes = panel_grid(3)
+      >>> len(axes), len(fig.axes), fig.get_size_inches().round(1).tolist()
+      (3, 3, [7.6, 6.0])
+    """
+    if n < 1:
+        raise ValueError(f"panel_grid needs at least one panel; got n = {n}.")
+    columns = min(n, max_columns)
+    rows = math.ceil(n / columns)
+    if width is None:
+        width = COLUMN_WIDTH if columns > 1 else 4.8
+    fig = _new_figure(figsize=(min(width, COLUMN_WIDTH), height * rows))
+    grid = fig.subplots(rows, columns, squeeze=False, **subplot_kw)
+    axes = list(grid.ravel())
+    for ax in axes[n:]:
+        ax.remove()
+    return fig, axes[:n]
+
+
+def legend_below(fig: Figure, axes: Sequence[Axes], columns: int = 2) -> None:
+    """One legend for all ``axes``, below them and outside the data, each label once. It sits on
+    the right, so that it never covers the profile stamp in the bottom-left corner.
+
+    Example:
+      >>> fig, (a, b) = panel_grid(2)
+      >>> _ = a.plot([0, 1], label="x"); _ = b.plot([1, 0], label="x"); _ = b.plot([0, 0], label="y")
+      >>> legend_below(fig, [a, b])
+      >>> [t.get_text() for t in fig.legends[0].get_texts()]
+      ['x', 'y']
+    """
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        fig.legend(list(entries.values()), list(entries), loc="outside lower right", ncols=columns)
+
+
+def _new_figure(**kwargs) -> Figure:
+    """A pyplot figure (shown inline in Jupyter) with the book's style and a constrained layout."""
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context(BOOK_STYLE):
+        return plt.figure(layout="constrained", **kwargs)
 
 
 def stamp_profile(fig: Figure, profile: str | None = None) -> Text:
@@ -29,7 +143,7 @@ def stamp_profile(fig: Figure, profile: str | None = None) -> Text:
       'profile: smoke'
     """
     return fig.text(
-        0.005, 0.005, f"profile: {current_profile(profile)}", ha="left", va="bottom", fontsize=7, color="0.55"
+        0.005, 0.005, f"profile: {current_profile(profile)}", ha="left", va="bottom", fontsize=8, color="0.5"
     )
 
 

@@ -1,7 +1,7 @@
 """An interactive explorer of the theory over width ``N`` and temperature ``T``, and its static panels.
 
-For one ``(N, T)`` a :class:`Panel` holds what the explorer draws, side by side
-(:func:`panel_figure`):
+For one ``(N, T)`` a :class:`Panel` holds what the explorer draws (:func:`panel_figure`, drawn for
+the book's column):
 
 * the order parameter ``U*`` (RdBu heat map, limits symmetric about zero);
 * the kernel-task alignment: overlaps ``|v_i . y| / sqrt(P)`` of the labels with the top
@@ -11,11 +11,10 @@ For one ``(N, T)`` a :class:`Panel` holds what the explorer draws, side by side
 :func:`explorer` wraps this in ipywidgets (a log slider for ``N``, a selection for ``T``) and
 re-solves on every change, warm-started from the nearest width already solved at that
 temperature. ipywidgets is imported inside :func:`explorer` only, so importing this module
-needs matplotlib alone. :func:`panel_grid` draws several panels as one static figure.
+needs matplotlib alone.
 
 :func:`static_explorer` is the explorer for a page without a kernel (the built HTML book): it
-solves a whole grid of ``(N, T)`` points once, draws each panel for the width of the book's
-column (:func:`column_panel_figure`), and returns HTML with the panels embedded as images and
+solves a whole grid of ``(N, T)`` points once, draws each panel with :func:`panel_figure`, and returns HTML with the panels embedded as images and
 a slider and a selection that switch between them in the browser.
 """
 
@@ -35,13 +34,12 @@ from matplotlib.figure import Figure
 
 from paththeory._checks import as_float_array
 from paththeory.kernels import check_features, kernel_matrix
-from paththeory.plots import matrix_heatmap, stamp_profile
+from paththeory.plots import COLUMN_WIDTH, book_style, matrix_heatmap, stamp_profile
 from paththeory.predict import accuracy, pc_label_overlap, predictor
 from paththeory.solve import Solution, Theory
 
 N_PCS = 30
-PANEL_SIZE = (13.0, 3.6)  # inches, one row of three axes
-COLUMN_PANEL_SIZE = (7.2, 6.0)  # inches, two rows for the book's column (about 730 px wide)
+PANEL_SIZE = (COLUMN_WIDTH, 6.0)  # inches: two rows for the book's column
 
 
 @dataclass(frozen=True)
@@ -148,7 +146,7 @@ def draw_overlaps(ax: Axes, panel: Panel) -> None:
     ax.set_ylabel("$|v_i \\cdot y| / \\sqrt{P}$")
     ax.set_ylim(0, 1)
     ax.set_title("kernel-task alignment")
-    ax.legend(fontsize=8)
+    ax.legend()
 
 
 def draw_accuracy(ax: Axes, panel: Panel) -> None:
@@ -170,30 +168,12 @@ def draw_panel(axes: Sequence[Axes], panel: Panel, labels: Sequence[str] | None)
     draw_accuracy(axes[2], panel)
 
 
-def panel_grid(panels: Sequence[Panel], labels: Sequence[str] | None = None) -> Figure:
-    """One row of :func:`draw_panel` per panel, as a static figure stamped with the profile."""
-    import matplotlib.pyplot as plt
-
-    if not panels:
-        raise ValueError("panel_grid needs at least one panel.")
-    fig, axes = plt.subplots(
-        len(panels), 3, figsize=(PANEL_SIZE[0], PANEL_SIZE[1] * len(panels)), squeeze=False, layout="constrained"
-    )
-    for row, panel in zip(axes, panels):
-        draw_panel(row, panel, labels)
-    stamp_profile(fig)
-    return fig
-
-
+@book_style
 def panel_figure(panel: Panel, labels: Sequence[str] | None = None) -> Figure:
-    """The figure of a single panel (what the explorer shows)."""
-    return panel_grid([panel], labels)
-
-
-def column_panel_figure(panel: Panel, labels: Sequence[str] | None = None) -> Figure:
-    """One panel drawn for the book's text column: ``U*`` and the overlaps side by side, the
-    accuracies below them (at most two axes per row, so that the type stays legible)."""
-    fig = Figure(figsize=COLUMN_PANEL_SIZE, layout="constrained")
+    """One panel drawn for the book's text column, as the explorer shows it: ``U*`` and the
+    overlaps side by side, the accuracies below them (at most two axes per row, so that the type
+    stays legible), stamped with the profile."""
+    fig = Figure(figsize=PANEL_SIZE, layout="constrained")
     grid = fig.add_gridspec(2, 2, height_ratios=(3.0, 1.0))
     draw_panel([fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])], panel, labels)
     fig.axes[0].set_title(f"$U^*$, N = {panel.width:.3g}, T = {panel.temperature:g}")
@@ -339,7 +319,7 @@ def static_explorer(
     """The explorer as self-contained HTML: every ``(N, T)`` of the grid solved and drawn in advance.
 
     Each temperature's widths are solved in increasing order, each warm-started from the
-    previous one; every panel is drawn by :func:`column_panel_figure` and embedded as a PNG. A
+    previous one; every panel is drawn by :func:`panel_figure` and embedded as a PNG. A
     slider over ``widths`` and a selection of ``temperatures`` show one panel at a time, in any
     browser, with no kernel (a few lines of JavaScript switch the images).
     """
@@ -361,7 +341,7 @@ def static_explorer(
             alt = f"U*, kernel-task alignment and test accuracy at N = {width:g}, T = {temperature:g}"
             images.append(
                 f'<img data-w="{i}" data-t="{j}" alt="{html.escape(alt)}" style="max-width:100%;height:auto;'
-                f'display:{"block" if i == j == 0 else "none"}" src="{_png_data_uri(column_panel_figure(panel, labels), dpi)}">'
+                f'display:{"block" if i == j == 0 else "none"}" src="{_png_data_uri(panel_figure(panel, labels), dpi)}">'
             )
     options = "".join(f'<option value="{j}">{t:g}</option>' for j, t in enumerate(temps))
     controls = (

@@ -16,6 +16,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+import paththeory
+
 ROOT = Path(__file__).resolve().parents[1]
 CODE_CELL = "```{code-cell}"
 
@@ -160,12 +162,36 @@ def test_no_orphan_notebooks():
     assert not orphans, f"notebooks without a .md source: {orphans}"
 
 
+#: The first code cell of every chapter, word for word: on Colab it installs paththeory from
+#: :data:`paththeory.REPOSITORY` (or what PATHTHEORY_INSTALL names), elsewhere it does nothing.
+INSTALL_CELL = f"""# On Colab: install paththeory from its repository (JAX there already uses the GPU);
+# PATHTHEORY_INSTALL, if set, names what to install instead (a wheel, a fork, a branch).
+# Elsewhere this cell does nothing: install with `make book` or `pip install -e ".[book]"`.
+import os
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    source = os.environ.get("PATHTHEORY_INSTALL", "paththeory @ git+{paththeory.REPOSITORY}@main")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True)"""
+
+
 @pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
 def test_first_code_cell_installs_on_colab_and_is_hidden(md):
     first = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
     assert "remove-cell" in first.metadata.get("tags", [])
-    assert '"google.colab" in sys.modules' in first.source
-    assert "git+https://github.com/paththeory/paththeory" in first.source
+    assert first.source.strip() == INSTALL_CELL, f"{md.name}: the install cell must read\n{INSTALL_CELL}"
+
+
+def test_the_repository_address_is_the_same_everywhere():
+    import re
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["repository"]["url"] == paththeory.REPOSITORY
+    readme = (ROOT / "README.md").read_text()
+    for url in re.findall(r"https://github\.com/[\w.-]+/[\w.-]+", readme):
+        assert url.removesuffix(".git") == paththeory.REPOSITORY, url
 
 
 def test_build_configuration_is_strict():
@@ -177,8 +203,7 @@ def test_build_configuration_is_strict():
     assert config["only_build_toc_files"] is True
     assert {"**/*.ipynb", ".venv", "_build", "README.md"} <= set(config["exclude_patterns"])
     assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
-    assert config["repository"] == {"url": "https://github.com/paththeory/paththeory", "path_to_book": "",
-                                    "branch": "main"}
+    assert config["repository"] == {"url": paththeory.REPOSITORY, "path_to_book": "", "branch": "main"}
 
 
 # --------------------------------------------------------------------------- the pair checker itself

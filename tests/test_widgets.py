@@ -9,13 +9,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from paththeory.plots import COLUMN_WIDTH  # noqa: E402
 from paththeory.solve import Theory  # noqa: E402
 from paththeory.widgets import (  # noqa: E402
     draw_panel,
     explorer,
     nearest_solution,
     panel_data,
-    panel_grid,
+    panel_figure,
     solve_panel,
 )
 
@@ -97,21 +98,17 @@ def test_nearest_solution_on_a_log_scale():
     assert nearest_solution(cache, 5.0, 0.01) is None
 
 
-def test_panel_grid_draws_three_labelled_axes_per_row(setup):
+def test_panel_figure_draws_three_labelled_axes_for_the_column(setup):
     theory, f_test, y_test = setup
-    panels = [solve_panel(theory, f_test, y_test, w, T) for w in (8.0, 1e4)]
-    fig = panel_grid(panels, ["a", "b", "c", "d"])
-    try:
-        plots = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
-        assert len(plots) == 6
-        assert all(ax.get_xlabel() or ax.get_xticklabels() for ax in plots) and all(ax.get_ylabel() for ax in plots)
-        assert any(t.get_text().startswith("profile: ") for t in fig.texts)
-        with pytest.raises(ValueError, match="3 axes"):
-            draw_panel(plots[:2], panels[0], None)
-    finally:
-        plt.close(fig)
-    with pytest.raises(ValueError, match="at least one"):
-        panel_grid([])
+    panel = solve_panel(theory, f_test, y_test, 8.0, T)
+    fig = panel_figure(panel, ["a", "b", "c", "d"])
+    plots = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(plots) == 3
+    assert all(ax.get_xlabel() or ax.get_xticklabels() for ax in plots) and all(ax.get_ylabel() for ax in plots)
+    assert any(t.get_text().startswith("profile: ") for t in fig.texts)
+    assert fig.get_size_inches()[0] <= COLUMN_WIDTH  # shown at its drawn size in the book
+    with pytest.raises(ValueError, match="3 axes"):
+        draw_panel(plots[:2], panel, None)
 
 
 def test_explorer_builds_and_resolves_without_a_frontend(setup):

@@ -222,13 +222,21 @@ def fig3_claims(results: dict) -> list[dict]:
 
 
 def claims_table(rows: list[dict], markdown: bool = True) -> str:
-    """The rows of :func:`fig3_claims` as a Markdown table (or aligned text with ``markdown=False``)."""
-    head = ("claim", "split", "ours", "noise", "verdict", "the paper", "source")
-    body = [(r["claim"], r["split"] or "", r["measured"], r["noise"], f"**{r['verdict']}**" if markdown else r["verdict"],
-             r["paper"], r["source"]) for r in rows]
+    """The rows of :func:`fig3_claims` as a table.
+
+    ``markdown=True`` gives the book's four columns, narrow enough for a phone: the claim and its
+    split, our measurement with its noise, the verdict (bold), and what the paper reports with
+    its source. ``markdown=False`` gives aligned text with one column per field (the CLI's)."""
     if markdown:
+        head = ("claim", "ours (noise)", "verdict", "the paper (source)")
+        body = [(r["claim"] + (f" ({r.get('split_name') or r['split']})" if r["split"] else ""),
+                 f"{r['measured']} ({r['noise']})", f"**{r['verdict']}**", f"{r['paper']} ({r['source']})")
+                for r in rows]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in body])
+    head = ("claim", "split", "ours", "noise", "verdict", "the paper", "source")
+    body = [(r["claim"], r["split"] or "", r["measured"], r["noise"], r["verdict"], r["paper"], r["source"])
+            for r in rows]
     widths = [max(len(c) for c in col) for col in zip(head, *body)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in (head, *body))
 

@@ -34,7 +34,7 @@ import paththeory
 from paththeory.experiments import jsonable
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
-from paththeory.plots import matrix_heatmap, stamp_profile
+from paththeory.plots import COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import accuracy, pc_label_overlap, predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior
@@ -249,6 +249,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     return results
 
 
+@book_style
 def key_figure(widths: Sequence[int] = (10, 20, 50, 100, 200, 500, 1000), temperature: float = 0.01,
                n_train: int = 100, n_test: int = 1000) -> Figure:
     """The book's key figure, computed live in seconds (no sampling): on the Markov-chain task,
@@ -260,13 +261,14 @@ def key_figure(widths: Sequence[int] = (10, 20, 50, 100, 200, 500, 1000), temper
     acc = {"theory": {str(p.width): p.accuracy for p in curve}, "samples": {},
            "gp_all": gp_accuracy(prob, temperature),
            "gp_good": gp_accuracy(problem("good_path", n_train, n_test), temperature)}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1.25, 1]})
-    _accuracy_axes(left, acc, [("gp_all", "-", "GP (infinite width), all paths"), ("gp_good", "--", "GP, good path only")])
-    left.set_title(f"Hidden Markov chain, P = {n_train}, T = {temperature}")
+    fig, (left, right) = panel_grid(2, 3.6, width_ratios=[1.2, 1])
+    _accuracy_axes(left, acc, [("gp_all", "-", "GP, all paths"), ("gp_good", "--", "GP, good path only")])
+    left.set_title(f"test accuracy, P = {n_train}, T = {temperature}")
     order = list(markov.DISPLAY_ORDER)
     matrix_heatmap(right, _display(curve[0].solution.U, order), [prob.names[i] for i in order],
-                   f"order parameter $U^*$ at N = {curve[0].width}")
-    fig.tight_layout()
+                   f"$U^*$ at N = {curve[0].width}")
+    legend_below(fig, [left], columns=3)
+    stamp_profile(fig)
     return fig
 
 
@@ -315,15 +317,16 @@ def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]]) -> N
         ax.axhline(acc[key], color="0.4", ls=style, label=label)
     ax.set_xlabel("width $N$")
     ax.set_ylabel("test accuracy")
-    ax.legend(fontsize=8)
 
 
+@book_style
 def plot_accuracy(results: dict) -> Figure:
     """Fig. 2c: test accuracy vs width; theory, NUTS points and GP lines (all, good, good + denoising)."""
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, (ax,) = panel_grid(1, 3.8, width=0.75 * COLUMN_WIDTH)
     _accuracy_axes(ax, results["accuracy"], [("gp_all", "-", "GP, all paths"), ("gp_good", "--", "GP, good path"),
                                              ("gp_good_denoising", ":", "GP, good + denoising")])
     ax.set_title(f"Hidden Markov chain, P = {results['config']['n_train']}, T = {results['temperature']}")
+    legend_below(fig, [ax])
     stamp_profile(fig, results["profile"])
     return fig
 
@@ -339,25 +342,27 @@ def _pick_widths(available: Sequence[int]) -> list[int]:
     return wanted if len(wanted) == 3 else sorted({ordered[0], ordered[len(ordered) // 2], ordered[-1]})
 
 
+@book_style
 def plot_order_parameters(results: dict, widths: Sequence[int] | None = None) -> Figure:
     """Fig. 2c (right): the theory's ``U`` at ``N = 10, 100, 1000``, paths in the order g, d, a1, a2."""
     widths = list(widths) if widths is not None else _pick_widths([int(w) for w in results["order_parameter"]])
     order = results["display_order"]
     names = [results["paths"][i] for i in order]
-    fig, axes = plt.subplots(1, len(widths), figsize=(3.6 * len(widths), 3.2), squeeze=False)
-    for ax, w in zip(axes[0], widths):
+    fig, axes = panel_grid(len(widths), 3.2)
+    for ax, w in zip(axes, widths):
         matrix_heatmap(ax, _display(results["order_parameter"][str(w)], order), names, f"theory $U$, N = {w}")
-    fig.tight_layout()
     stamp_profile(fig, results["profile"])
     return fig
 
 
+@book_style
 def plot_sampled_order_parameters(results: dict) -> Figure:
     """Theory ``U`` next to the NUTS estimate ``<w^pi . w^pi'> / n_0`` at every sampled width."""
     sampled = {w: u for w, u in results["order_parameter_samples"].items() if u is not None}
     order = results["display_order"]
     names = [results["paths"][i] for i in order]
-    fig, axes = plt.subplots(max(1, len(sampled)), 2, figsize=(7.2, 3.2 * max(1, len(sampled))), squeeze=False)
+    fig, flat = panel_grid(2 * max(1, len(sampled)), 3.2)
+    axes = [flat[i:i + 2] for i in range(0, len(flat), 2)]
     for row, (w, u) in zip(axes, sampled.items()):
         matrix_heatmap(row[0], _display(results["order_parameter"][w], order), names, f"theory, N = {w}")
         matrix_heatmap(row[1], _display(u, order), names, f"NUTS, N = {w}")
@@ -365,39 +370,41 @@ def plot_sampled_order_parameters(results: dict) -> Figure:
         for ax in axes[0]:
             ax.text(0.5, 0.5, "no samples in this profile", ha="center", va="center")
             ax.set_axis_off()
-    fig.tight_layout()
     stamp_profile(fig, results["profile"])
     return fig
 
 
+@book_style
 def plot_pc_overlaps(results: dict) -> Figure:
     """Fig. 2d: ``|v_i . y| / sqrt(P)`` for the top kernel PCs, renormalised kernel vs GP kernel."""
     pcs = results["pc_overlap"]
     k = np.arange(1, len(pcs["theory"]) + 1)
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    fig, (ax,) = panel_grid(1, 3.4, width=0.75 * COLUMN_WIDTH)
     ax.plot(k, pcs["theory"], "o-", color="C0", label=f"renormalised kernel, N = {pcs['width']}")
     ax.plot(k, pcs["gp"], "s--", color="0.4", label="GP kernel")
     ax.set_xlabel("principal component (by decreasing eigenvalue)")
     ax.set_ylabel(r"overlap $|v_i\cdot y|/\sqrt{P}$")
-    ax.legend(fontsize=8)
+    ax.legend()
     stamp_profile(fig, results["profile"])
     return fig
 
 
+@book_style
 def plot_two_path(results: dict) -> Figure:
     """Fig. 2e: the noisier task (``sigma_perp = 5``) with paths g and d: accuracy vs N and ``U`` at the smallest N."""
     two = results["two_path"]
-    fig, (ax, ax_u) = plt.subplots(1, 2, figsize=(9.5, 3.8), gridspec_kw={"width_ratios": [1.5, 1]})
+    fig, (ax, ax_u) = panel_grid(2, 3.6, width_ratios=[1.2, 1])
     _accuracy_axes(ax, two["accuracy"], [("gp_good_denoising", ":", "GP, good + denoising"),
                                          ("gp_good", "--", "GP, good path")])
-    ax.set_title(rf"noisier task, $\sigma_\perp$ = {two['sigma_perp']}, {two['denoising']} denoising head")
+    ax.set_title(rf"noisier task, $\sigma_\perp$ = {two['sigma_perp']}" + f"\n{two['denoising']} denoising head")
     n_small = min(int(w) for w in two["order_parameter"])
     matrix_heatmap(ax_u, two["order_parameter"][str(n_small)], two["paths"], f"theory $U$, N = {n_small}")
-    fig.tight_layout()
+    legend_below(fig, [ax], columns=3)
     stamp_profile(fig, results["profile"])
     return fig
 
 
+@book_style
 def plot_kernels(results: dict, prob: Problem, per_class: int = 25) -> Figure:
     """App. Fig. 5b: same-path kernels ``H_tot C^{pi pi}``, ``K_GP`` and ``K_U`` at the smallest N.
 
@@ -412,9 +419,8 @@ def plot_kernels(results: dict, prob: Problem, per_class: int = 25) -> Figure:
     panels = [(f"path {prob.names[i]}", prob.arch.n_paths * c[i, i]) for i in results["display_order"]]
     panels += [("GP kernel", np.asarray(gp_kernel(prob.arch, feats))),
                (f"$K_U$, N = {n_small}", np.asarray(kernel_matrix(results["order_parameter"][str(n_small)], feats)))]
-    fig, axes = plt.subplots(2, 3, figsize=(11, 7))
-    for ax, (title, k) in zip(axes.ravel(), panels):
+    fig, axes = panel_grid(len(panels), 3.2)
+    for ax, (title, k) in zip(axes, panels):
         matrix_heatmap(ax, k, None, title, xlabel="example", ylabel="example")
-    fig.tight_layout()
     stamp_profile(fig, results["profile"])
     return fig

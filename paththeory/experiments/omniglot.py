@@ -72,7 +72,7 @@ from paththeory.experiments.omniglot_figures import (
 )
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
 from paththeory.model import Architecture, path_features
-from paththeory.plots import stamp_profile
+from paththeory.plots import book_style, panel_grid, stamp_profile
 from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import sample_posterior
@@ -820,38 +820,38 @@ def write_outputs(results: dict, features: dict, seqs: Sequences, out_dir: Path)
 # --------------------------------------------------------------------------- figures
 
 
+@book_style
 def plot_sequence(network: training.Checkpoint, seed: int = 0, *, root: str | os.PathLike | None = None,
                   profile: str | None = None) -> Figure:
     """The three drawings of one training sequence: two labelled contexts and the query (Fig. 3a)."""
     chars = load_omniglot(_omniglot_subset(network), root=root)
     split = character_split(network, chars.n_classes)
     index = icl_indices(chars.labels, seed, 1, characters=split.train)
-    fig, axes = plt.subplots(1, 3, figsize=(6.6, 2.6))
+    fig, axes = panel_grid(3, 2.9, max_columns=3, width=6.0)
     for ax, image, label, title in zip(axes, index.images[0], index.labels[0], ("context 1", "context 2", "query")):
         ax.imshow(chars.images[image], cmap="gray")
-        ax.set_title(f"{title}\n{'label ' + str(label) if label < 2 else 'label unknown'}", fontsize=9)
+        ax.set_title(f"{title}\n{'label ' + str(label) if label < 2 else 'label unknown'}")
         ax.set_xticks([])
         ax.set_yticks([])
     axes[2].set_xlabel(f"target y = {int(index.y[0]):+d}")
-    fig.suptitle(f"query character: {chars.classes[chars.labels[index.images[0, 2]]]}", fontsize=8, y=0.02,
-                 va="bottom")
+    fig.supxlabel(f"query character: {chars.classes[chars.labels[index.images[0, 2]]]}", fontsize=9)
     stamp_profile(fig, profile)
     return fig
 
 
+@book_style
 def plot_training(history: dict, profile: str | None = None) -> Figure:
     """Training loss and validation accuracy against the step (``history`` of :func:`paththeory.training.train`)."""
     steps = np.asarray(history["step"])
     loss = np.array([np.nan if v is None else v for v in history["loss"]], dtype=float)
-    fig, (ax_l, ax_a) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, (ax_l, ax_a) = panel_grid(2, 3.2)
     ax_l.plot(steps, loss, "o-", ms=3)
     ax_l.set_xlabel("step")
-    ax_l.set_ylabel("training loss (MSE, mean since last point)")
+    ax_l.set_ylabel("training loss (MSE)")
     ax_a.plot(steps, history["val_accuracy"], "o-", ms=3, color="C1")
     ax_a.axhline(0.5, color="0.6", ls=":", label="chance")
     ax_a.set_xlabel("step")
     ax_a.set_ylabel("validation accuracy")
-    ax_a.legend(fontsize=8)
-    fig.tight_layout()
+    ax_a.legend()
     stamp_profile(fig, profile)
     return fig

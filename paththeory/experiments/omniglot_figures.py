@@ -8,13 +8,14 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from paththeory.plots import matrix_heatmap, stamp_profile
+from paththeory.plots import COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 
 
 def _floats(values) -> np.ndarray:
@@ -25,16 +26,16 @@ def _floats(values) -> np.ndarray:
 
 
 def _finish_split_panel(ax, results: dict, split: str, xlabel: str) -> None:
-    """The axis labels, title (the split's name) and legend shared by the per-split panels."""
+    """The axis labels and title (the split's name) shared by the per-split panels."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel("accuracy")
-    ax.set_title(results["split_names"][split], fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(textwrap.fill(results["split_names"][split], 40))
 
 
 def _finish(fig: Figure, results: dict) -> Figure:
-    """Tight layout and the profile stamp."""
-    fig.tight_layout()
+    """The profile stamp (and a tight layout for a figure without a layout engine)."""
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     stamp_profile(fig, results["profile"])
     return fig
 
@@ -44,22 +45,28 @@ def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
     return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
 
 
+@book_style
 def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
     """Fig. 3b: theory accuracy (validation-selected T per N) against N, with the GP and the trained network.
 
     The error bars are two paired standard errors of the difference from the GP on the same sequences;
-    the NUTS point (when the run sampled) carries two standard errors of its own accuracy.
+    each panel marks the selected temperature where it changes with N. The NUTS point (when the run
+    sampled) carries two standard errors of its own accuracy and is drawn just right of its width, so
+    that it does not hide the theory's point.
     """
     splits = [s for s in (splits or results["splits"]) if s != "validation"]
-    fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.6), squeeze=False)
-    for ax, s in zip(axes[0], splits):
+    fig, axes = panel_grid(len(splits), 2.9)
+    for ax, s in zip(axes, splits):
         widths, acc = _curve(results["accuracy"]["theory"][s])
         se = np.array([results["finite_vs_gp"][s][str(w)]["se"] for w in widths])
         temps = [results["temperature"]["theory"][str(w)] for w in widths]
         ax.errorbar(widths, acc, yerr=2 * se, fmt="o-", color="C0", capsize=2, label="theory (renormalised kernel)")
         ax.set_xscale("log")
-        for w, a, tt in zip(widths, acc, temps):
-            ax.annotate(f"T={tt:g}", (w, a), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
+        for k, (w, tt) in enumerate(zip(widths, temps)):  # the selected T where it changes, above the data
+            if k == 0 or tt != temps[k - 1]:
+                ax.text(w, 0.97, f"T={tt:g}", transform=ax.get_xaxis_transform(), fontsize=9, ha="center",
+                        va="top", color="0.3")
+        ax.margins(x=0.15, y=0.12)
         ax.axhline(results["accuracy"]["gp"][s], color="0.4", ls="--",
                    label=f"GP (T={results['temperature']['gp']:g})")
         if "gd_accuracy" in results:
@@ -67,14 +74,18 @@ def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
         sampled = (results.get("order_parameter_comparison") or {}).get("sampled_accuracy") or {}
         if s in sampled:
             comp = results["order_parameter_comparison"]
-            ax.errorbar([comp["width"]], [sampled[s]["accuracy"]], yerr=[2 * sampled[s]["se"]], fmt="D", color="C3",
+            ax.errorbar([comp["width"] * 1.2], [sampled[s]["accuracy"]], yerr=[2 * sampled[s]["se"]], fmt="D", color="C3",
                         ms=5, capsize=2, mfc="C3" if comp.get("sampled_accuracy_complete", True) else "none",
                         label=f"NUTS (P = {comp['n_train']})" + (
                             "" if comp.get("sampled_accuracy_complete", True) else ", run cut by its time limit"))
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high + 0.12 * (high - low))  # room for the T labels above the data
         _finish_split_panel(ax, results, s, "width $N$")
+    legend_below(fig, axes)
     return _finish(fig, results)
 
 
+@book_style
 def plot_temperature_grid(results: dict) -> Figure:
     """Validation accuracy of the theory on the (T, N) grid; the selected temperature per N is boxed."""
     grid = np.asarray(results["accuracy_grid"]["theory"]["validation"], dtype=float)
@@ -88,33 +99,35 @@ def plot_temperature_grid(results: dict) -> Figure:
     ax.set_yticks(range(len(temps)), [f"{t:g}" for t in temps])
     ax.set_xlabel("width $N$")
     ax.set_ylabel("temperature $T$")
-    ax.set_title("validation accuracy (selected T boxed)", fontsize=9)
+    ax.set_title("validation accuracy (selected T boxed)")
     fig.colorbar(image, ax=ax, label="accuracy")
     stamp_profile(fig, results["profile"])
     return fig
 
 
+@book_style
 def plot_pc_overlaps(results: dict) -> Figure:
     """Fig. 3d: overlap ``|v_i . y| / sqrt(P)`` of the training kernel's top principal components with the
     labels, finite-width ``K_U`` against the GP kernel, and the cumulative fraction of the labels they hold."""
     pcs = results["pc_overlap"]
-    fig, (ax, ax_c) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    fig, (ax, ax_c) = panel_grid(2, 3.2)
     for key, label, color in (("theory", f"$K_U$, N = {pcs['width']}", "C0"), ("gp", "$K_{GP}$", "0.4")):
         ov = np.asarray(pcs[key], dtype=float)
         rank = np.arange(1, len(ov) + 1)
         ax.bar(rank + (-0.2 if key == "theory" else 0.2), ov, width=0.4, color=color, label=label)
         ax_c.plot(rank, np.cumsum(ov**2), "o-" if key == "theory" else "s--", ms=3, color=color, label=label)
-    ax.set_xlabel("principal component (by decreasing eigenvalue)")
+    ax.set_xlabel("principal component (by eigenvalue)")
     ax.set_ylabel(r"overlap $|v_i\cdot y|/\sqrt{P}$")
-    ax.legend(fontsize=8)
+    ax.legend()
     ax_c.set_xlabel("number of leading components")
     ax_c.set_ylabel("fraction of $y$ they hold")
     ax_c.set_ylim(0, 1)
-    ax_c.legend(fontsize=8)
-    fig.suptitle(f"training set, P = {pcs['n_train']}", fontsize=9)
+    ax_c.legend()
+    fig.suptitle(f"training set, P = {pcs['n_train']}")
     return _finish(fig, results)
 
 
+@book_style
 def plot_order_parameters(results: dict) -> Figure:
     """Fig. 3c: ``U`` from the theory, from NUTS (when sampled) and from gradient descent, paths grouped by
     first-layer head."""
@@ -124,11 +137,11 @@ def plot_order_parameters(results: dict) -> Figure:
     w = comp["width"]
     panels = [(comp["theory"], f"theory, N = {w}, P = {comp['n_train']}"),
               (comp["sampled"], f"NUTS, N = {w}, P = {comp['n_train']}"),
-              (comp["gd"], "gradient descent ($w^\\pi\\cdot w^\\sigma$)")]
+              (comp["gd"], "gradient descent ($w^\\pi\\cdot w^{\\pi'}$)")]
     panels = [p for p in panels if p[0] is not None]  # no NUTS panel when the run did not sample
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.9))
+    fig, axes = panel_grid(len(panels), 3.5)
     for ax, (U, title) in zip(axes, panels):
-        matrix_heatmap(ax, U, labels, title, xlabel="path $\\sigma$ (by $h_1$)", ylabel="path $\\pi$ (by $h_1$)")
+        matrix_heatmap(ax, U, labels, title, xlabel="path $\\pi'$ (by $h_1$)", ylabel="path $\\pi$ (by $h_1$)")
     return _finish(fig, results)
 
 
@@ -136,35 +149,38 @@ def _flat(per_layer) -> np.ndarray:
     return np.concatenate([np.asarray(v, dtype=float) for v in per_layer])
 
 
+@book_style
 def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "fashion")) -> Figure:
     """Fig. 3e: accuracy drop when pruning one head (two paired standard errors) against its theory score."""
     hs, pr = results["head_scores"], results["pruning"]
     scores = _flat(hs["scores"])
     names = [f"({l},{h})" for l, n in enumerate(results["heads"]) for h in range(n)]
-    fig, ax = plt.subplots(figsize=(5.4, 3.9))
+    fig, (ax,) = panel_grid(1, 4.4, width=0.8 * COLUMN_WIDTH)
     for k, s in enumerate(s for s in splits if s in pr):
         drops, se = 100 * _flat(pr[s]["single_head_drop"]), 100 * _flat(pr[s]["single_head_se"])
         rho, p = pr[s]["spearman"]["rho"], pr[s]["spearman"]["p_greater"]
         text = "undefined" if rho is None else f"{rho:.2f} (p = {p:.3f})"
         ax.errorbar(scores, drops, yerr=2 * se, fmt="os"[k % 2], color=f"C{k}", capsize=2,
-                    label=f"{results['split_names'][s]}, $\\rho$ = {text}")
+                    label=f"{results['split_names'][s].split(' (')[0]}, $\\rho$ = {text}")
         if k == 0 and len(names) <= 16:
-            for x_, y_, n in zip(scores, drops, names):
-                ax.annotate(n, (x_, y_), textcoords="offset points", xytext=(4, 3), fontsize=7)
+            for i, (x_, y_, n) in enumerate(zip(scores, drops, names)):  # alternate sides: fewer collisions
+                ax.annotate(n, (x_, y_), textcoords="offset points", xytext=(5, 3) if i % 2 else (-5, 3),
+                            ha="left" if i % 2 else "right", fontsize=9, color="0.25")
     ax.axhline(0, color="0.6", lw=0.8)
     ax.set_xlabel(f"head score (theory, N = {hs['width']}, T = {hs['temperature']:g})")
     ax.set_ylabel("accuracy drop when pruned (points)")
-    ax.legend(fontsize=7)
-    stamp_profile(fig, results["profile"])
-    return fig
+    ax.margins(x=0.12, y=0.1)
+    legend_below(fig, [ax], columns=1)
+    return _finish(fig, results)
 
 
+@book_style
 def plot_pruning(results: dict, splits: Sequence[str] = ("test", "fashion", "mnist")) -> Figure:
     """Fig. 3f: accuracy against the number of heads pruned, theory order vs reverse and random orders."""
     pr = results["pruning"]
     splits = [s for s in splits if s in pr]
-    fig, axes = plt.subplots(1, len(splits), figsize=(4.8 * len(splits), 3.7), squeeze=False)
-    for ax, s in zip(axes[0], splits):
+    fig, axes = panel_grid(len(splits), 2.9)
+    for ax, s in zip(axes, splits):
         cum = pr[s]["cumulative"]
         band = {k: _floats(v) for k, v in cum["random"].items() if k != "n"}
         k = np.arange(len(band["mean"]))
@@ -175,21 +191,23 @@ def plot_pruning(results: dict, splits: Sequence[str] = ("test", "fashion", "mni
         ax.plot(k, _floats(cum["score_descending"]), "s--", color="C3", label="highest score first")
         ax.axhline(0.5, color="0.6", ls=":", lw=0.8)
         _finish_split_panel(ax, results, s, "heads pruned")
+    legend_below(fig, axes)
     return _finish(fig, results)
 
 
+@book_style
 def plot_score_sensitivity(results: dict) -> Figure:
     """Spearman's rho (score against single-head drop) over the (T, N) grid of the score, and for the
     other rules, training-set sizes and fresh training sets at the score's (N, T)."""
     sens = results["score_sensitivity"]
     grid = _floats(sens["grid"]["rho"])
-    fig, (ax_g, ax_b) = plt.subplots(1, 2, figsize=(10.5, 3.9), gridspec_kw={"width_ratios": [1, 1.3]})
+    fig, (ax_g, ax_b) = panel_grid(2, 3.6, max_columns=1, width=0.8 * COLUMN_WIDTH)
     image = ax_g.imshow(grid, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", origin="lower")
     ax_g.set_xticks(range(len(sens["grid"]["widths"])), [str(w) for w in sens["grid"]["widths"]])
     ax_g.set_yticks(range(len(sens["grid"]["temperatures"])), [f"{t:g}" for t in sens["grid"]["temperatures"]])
     ax_g.set_xlabel("width $N$ of the score's $U$")
     ax_g.set_ylabel("temperature $T$")
-    ax_g.set_title("Spearman $\\rho$(score, drop), paper's score", fontsize=9)
+    ax_g.set_title("Spearman $\\rho$(score, drop), paper's score")
     fig.colorbar(image, ax=ax_g)
     bars = [(f"rule: {k}", v["rho"]) for k, v in sens["variants"].items()]
     bars += [(f"P = {p}", v["rho"]) for p, v in sens["train_sizes"].items()]
@@ -197,7 +215,7 @@ def plot_score_sensitivity(results: dict) -> Figure:
     values = _floats([v for _, v in bars])
     ax_b.barh(range(len(bars)), values, color=["C0" if b.startswith("rule") else "C1" if b.startswith("P")
                                                 else "C2" for b, _ in bars])
-    ax_b.set_yticks(range(len(bars)), [b for b, _ in bars], fontsize=7)
+    ax_b.set_yticks(range(len(bars)), [b for b, _ in bars])
     ax_b.axvline(0, color="0.4", lw=0.8)
     ax_b.set_xlim(-1, 1)
     ax_b.invert_yaxis()
