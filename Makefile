@@ -3,13 +3,16 @@
 #               (every chapter executed, any warning or cell error fails) into _build/html
 #   make test   create .venv, install paththeory with [book,test], run the tests
 # `make install` alone sets up .venv; it reinstalls only when pyproject.toml changes.
+# `make pdf` builds the whole book as one HTML page and prints it to _build/paththeory.pdf with
+# headless Chromium (CHROMIUM=...; the mathematics needs internet for MathJax).
 
 PYTHON ?= python3
+CHROMIUM ?= chromium
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.paththeory-installed
 
-.PHONY: install book test clean
+.PHONY: install book test pdf clean
 
 install: $(STAMP)
 
@@ -21,6 +24,13 @@ $(STAMP): pyproject.toml
 book: install
 	rm -rf _build/html _build/jupyter_execute
 	$(BIN)/jupyter-book build . -W --keep-going --all
+
+pdf: install
+	rm -rf _build/singlehtml
+	$(BIN)/jupyter-book build . --builder singlehtml -W --keep-going
+	$(CHROMIUM) --headless=new --no-sandbox --disable-gpu --no-pdf-header-footer --virtual-time-budget=60000 \
+	  --print-to-pdf=_build/paththeory.pdf _build/singlehtml/index.html
+	@echo "The book as one PDF: _build/paththeory.pdf"
 
 test: install
 	$(BIN)/pytest

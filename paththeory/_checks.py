@@ -18,6 +18,9 @@ def as_float_array(value, name: str, ndim: int | Sequence[int] | None = None) ->
         _check_ndim(value, name, ndim)
         _check_nonempty(value, name)
         return value
+    kind = np.asarray(value).dtype.kind if not isinstance(value, jax.Array) else "f"
+    if kind in "USc":  # strings would be parsed, complex numbers lose their imaginary part
+        raise TypeError(f"{name} must hold real numbers; got an array of {'complex numbers' if kind == 'c' else 'strings'}.")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -109,6 +112,8 @@ def check_nonnegative(value: float, name: str) -> float:
 
 
 def _as_number(value, name: str) -> float:
+    if isinstance(value, (str, bytes, complex)):
+        raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}.")
     try:
         return float(value)
     except (TypeError, ValueError):

@@ -1,6 +1,6 @@
 """Benchmark: the L-BFGS solver against the authors' first-order baseline in the same process.
 
-Baseline (spec §3.6): Adam on free matrices ``P^(l)`` with ``U^(l) = (P + P^T)/2``, started at
+Baseline (the optimiser of the authors' repository): Adam on free matrices ``P^(l)`` with ``U^(l) = (P + P^T)/2``, started at
 the GP point, stopped when ``max |d(S/N)/dP| < 1e-5`` or after 50,000 steps; lr 0.1 for the
 Markov-chain task and 0.008 for Omniglot. Both use the same kernel operator and the same
 action code in float64, so the comparison measures the solver's strategy (L-BFGS on a

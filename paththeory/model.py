@@ -460,7 +460,7 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
     for v in reversed(params["V"]):
         w = jnp.einsum("pj,hji->hpi", w, v) / math.sqrt(v.shape[1])
         w = w.reshape(-1, v.shape[2])  # this layer's head slowest
-    return w
+    return require_finite(w, "effective_weights(arch, params)", "params holds NaN or infinite weights (or ones too large for float64).")
 
 
 def path_contributions(arch: Architecture, params: dict, features) -> Array:
@@ -487,7 +487,9 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
                          f"(paththeory.path_features(arch, x)); got {tuple(xi.shape)}.")
     n0 = params["V0"].shape[0]
     per_input = w @ params["V0"]  # [n_paths, N0]: the input direction each path reads out
-    return jnp.einsum("pn,bpn->bp", per_input, xi) / (math.sqrt(arch.variances[0]) * math.sqrt(n0))
+    c = jnp.einsum("pn,bpn->bp", per_input, xi) / (math.sqrt(arch.variances[0]) * math.sqrt(n0))
+    return require_finite(c, "path_contributions(arch, params, features)",
+                          "features or params hold NaN or infinite entries (or ones too large for float64).")
 
 
 def path_expansion_output(arch: Architecture, params: dict, x) -> Array:

@@ -94,6 +94,8 @@ def soft_accuracy(mean, variance, y) -> float:
     """
     m, t = _matching(mean, "mean", y)
     v, _ = _matching(variance, "variance", y)
+    if np.any(v < -1e-10 * max(1.0, float(np.max(np.abs(v))))):  # beyond round-off of a zero variance
+        raise ValueError(f"variance must be >= 0 (a posterior variance); its smallest entry is {v.min():.3g}.")
     return float(np.mean(ndtr(t * m / np.sqrt(np.maximum(v, 1e-300)))))
 
 

@@ -170,6 +170,7 @@ def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray
 
 def random_orders(heads: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
     """``n`` uniformly random orders of all heads: ``[n, n_heads, 2]`` of ``(layer, head)``."""
+    n = check_count(n, "n", minimum=0)
     every = np.array(all_heads(heads))
     rng = np.random.default_rng(seed)
     return every[np.argsort(rng.random((n, len(every))), axis=1)]

@@ -95,6 +95,10 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
     pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
     needs ``V0`` and ``V`` only.
     """
+    n_in = params["V0"].shape[1]
+    if jnp.ndim(features) != 3 or tuple(jnp.shape(features)[1:]) != (arch.n_paths, n_in):
+        raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
+                         f"got {tuple(jnp.shape(features))}.")
     z = jnp.einsum("in,bpn->bpi", params["V0"], features)  # [B, paths, n_0]
     for v in params["V"]:  # contract this layer's head (the slowest remaining path index)
         z = z.reshape(z.shape[0], v.shape[0], -1, z.shape[-1])
@@ -107,6 +111,8 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
 
 def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], Array], Array]:
     """``v -> C^{-1} v`` and ``log det C`` for ``C = T I_P + Phi Phi^T``, by the smaller Cholesky factor."""
+    if not isinstance(temperature, jax.core.Tracer):
+        temperature = check_positive(temperature, "temperature")
     p, n = phi.shape
     if n <= p:  # Woodbury: C^{-1} = (I - Phi M^{-1} Phi^T) / T with M = T I_n + Phi^T Phi
         chol = jnp.linalg.cholesky(temperature * jnp.eye(n, dtype=phi.dtype) + phi.T @ phi)

@@ -24,6 +24,8 @@ import math
 import numpy as np
 from scipy.stats import rankdata
 
+from paththeory._checks import as_float_array, check_count
+
 VERDICTS = ("holds", "within noise", "fails")
 #: What a claim gets instead of a verdict when its sampling run was stopped before all its draws.
 NOT_ENOUGH_DRAWS = "not enough draws"
@@ -40,8 +42,9 @@ def standard_error(p: float, n: int) -> float:
       >>> round(standard_error(0.8, 1000), 4)
       0.0126
     """
-    if n < 1:
-        raise ValueError(f"n must be >= 1; got {n}.")
+    n = check_count(n, "n")
+    if not (isinstance(p, (int, float, np.integer, np.floating)) and 0 <= p <= 1):
+        raise ValueError(f"p must be an accuracy between 0 and 1; got {p!r}.")
     return float(math.sqrt(max(p * (1 - p), 1e-12) / n))
 
 
@@ -57,8 +60,8 @@ def paired_difference(a, b) -> dict:
       >>> d["difference"], round(d["se"], 3), d["n"]
       (0.5, 0.289, 4)
     """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+    a, b = as_float_array(a, "a", ndim=1), as_float_array(b, "b", ndim=1)
+    if a.shape != b.shape or a.size < 2:
         raise ValueError(f"a and b must be paired 1-D arrays of at least 2 items; got {a.shape} and {b.shape}.")
     d = a - b
     return {"difference": float(d.mean()), "se": float(d.std(ddof=1) / math.sqrt(d.size)), "n": int(d.size)}
@@ -105,7 +108,7 @@ def _permutations(n: int, n_permutations: int, seed: int) -> tuple[np.ndarray, b
     return np.argsort(rng.random((n_permutations, n)), axis=1), False
 
 
-def _p_values(observed: float, null: np.ndarray, exact: bool) -> tuple[float, float]:
+def tail_p_values(observed: float, null: np.ndarray, exact: bool) -> tuple[float, float]:
     """One-sided p-values ``P(null >= observed)`` and ``P(null <= observed)``.
 
     Exact: the fraction over all permutations (the identity included). Sampled: ``(1 + k) / (1 + m)``,
@@ -142,8 +145,8 @@ def spearman_test(x, y, n_permutations: int = 20000, seed: int = 0) -> dict:
       >>> round(r["rho"], 3), round(r["p_greater"], 4), r["exact"]
       (0.829, 0.0292, True)
     """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.ndim != 1 or x.size < 3:
+    x, y = as_float_array(x, "x", ndim=1), as_float_array(y, "y", ndim=1)
+    if x.shape != y.shape or x.size < 3:
         raise ValueError(f"x and y must be 1-D arrays of the same length >= 3; got {x.shape} and {y.shape}.")
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"rho": float("nan"), "p_greater": float("nan"), "p_less": float("nan"), "n": int(x.size),
@@ -151,7 +154,7 @@ def spearman_test(x, y, n_permutations: int = 20000, seed: int = 0) -> dict:
     rx, ry = rankdata(x), rankdata(y)
     rho = float(row_correlations(rx, ry[None])[0])
     perms, exact = _permutations(x.size, n_permutations, seed)
-    p_greater, p_less = _p_values(rho, row_correlations(rx, ry[perms]), exact)
+    p_greater, p_less = tail_p_values(rho, row_correlations(rx, ry[perms]), exact)
     return {"rho": rho, "p_greater": p_greater, "p_less": p_less, "n": int(x.size), "exact": exact}
 
 
@@ -171,8 +174,8 @@ def mantel_test(A, B, n_permutations: int = 9999, seed: int = 0) -> dict:
       >>> round(r["r"], 3), r["p_greater"] < 0.01
       (1.0, True)
     """
-    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
-    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape != B.shape or A.shape[0] < 3:
+    A, B = as_float_array(A, "A", ndim=2), as_float_array(B, "B", ndim=2)
+    if A.shape[0] != A.shape[1] or A.shape != B.shape or A.shape[0] < 3:
         raise ValueError(f"A and B must be square matrices of the same size >= 3; got {A.shape} and {B.shape}.")
     n = A.shape[0]
     iu = np.triu_indices(n)
@@ -183,7 +186,7 @@ def mantel_test(A, B, n_permutations: int = 9999, seed: int = 0) -> dict:
     perms, exact = _permutations(n, n_permutations, seed)
     relabelled = B[perms[:, iu[0]], perms[:, iu[1]]]  # [m, n(n+1)/2]: B with rows and columns permuted
     r = float(row_correlations(a, B[iu][None])[0])
-    p_greater, p_less = _p_values(r, row_correlations(a, relabelled), exact)
+    p_greater, p_less = tail_p_values(r, row_correlations(a, relabelled), exact)
     return {"r": r, "p_greater": p_greater, "p_less": p_less, "n": n, "exact": exact}
 
 
@@ -201,7 +204,7 @@ def batch_means_se(draws, n_batches: int = 10) -> np.ndarray:
       >>> se.shape, bool(np.all(np.abs(se - 1 / np.sqrt(800)) < 0.02))
       ((3,), True)
     """
-    d = np.asarray(draws, dtype=float)
+    d = as_float_array(draws, "draws")
     if d.ndim < 2 or d.shape[1] < 4:
         raise ValueError(f"draws must be [chains, draws >= 4, ...]; got {d.shape}.")
     b = max(2, min(n_batches, d.shape[1] // 2))

@@ -13,7 +13,7 @@ one H100 GPU (with a recipe that differs from the paper's in the ways listed in 
 factors): ``paththeory train omniglot --steps 41000
 --batch-size 128 --d-model 512 --qk-dim 128 --channels 3 --lr 3e-4 --warmup 200 --seed 1``
 (about 8 minutes; its ``.json`` holds the command line, the validation history and the
-accuracies). Of the two H = 4 networks trained so (seeds 0 and 1; seed 0 is not shipped), it is the one with the better *validation* accuracy (0.854 against 0.834); on 1,000 balanced
+accuracies). Of the two H = 4 networks trained so (seeds 0 and 1; seed 0 ships too, in float16), it is the one with the better *validation* accuracy (0.854 against 0.834); on 1,000 balanced
 sequences each it reaches 0.838 on held-out characters (the paper: 83.8 %), 0.798 on the one-shot
 runs of the evaluation alphabets and 0.711 on MNIST 0 vs 1. The :class:`TrainConfig` defaults are
 its settings, except the seed.
@@ -64,10 +64,10 @@ from paththeory.model import Architecture, QKAttention, effective_weights, netwo
 
 Params = dict  # {"Q", "K": [L, H, G, N0], "V0": [n, N0], "V": tuple of [H, n, n], "a": [n]}
 SHIPPED = "omniglot_l2h4"
+#: Every network in the package's ``checkpoints/``: the default one (float32), the other H = 4 seed and
+#: the deeper and wider networks of the chapter "Beyond two layers of four heads" (float16 storage).
+SHIPPED_NETWORKS = (SHIPPED, "omniglot_l2h4_seed0", "omniglot_l3h3", "omniglot_l2h8")
 CHECKPOINTS_ENV_VAR = "PATHTHEORY_CHECKPOINTS"
-#: The project's GPU-trained networks, in the ``checkpoints`` folder of the ``shared`` folder beside
-#: a development checkout, if present.
-SHARED_CHECKPOINTS = Path(__file__).resolve().parents[2] / "shared" / "checkpoints"
 EVAL_SETS = ("train", "validation", "test", "one_shot_runs", "mnist")
 
 
@@ -114,6 +114,8 @@ class TrainConfig:
             raise ValueError("lr, clip and qk_scale must be > 0; weight_decay and warmup >= 0.")
         if self.n_eval % 2:
             raise ValueError(f"n_eval must be even (balanced evaluation sets); got {self.n_eval}.")
+        if self.time_limit_minutes is not None and not (self.time_limit_minutes > 0):
+            raise ValueError(f"time_limit_minutes must be > 0 (or None for no limit); got {self.time_limit_minutes!r}.")
 
 
 #: Image transforms whose results are new training classes: rotations by k * 90 degrees, then
@@ -194,9 +196,15 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
     Computed in float32, as in training.
     """
     params = checkpoint_or_params.trained if isinstance(checkpoint_or_params, Checkpoint) else checkpoint_or_params
+    missing = [k for k in ("Q", "K", "V0", "V", "a") if k not in params]
+    if missing:
+        raise ValueError(f"params lacks {missing}: pass a Checkpoint or the params of paththeory.training "
+                         "(init_params, train), whose queries and keys are trained too.")
     y = np.asarray(y, dtype=np.float64)
-    if np.ndim(x) != 3 or len(x) != len(y) or not np.all(np.abs(y) == 1):
-        raise ValueError(f"x must be [P, T, N0] and y [P] in {{-1, +1}}; got {np.shape(x)} and {y.shape}.")
+    if np.ndim(x) != 3 or len(x) != len(y) or len(y) == 0 or not np.all(np.abs(y) == 1):
+        raise ValueError(f"x must be [P >= 1, T, N0] and y [P] in {{-1, +1}}; got {np.shape(x)} and {y.shape}.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x contains NaN or infinite tokens; clean the input before calling.")
     with jax.enable_x64(False):
         p32 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
         mask = None if head_mask is None else [jnp.asarray(m, jnp.float32) for m in head_mask]
@@ -204,6 +212,9 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
             np.asarray(_predict_jit(p32, jnp.asarray(x[i : i + batch_size], jnp.float32), mask))
             for i in range(0, len(y), batch_size)
         ])
+    if not np.all(np.isfinite(f)):
+        raise ValueError("the network's outputs came out NaN or infinite: its weights are not finite "
+                         "(a damaged checkpoint?) or the tokens are too large for float32.")
     return float(np.mean(np.sign(f) == y))
 
 
@@ -438,13 +449,27 @@ class Checkpoint:
         return int(self.metadata["config"]["channels"])
 
 
-def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict) -> tuple[Path, Path]:
-    """Write ``stem.npz`` (float32 ``Q``, ``K``, ``V0``, ``V1..VL``, ``a``) and ``stem.json``."""
+def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict, *,
+                    storage: str = "float32") -> tuple[Path, Path]:
+    """Write ``stem.npz`` (``Q``, ``K``, ``V0``, ``V1..VL``, ``a``) and ``stem.json``.
+
+    ``storage="float16"`` halves the file (compressed npz, each weight rounded to a relative
+    5e-4); :func:`load_checkpoint` reads either back as float32.
+    """
+    if storage not in ("float32", "float16"):
+        raise ValueError(f"storage must be 'float32' or 'float16', got {storage!r}.")
     stem = Path(stem).with_suffix("") if Path(stem).suffix in (".npz", ".json") else Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     arrays = {"Q": params["Q"], "K": params["K"], "V0": params["V0"], "a": params["a"]}
     arrays.update({f"V{l + 1}": v for l, v in enumerate(params["V"])})
-    np.savez(stem.with_suffix(".npz"), **{k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()})
+    arrays = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()}
+    if storage == "float16":
+        too_large = [k for k, v in arrays.items() if not np.all(np.abs(v) < np.finfo(np.float16).max)]
+        if too_large:
+            raise ValueError(f"weights {too_large} exceed the float16 range (65504); save with storage='float32'.")
+        np.savez_compressed(stem.with_suffix(".npz"), **{k: v.astype(np.float16) for k, v in arrays.items()})
+    else:
+        np.savez(stem.with_suffix(".npz"), **arrays)
     stem.with_suffix(".json").write_text(json.dumps(metadata, indent=1) + "\n")
     return stem.with_suffix(".npz"), stem.with_suffix(".json")
 
@@ -458,16 +483,15 @@ class CorruptCheckpointError(ValueError):
 
 
 def checkpoint_folders() -> list[Path]:
-    """Where :func:`locate_checkpoint` looks, in order: the package's own ``checkpoints/``,
-    ``$PATHTHEORY_CHECKPOINTS``, ``<user cache>/checkpoints`` (``~/.cache/paththeory/checkpoints``)
-    and the project's folder of GPU-trained networks beside a development checkout
-    (:data:`SHARED_CHECKPOINTS`)."""
+    """Where :func:`locate_checkpoint` looks, in order: the package's own ``checkpoints/``
+    (:data:`SHIPPED_NETWORKS`), ``$PATHTHEORY_CHECKPOINTS`` and ``<user cache>/checkpoints``
+    (``~/.cache/paththeory/checkpoints``)."""
     from paththeory.data import cache_dir
 
     folders = [Path(str(importlib.resources.files("paththeory") / "checkpoints"))]
     if os.environ.get(CHECKPOINTS_ENV_VAR):
         folders.append(Path(os.environ[CHECKPOINTS_ENV_VAR]).expanduser())
-    folders += [cache_dir() / "checkpoints", SHARED_CHECKPOINTS]
+    folders.append(cache_dir() / "checkpoints")
     return list(dict.fromkeys(folders))
 
 
@@ -481,6 +505,8 @@ def locate_checkpoint(name: str | os.PathLike) -> Path:
       >>> locate_checkpoint(SHIPPED).name
       'omniglot_l2h4.npz'
     """
+    if not str(name).strip():
+        raise ValueError(f"the checkpoint name is empty: pass a name such as {SHIPPED!r} or a path to a .npz.")
     stem = Path(str(name))
     stem = stem.with_suffix("") if stem.suffix in (".npz", ".json") else stem
     candidates = [stem] if stem.parent != Path(".") or stem.is_absolute() else []
@@ -499,7 +525,7 @@ def load_checkpoint(path: str | os.PathLike | None = None) -> Checkpoint:
     :func:`locate_checkpoint` finds it); default: the shipped one."""
     if path is None:
         path = locate_checkpoint(SHIPPED)  # the package's own checkpoints/ comes first
-    elif not Path(str(path)).exists() and not Path(str(path)).with_suffix(".npz").exists():
+    elif not str(path).strip() or not Path(str(path)).exists() and not Path(str(path)).with_suffix(".npz").exists():
         path = locate_checkpoint(path)
     stem = Path(str(path))
     stem = stem.with_suffix("") if stem.suffix in (".npz", ".json") else stem
@@ -525,7 +551,7 @@ def _read_arrays(npz: Path) -> dict[str, np.ndarray]:
     """The arrays of a checkpoint's ``.npz``: ``Q``, ``K`` ``[L, H, G, N0]``, ``V0``, ``V1..VL``, ``a``."""
     try:
         with np.load(npz, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
+            arrays = {k: np.asarray(f[k], dtype=np.float32) for k in f.files}  # float16 storage too
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise _corrupt(npz, f"cannot be read as an npz archive ({type(exc).__name__})") from exc
     n_layers = arrays["Q"].shape[0] if "Q" in arrays and arrays["Q"].ndim == 4 else 0

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import paththeory as pt
-from paththeory import kernels, predict, pruning, solve
+from paththeory import kernels, predict, pruning, sampling, solve, stats, training
 from paththeory.exercises import model_problem
 
 
@@ -173,7 +173,58 @@ CASES = [
     ("pruned_accuracies NaN contributions",
      lambda a, p, x, f, y, th: pruning.pruned_accuracies(np.full((4, 6), np.nan), y, (3, 2), [[]]), ValueError,
      "contributions"),
+    ("random_orders negative count", lambda a, p, x, f, y, th: pruning.random_orders((3, 2), -1), ValueError, "n must"),
+    ("path_contributions NaN features", lambda a, p, x, f, y, th: pt.path_contributions(a, p, f * np.nan),
+     ValueError, "path_contributions"),
+    ("effective_weights NaN readout", lambda a, p, x, f, y, th: pt.effective_weights(a, {**p, "a": p["a"] * np.nan}),
+     ValueError, "params"),
+    ("soft_accuracy negative variance",
+     lambda a, p, x, f, y, th: predict.soft_accuracy(np.ones(4), -np.ones(4), y), ValueError, "variance"),
+    # statistics: a NaN never turns into a p-value or a verdict
+    ("spearman_test NaN", lambda a, p, x, f, y, th: stats.spearman_test([1, 2, np.nan], [1, 2, 3]), ValueError,
+     r"^x contains"),
+    ("mantel_test NaN", lambda a, p, x, f, y, th: stats.mantel_test(np.eye(3), np.full((3, 3), np.nan)),
+     ValueError, r"^B contains"),
+    ("paired_difference NaN", lambda a, p, x, f, y, th: stats.paired_difference([np.nan, 1], [1, 1]), ValueError,
+     r"^a contains"),
+    ("standard_error accuracy above one", lambda a, p, x, f, y, th: stats.standard_error(1.5, 10), ValueError,
+     r"^p must"),
+    ("standard_error NaN accuracy", lambda a, p, x, f, y, th: stats.standard_error(np.nan, 10), ValueError, r"^p must"),
+    ("batch_means_se NaN draws", lambda a, p, x, f, y, th: stats.batch_means_se(np.array([[np.nan, 1, 2, 3.0]])),
+     ValueError, "draws"),
+    # sampling and trained networks
+    ("marginal_log_likelihood zero temperature",
+     lambda a, p, x, f, y, th: sampling.marginal_log_likelihood(np.ones((4, 2)), y, 0.0), ValueError, "temperature"),
+    ("draw_readout negative temperature",
+     lambda a, p, x, f, y, th: sampling.draw_readout(np.ones((4, 2)), y, -1.0, jax.random.PRNGKey(0)), ValueError,
+     "temperature"),
+    ("readout_design wrong N0", lambda a, p, x, f, y, th: sampling.readout_design(a, p, f[:, :, :5]), ValueError,
+     "features must be"),
+    ("evaluate without queries and keys", lambda a, p, x, f, y, th: training.evaluate(p, x, y), ValueError,
+     r"params lacks \['Q', 'K'\]"),
+    ("evaluate empty set", lambda a, p, x, f, y, th: training.evaluate(_trained(), x[:0], y[:0]), ValueError,
+     r"x must be \[P >= 1"),
+    ("evaluate NaN tokens", lambda a, p, x, f, y, th: training.evaluate(_trained(), x * np.nan, y), ValueError,
+     "x contains NaN"),
+    ("evaluate NaN weights", lambda a, p, x, f, y, th: training.evaluate({**_trained(), "a": _trained()["a"] * np.nan}, x, y),
+     ValueError, "weights are not finite"),
+    ("load_checkpoint empty name", lambda a, p, x, f, y, th: training.load_checkpoint(""), ValueError,
+     "checkpoint name is empty"),
+    ("Theory.solve string width", lambda a, p, x, f, y, th: th.solve("10", 0.1), TypeError, "width"),
+    ("kernel_matrix complex U", lambda a, p, x, f, y, th: kernels.kernel_matrix(np.eye(6) * (1 + 1j), f), TypeError,
+     "U must hold real numbers"),
+    ("path_features string tokens", lambda a, p, x, f, y, th: pt.path_features(a, x.astype(str)), TypeError,
+     "tokens x must hold real numbers"),
+    ("TrainConfig negative time limit", lambda a, p, x, f, y, th: training.TrainConfig(time_limit_minutes=-1),
+     ValueError, "time_limit_minutes"),
 ]
+
+
+@functools.lru_cache(maxsize=None)
+def _trained() -> dict:
+    """Training params (queries and keys included) of a tiny network for the model problem's tokens (N0 = 6)."""
+    config = training.TrainConfig(d_model=4, qk_dim=2, heads=2, layers=1, channels=1)
+    return training.init_params(config, 6)
 
 
 @pytest.mark.parametrize("call, error, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])

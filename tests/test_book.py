@@ -299,3 +299,15 @@ def test_live_widgets_do_not_run_in_the_book_build():
     assert live, "no live explorer cell found"
     for name, cell in live:
         assert {"remove-cell", "skip-execution"} <= set(cell.metadata.get("tags", [])), name
+
+
+def test_the_publishing_workflow_builds_the_book_and_its_pdf_on_pushes_to_main():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    assert workflow[True]["push"]["branches"] == ["main"]  # YAML reads the key "on" as True
+    steps = workflow["jobs"]["build"]["steps"]
+    commands = " ".join(str(step.get("run", "")) for step in steps)
+    assert "make test" in commands and "make book" in commands and "make pdf" in commands
+    assert {"path": "_build/html"} in [step.get("with") for step in steps]
+    assert any(str(step.get("uses", "")).startswith("actions/deploy-pages") for step in workflow["jobs"]["deploy"]["steps"])
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--builder singlehtml" in makefile and "--print-to-pdf=_build/paththeory.pdf" in makefile

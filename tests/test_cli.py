@@ -44,6 +44,10 @@ BAD_INPUTS = {
     "checkpoint for the wrong chapter": (["reproduce", "markov", "--out", "o", "--checkpoint", "omniglot_l2h8"], {},
                                          "omniglot` only"),
     "no command": ([], {}, "required"),
+    "empty checkpoint name": (["reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", ""], {},
+                              "checkpoint name is empty"),
+    "negative training time limit": (["train", "omniglot", "--time-limit-minutes", "-1", "--out", "o"], {},
+                                     "time_limit_minutes must be > 0"),
 }
 
 

@@ -305,3 +305,17 @@ def test_fig3d_finite_width_kernel_aligns_better_with_the_labels():
     ov = exp.pc_overlaps(arch, U, feats, y, k=20)
     th, gp = ov["theory_summary"]["captured"], ov["gp_summary"]["captured"]
     assert th["10"] > gp["10"] and th["20"] > gp["20"], (th, gp)
+
+
+def test_a_missing_out_of_distribution_file_stops_the_pipeline_by_name(tmp_path, monkeypatch):
+    """No split is dropped silently: without the MNIST files (and no way to download them) the
+    sequences are not built, and the error names the file (the book then shows its notice)."""
+    root = tmp_path / "data"
+    root.mkdir()
+    for name in ("omniglot", "fashion_mnist"):  # everything but MNIST
+        (root / name).symlink_to(data.BUNDLED_DATA / name)
+    monkeypatch.setattr(data, "BUNDLED_DATA", tmp_path / "nothing")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(data.URL_ENV_VAR, "http://127.0.0.1:9")  # the discard port: the download fails
+    with pytest.raises(data.DataNotFoundError, match=r"mnist .*t10k-images-idx3-ubyte"):
+        exp.build_sequences(NO_SAMPLES, tiny_network(), root=root)

@@ -59,7 +59,7 @@ from scipy.stats import rankdata
 
 import paththeory
 from paththeory import action, hessian, kernels, predict, solve, stats, training
-from paththeory.data import DataNotFoundError, load_mnist, load_omniglot, load_one_shot_runs
+from paththeory.data import load_mnist, load_omniglot, load_one_shot_runs
 from paththeory.experiments import jsonable
 from paththeory.experiments.omniglot_figures import (
     plot_accuracy,
@@ -315,25 +315,22 @@ def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os
                                          channels=channels)
     x["one_shot_runs"], y["one_shot_runs"] = one_shot_run_sequences(
         load_one_shot_runs(root=root), rngs[3], cfg.n_test, balanced=True, channels=channels)
-    for name in ("fashion", "mnist"):
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    x[name], y[name] = ood_sequences(name, cfg.n_test // 2, root=root, channels=channels)
-                except ValueError:  # fewer images than asked for (the shipped Fashion-MNIST subset)
-                    x[name], y[name] = ood_sequences(name, None, root=root, channels=channels)
-                    notes.append(f"{name}: {len(y[name]) // 2} queries per class (the data hold too few images "
-                                 f"for {cfg.n_test // 2}).")
-            read = load_mnist("test", fashion=name == "fashion", root=root).note
-            if read:
-                notes.append(f"{name}: {read}.")
-            if any("context" in str(w.message) for w in caught):  # training images missing
-                notes.append(f"{name}: the training set is not available here, so the context images come from "
-                             "the test set (disjoint from the queries), not from the training set as in the "
-                             "authors' repository.")
-        except DataNotFoundError as err:
-            notes.append(f"{name}: skipped, the data are not available here ({str(err).split(':')[0]}).")
+    for name in ("fashion", "mnist"):  # a missing file raises DataNotFoundError: no split is skipped silently
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                x[name], y[name] = ood_sequences(name, cfg.n_test // 2, root=root, channels=channels)
+            except ValueError:  # fewer images than asked for (the shipped Fashion-MNIST subset)
+                x[name], y[name] = ood_sequences(name, None, root=root, channels=channels)
+                notes.append(f"{name}: {len(y[name]) // 2} queries per class (the data hold too few images "
+                             f"for {cfg.n_test // 2}).")
+        read = load_mnist("test", fashion=name == "fashion", root=root).note
+        if read:
+            notes.append(f"{name}: {read}.")
+        if any("context" in str(w.message) for w in caught):  # training images missing
+            notes.append(f"{name}: the training set is not available here, so the context images come from "
+                         "the test set (disjoint from the queries), not from the training set as in the "
+                         "authors' repository.")
     counts = {k: int(len(getattr(split, k))) for k in ("train", "validation", "test")}
     return Sequences(x, y, chars.source, counts, tuple(notes))
 

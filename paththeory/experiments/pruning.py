@@ -102,9 +102,8 @@ def _area(curves: np.ndarray) -> np.ndarray:
 def _against(value: float, null: np.ndarray) -> dict:
     """Monte Carlo p-values of ``value`` against draws ``null``: ``p_better`` (a null draw at least as
     large) and ``p_worse`` (at most as large), each ``(1 + k) / (1 + m)``."""
-    m = null.size
-    return {"p_better": float((1 + np.sum(null >= value)) / (1 + m)),
-            "p_worse": float((1 + np.sum(null <= value)) / (1 + m))}
+    p_better, p_worse = stats.tail_p_values(value, np.asarray(null), exact=False)
+    return {"p_better": float(p_better), "p_worse": float(p_worse)}
 
 
 def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray, scores: dict, n_random: int,
