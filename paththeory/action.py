@@ -163,9 +163,12 @@ def _energy_fwd(K, y, temperature):
 
 
 def inverse_upper_triangular(R: Array, base: int = 32) -> Array:
-    """``R^{-1}`` for an upper-triangular ``R`` by recursive halving (LAPACK's trtri, blocked):
+    r"""``R^{-1}`` for an upper-triangular ``R`` by recursive halving (LAPACK's trtri, blocked):
 
-        [[A, B], [0, D]]^{-1} = [[A^{-1}, -A^{-1} B D^{-1}], [0, D^{-1}]],
+    .. math::
+
+        \begin{pmatrix} A & B \\ 0 & D \end{pmatrix}^{-1}
+        = \begin{pmatrix} A^{-1} & -A^{-1} B D^{-1} \\ 0 & D^{-1} \end{pmatrix},
 
     with a triangular solve below ``base`` rows. Almost all of its ``P^3 / 3`` flops are matrix
     products, 2-3x faster on CPU than triangular solves against the identity.

@@ -1,15 +1,23 @@
-"""Second derivatives of the energy from the path features (for the solver's Newton phase).
+r"""Second derivatives of the energy from the path features (for the solver's Newton phase).
 
-With ``K(U) = sum_ab U_ab C^{ab}``, ``C^{ab} = X_a X_b^T`` (``X_a = xi^a``, ``[P, N0]``),
-``G = (K + T I)^{-1}`` and ``b = G y``, the energy ``E = ln det(K + T I) + y^T G y`` has
+With :math:`K(U)=\sum_{ab}U_{ab}C^{ab}`, :math:`C^{ab}=X_aX_b^\top` (:math:`X_a=\xi^a`, ``[P, N0]``),
+:math:`G=(K+TI)^{-1}` and :math:`b=Gy`, the energy :math:`E=\ln\det(K+TI)+y^\top Gy` has, along
+symmetric directions,
 
-    dE/dU_ab           = Tr(G C^{ab}) - b^T C^{ab} b,
-    d2E/dU_ab dU_cd    = -Tr(G C^{ab} G C^{cd}) + 2 b^T C^{ab} G C^{cd} b
+.. math::
 
-along symmetric directions. Both come from ``M = X^T G X`` (``[n N0, n N0]``, blocks
-``M_ab = X_a^T G X_b``) and ``v_a = X_a^T b``:
+    \frac{\partial E}{\partial U_{ab}} = \operatorname{Tr}(GC^{ab}) - b^\top C^{ab} b, \qquad
+    \frac{\partial^2 E}{\partial U_{ab}\,\partial U_{cd}}
+    = -\operatorname{Tr}(GC^{ab}GC^{cd}) + 2\,b^\top C^{ab} G C^{cd} b .
 
-    Tr(G C^{ab}) = Tr M_ba,   Tr(G C^{ab} G C^{cd}) = Tr(M_bc M_da),   b^T C^{ab} G C^{cd} b = v_a^T M_bc v_d.
+Both come from :math:`M=X^\top GX` (``[n N0, n N0]``, blocks :math:`M_{ab}=X_a^\top GX_b`) and
+:math:`v_a=X_a^\top b`:
+
+.. math::
+
+    \operatorname{Tr}(GC^{ab}) = \operatorname{Tr}M_{ba}, \quad
+    \operatorname{Tr}(GC^{ab}GC^{cd}) = \operatorname{Tr}(M_{bc}M_{da}), \quad
+    b^\top C^{ab}GC^{cd}b = v_a^\top M_{bc} v_d .
 
 Cost ``2 P^2 n N0 + 2 P (n N0)^2 + 2 n^4 N0^2`` flops and ``(n N0)^2`` memory, independent of
 the Gram blocks; the ``n^4`` traces are one product ``Q Q^T`` with ``Q[(b,c),(i,j)] = (M_bc)_ij``.

@@ -1,10 +1,14 @@
-"""Path-path kernels, the GP kernel and the renormalised kernel K(U) (paper Eq. (10), App. B.1 Eq. (31)).
+r"""Path-path kernels, the GP kernel and the renormalised kernel K(U) (paper Eq. (10), App. B.1 Eq. (31)).
 
 All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeory.path_features`):
 
-* ``C^{pi sigma}(x, x') = xi^pi(x) . xi^sigma(x')``;
-* ``K_U(x, x') = sum_{pi sigma} U_{pi sigma} C^{pi sigma}(x, x')``;
-* ``K_GP = sigma_a^2 prod_l sigma_l^2 sum_pi C^{pi pi}`` (``U`` at the GP point).
+.. math::
+
+    C^{\pi\pi'}(x,x') = \xi^\pi(x)\cdot\xi^{\pi'}(x'), \qquad
+    K_U(x,x') = \sum_{\pi\pi'} U_{\pi\pi'}\,C^{\pi\pi'}(x,x'), \qquad
+    K_{GP} = \sigma_a^2 \prod_\ell \sigma_\ell^2 \sum_\pi C^{\pi\pi}
+
+(:math:`K_{GP}` is :math:`K_U` at the GP point).
 
 The solver evaluates ``K(U)`` many times. :func:`kernel_operator` either precomputes the
 ``n(n+1)/2`` distinct symmetrised Gram blocks, each packed into a rectangle of ``P (P + 1) / 2``

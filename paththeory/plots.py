@@ -124,6 +124,78 @@ def legend_below(fig: Figure, axes: Sequence[Axes], columns: int = 2) -> None:
         fig.legend(list(entries.values()), list(entries), loc="outside lower right", ncols=columns)
 
 
+#: Where :func:`label_points` tries a label, in points from its marker: beside it, then above or below.
+_NEAR = ((5, 3, "left", "bottom"), (-5, 3, "right", "bottom"), (5, -3, "left", "top"), (-5, -3, "right", "top"),
+         (0, 7, "center", "bottom"), (0, -7, "center", "top"))
+
+
+def _ring(radius: float, n: int = 12) -> tuple:
+    """``n`` label places at ``radius`` points around a marker, each aligned away from it."""
+    out = []
+    for a in np.arange(n) * 2 * np.pi / n:
+        c, s = math.cos(a), math.sin(a)
+        out.append((radius * c, radius * s, "left" if c > 0.3 else "right" if c < -0.3 else "center",
+                    "bottom" if s >= 0 else "top"))
+    return tuple(out)
+
+
+#: Farther places, with a leader line: rings of growing radius.
+_FAR = tuple(place for radius in (14, 20, 28, 36, 46) for place in _ring(radius))
+
+
+def label_points(ax: Axes, x, y, labels: Sequence[str], *, avoid=None, fontsize: float = 9,
+                 color: str = "0.25") -> list[Text]:
+    """Write ``labels[i]`` next to the point ``(x[i], y[i])`` where it overlaps no other label or point.
+
+    Greedy, in display space: each label takes the first free place of six around its marker, then
+    of rings of places farther out (14 to 46 points) with a thin leader line; if none is free, the
+    nearest place. Free means inside the axes and clear of every label already placed and
+    of every other point (these and ``avoid``, an ``[m, 2]`` array of data coordinates, e.g. a
+    second series). Call it once the figure's layout is final (after its legend); the labels
+    themselves are kept out of the layout.
+
+    Example:
+      >>> fig, (ax,) = panel_grid(1)
+      >>> _ = ax.plot([0, 0.01, 0.02], [0, 0, 0], "o")
+      >>> texts = label_points(ax, [0, 0.01, 0.02], [0, 0, 0], ["a", "b", "c"])
+      >>> r = fig.canvas.get_renderer(); boxes = [Text.get_window_extent(t, r) for t in texts]
+      >>> any(p.overlaps(q) for i, p in enumerate(boxes) for q in boxes[i + 1:])
+      False
+    """
+    from matplotlib.transforms import Bbox
+
+    xy = np.column_stack([np.asarray(x, float), np.asarray(y, float)])
+    if len(labels) != len(xy):
+        raise ValueError(f"labels has {len(labels)} entries for {len(xy)} points.")
+    others = np.asarray(avoid, float).reshape(-1, 2) if avoid is not None else np.empty((0, 2))
+    fig = ax.figure
+    fig.canvas.draw()  # the final layout, so that display coordinates hold
+    renderer = fig.canvas.get_renderer()
+    r = 4.0 * fig.dpi / 72  # a marker's half-size in pixels
+    points = [Bbox.from_extents(px - r, py - r, px + r, py + r)
+              for px, py in ax.transData.transform(np.vstack([xy, others]))]
+    frame = ax.get_window_extent(renderer)
+    placed: list = []
+    texts = []
+    for i in np.argsort(xy[:, 0], kind="stable"):
+        for j, (dx, dy, ha, va) in enumerate(_NEAR + _FAR + _NEAR[:1]):
+            leader = dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3) if len(_NEAR) <= j < len(_NEAR) + len(_FAR) else None
+            t = ax.annotate(labels[i], xy[i], xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                            fontsize=fontsize, color=color, arrowprops=leader, annotation_clip=False)
+            t.set_in_layout(False)
+            t.update_positions(renderer)
+            box = Text.get_window_extent(t, renderer)  # the text alone; a leader line may cross markers
+            free = (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+                    and not any(box.overlaps(b) for b in placed)
+                    and not any(box.overlaps(b) for k, b in enumerate(points) if k != i))
+            if free or j == len(_NEAR) + len(_FAR):
+                placed.append(box)
+                texts.append(t)
+                break
+            t.remove()
+    return texts
+
+
 def _new_figure(**kwargs) -> Figure:
     """A pyplot figure (shown inline in Jupyter) with the book's style and a constrained layout."""
     import matplotlib.pyplot as plt

@@ -1,10 +1,13 @@
-"""Predictions of the theory: mean predictor, variance, accuracies, kernel-task alignment.
+r"""Predictions of the theory: mean predictor, variance, accuracies, kernel-task alignment.
 
 Paper Eq. (9) and App. B.1, Eqs. (29)-(30).
 
-With ``K = K_U`` on the training set, ``k_* = K_U(x^mu, x_*)`` and ``k_** = K_U(x_*, x_*)``:
+With :math:`K=K_U` on the training set, :math:`k_*=K_U(x^\mu,x_*)` and :math:`k_{**}=K_U(x_*,x_*)`:
 
-    <f(x_*)> = k_*^T (K + T I)^{-1} y,     Var f(x_*) = k_** - k_*^T (K + T I)^{-1} k_*.
+.. math::
+
+    \langle f(x_*)\rangle = k_*^\top (K+TI)^{-1} y, \qquad
+    \operatorname{Var} f(x_*) = k_{**} - k_*^\top (K+TI)^{-1} k_* .
 
 The variance is that of the network output (no ``+T``).
 """

@@ -1,8 +1,11 @@
-"""Head scores from the order parameter and pruning by paths (paper §4.2 and App. H.2.3).
+r"""Head scores from the order parameter and pruning by paths (paper §4.2 and App. H.2.3).
 
-A head's score is the total weight ``|U_{pi sigma}|`` of the path pairs that run through it::
+A head's score is the total weight :math:`|U_{\pi\pi'}|` of the path pairs that run through it:
 
-    s_{l,h} = sum_{(pi, sigma): pi_l = h or sigma_l = h} |U_{pi sigma}|,   s_hat = s / max s.
+.. math::
+
+    s_{\ell,h} = \sum_{(\pi,\pi'):\ \pi_\ell = h \text{ or } \pi'_\ell = h} |U_{\pi\pi'}|, \qquad
+    \hat s = s / \max s .
 
 Pruning a head zeroes its output and rescales its layer's sum over heads from ``H^{-1/2}`` to
 ``(H - d)^{-1/2}``. Since the network's output is a sum over paths

@@ -7,7 +7,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
+from paththeory import plots  # noqa: E402
 from paththeory.plots import matrix_heatmap, stamp_profile  # noqa: E402
 
 
@@ -55,3 +57,26 @@ def test_block_labels_sit_at_block_centres(fig_ax):
 def test_heatmap_rejects_bad_input(fig_ax, m, labels, message):
     with pytest.raises(ValueError, match=message):
         matrix_heatmap(fig_ax[1], m, labels, "bad")
+
+
+def test_point_labels_never_overlap_each_other_or_other_points():
+    """The head-score scatter of 16 heads in a tight cluster (as for the L2H8 network): every label
+    lies inside the axes, clear of every other label and of every marker but its own."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([0.65 + 0.02 * rng.random(10), rng.uniform(0.5, 1.0, 6)])
+    y = np.concatenate([2 + rng.random(10), rng.uniform(0, 10, 6)])
+    other = np.column_stack([x, y + rng.normal(0, 1, 16)])
+    fig, (ax,) = plots.panel_grid(1, 4.4)
+    ax.plot(x, y, "o")
+    ax.plot(*other.T, "s")
+    texts = plots.label_points(ax, x, y, [f"({i // 8},{i % 8})" for i in range(16)], avoid=other)
+    renderer = fig.canvas.get_renderer()
+    boxes = [Text.get_window_extent(t, renderer) for t in texts]  # the labels, without their leader lines
+    frame = ax.get_window_extent(renderer)
+    assert len(texts) == 16
+    assert not [(i, j) for i in range(16) for j in range(i + 1, 16) if boxes[i].overlaps(boxes[j])]
+    for b in boxes:
+        assert frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
+    fig.savefig("/tmp/shots/label_test.png")
+    with pytest.raises(ValueError, match="labels has 2 entries for 16 points"):
+        plots.label_points(ax, x, y, ["a", "b"])

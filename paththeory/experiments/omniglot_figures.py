@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from paththeory.plots import COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
+from paththeory.plots import (COLUMN_WIDTH, book_style, label_points, legend_below, matrix_heatmap, panel_grid,
+                              stamp_profile)
 
 
 def _floats(values) -> np.ndarray:
@@ -156,21 +157,22 @@ def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "fashion"))
     scores = _flat(hs["scores"])
     names = [f"({l},{h})" for l, n in enumerate(results["heads"]) for h in range(n)]
     fig, (ax,) = panel_grid(1, 4.4, width=0.8 * COLUMN_WIDTH)
+    series = []
     for k, s in enumerate(s for s in splits if s in pr):
         drops, se = 100 * _flat(pr[s]["single_head_drop"]), 100 * _flat(pr[s]["single_head_se"])
         rho, p = pr[s]["spearman"]["rho"], pr[s]["spearman"]["p_greater"]
         text = "undefined" if rho is None else f"{rho:.2f} (p = {p:.3f})"
         ax.errorbar(scores, drops, yerr=2 * se, fmt="os"[k % 2], color=f"C{k}", capsize=2,
                     label=f"{results['split_names'][s].split(' (')[0]}, $\\rho$ = {text}")
-        if k == 0 and len(names) <= 16:
-            for i, (x_, y_, n) in enumerate(zip(scores, drops, names)):  # alternate sides: fewer collisions
-                ax.annotate(n, (x_, y_), textcoords="offset points", xytext=(5, 3) if i % 2 else (-5, 3),
-                            ha="left" if i % 2 else "right", fontsize=9, color="0.25")
+        series.append(drops)
     ax.axhline(0, color="0.6", lw=0.8)
     ax.set_xlabel(f"head score (theory, N = {hs['width']}, T = {hs['temperature']:g})")
     ax.set_ylabel("accuracy drop when pruned (points)")
     ax.margins(x=0.12, y=0.1)
     legend_below(fig, [ax], columns=1)
+    if series and len(names) <= 16:  # heads labelled on the first split, clear of every marker
+        label_points(ax, scores, series[0], names,
+                     avoid=[(s_, d) for drops in series[1:] for s_, d in zip(scores, drops)])
     return _finish(fig, results)
 
 
