@@ -131,9 +131,14 @@ def solve_panel(
 # --------------------------------------------------------------------------- drawing
 
 
+def _width(n: float) -> str:
+    """A width for a label: ``3000``, not ``3e+03``; three significant digits below 100."""
+    return f"{n:.0f}" if n >= 100 else f"{n:.3g}"
+
+
 def draw_order_parameter(ax: Axes, panel: Panel, labels: Sequence[str] | None) -> None:
     """Heat map of ``U*`` with the point's ``N``, load ``P/N`` and ``T`` in the title."""
-    title = f"$U^*$ at N = {panel.width:.3g} (P/N = {panel.alpha:.3g}), T = {panel.temperature:g}"
+    title = f"$U^*$ at N = {_width(panel.width)} (P/N = {panel.alpha:.3g}), T = {panel.temperature:g}"
     matrix_heatmap(ax, panel.solution.U, labels, title, cbar_label="$U^*_{\\pi\\pi'}$")
 
 
@@ -141,7 +146,7 @@ def draw_overlaps(ax: Axes, panel: Panel) -> None:
     """Label overlaps of the top principal components of ``K_{U*}`` and ``K_GP``."""
     k = np.arange(1, panel.overlap_theory.size + 1)
     ax.plot(k, panel.overlap_gp, "s-", color="0.5", ms=4, lw=1, label="$K_{GP}$")
-    ax.plot(k, panel.overlap_theory, "o-", color="C3", ms=4, lw=1, label=f"$K_{{U^*}}$, N = {panel.width:.3g}")
+    ax.plot(k, panel.overlap_theory, "o-", color="C3", ms=4, lw=1, label=f"$K_{{U^*}}$, N = {_width(panel.width)}")
     ax.set_xlabel("principal component $i$ (largest eigenvalue first)")
     ax.set_ylabel("$|v_i \\cdot y| / \\sqrt{P}$")
     ax.set_ylim(0, 1)
@@ -154,7 +159,8 @@ def draw_accuracy(ax: Axes, panel: Panel) -> None:
     values = [panel.accuracy_theory, panel.accuracy_gp]
     bars = ax.bar(["theory $U^*$", "GP $U \\propto I$"], values, color=["C3", "0.6"])
     ax.bar_label(bars, labels=[f"{v:.3f}" for v in values])
-    ax.set_ylim(0.5, 1.0)
+    ax.set_ylim(0.5, 1.1)  # room above a bar near 1 for its label
+    ax.set_yticks([0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
     ax.set_ylabel("test accuracy")
     ax.set_title(f"test accuracy, T = {panel.temperature:g}")
 
@@ -174,9 +180,10 @@ def panel_figure(panel: Panel, labels: Sequence[str] | None = None) -> Figure:
     overlaps side by side, the accuracies below them (at most two axes per row, so that the type
     stays legible), stamped with the profile."""
     fig = Figure(figsize=PANEL_SIZE, layout="constrained")
+    fig.get_layout_engine().set(wspace=0.12)  # the colour bar's label apart from the next panel's axis label
     grid = fig.add_gridspec(2, 2, height_ratios=(3.0, 1.0))
     draw_panel([fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])], panel, labels)
-    fig.axes[0].set_title(f"$U^*$, N = {panel.width:.3g}, T = {panel.temperature:g}")
+    fig.axes[0].set_title(f"$U^*$, N = {_width(panel.width)}, T = {panel.temperature:g}")
     fig.axes[1].set_xlabel("principal component $i$")
     stamp_profile(fig)
     return fig

@@ -14,6 +14,7 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from paththeory.plots import (COLUMN_WIDTH, book_style, label_points, legend_below, matrix_heatmap, panel_grid,
                               stamp_profile)
@@ -193,6 +194,7 @@ def plot_pruning(results: dict, splits: Sequence[str] = ("test", "fashion", "mni
         ax.plot(k, _floats(cum["score_descending"]), "s--", color="C3", label="highest score first")
         ax.axhline(0.5, color="0.6", ls=":", lw=0.8)
         _finish_split_panel(ax, results, s, "heads pruned")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a count of heads
     legend_below(fig, axes)
     return _finish(fig, results)
 
