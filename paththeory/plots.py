@@ -141,6 +141,10 @@ def _ring(radius: float, n: int = 12) -> tuple:
 
 #: Farther places, with a leader line: rings of growing radius.
 _FAR = tuple(place for radius in (14, 20, 28, 36, 46) for place in _ring(radius))
+#: Every place in the order tried, with whether it gets a leader line; the last (the first place
+#: again) is taken even when it is not free.
+_PLACES = tuple((*p, False) for p in _NEAR) + tuple((*p, True) for p in _FAR) + ((*_NEAR[0], False),)
+_LEADER = dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3)
 
 
 def label_points(ax: Axes, x, y, labels: Sequence[str], *, avoid=None, fontsize: float = 9,
@@ -178,17 +182,17 @@ def label_points(ax: Axes, x, y, labels: Sequence[str], *, avoid=None, fontsize:
     placed: list = []
     texts = []
     for i in np.argsort(xy[:, 0], kind="stable"):
-        for j, (dx, dy, ha, va) in enumerate(_NEAR + _FAR + _NEAR[:1]):
-            leader = dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3) if len(_NEAR) <= j < len(_NEAR) + len(_FAR) else None
+        for j, (dx, dy, ha, va, leader) in enumerate(_PLACES):
             t = ax.annotate(labels[i], xy[i], xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                            fontsize=fontsize, color=color, arrowprops=leader, annotation_clip=False)
+                            fontsize=fontsize, color=color, arrowprops=_LEADER if leader else None,
+                            annotation_clip=False)
             t.set_in_layout(False)
             t.update_positions(renderer)
             box = Text.get_window_extent(t, renderer)  # the text alone; a leader line may cross markers
             free = (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
                     and not any(box.overlaps(b) for b in placed)
                     and not any(box.overlaps(b) for k, b in enumerate(points) if k != i))
-            if free or j == len(_NEAR) + len(_FAR):
+            if free or j == len(_PLACES) - 1:
                 placed.append(box)
                 texts.append(t)
                 break
