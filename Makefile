@@ -1,7 +1,9 @@
 # The two commands of README.md:
 #   make book   create .venv, install paththeory with [book,test], build the book strictly
-#               (every chapter executed, any warning or cell error fails) into _build/html
-#   make test   create .venv, install paththeory with [book,test], run the tests
+#               (every chapter executed, any warning or cell error fails) into _build/html;
+#               BOOK_JOBS chapters execute at once (book/_ext/build.py; BOOK_JOBS=1: serial)
+#   make test   create .venv, install paththeory with [book,test], run the tests in
+#               TEST_WORKERS processes (pytest-xdist, one test file per process at a time)
 # `make install` alone sets up .venv; it reinstalls only when pyproject.toml changes.
 # `make pdf` builds the whole book as one HTML page and prints it to _build/paththeory.pdf with
 # headless Chromium (CHROMIUM=...; the mathematics needs internet for MathJax).
@@ -11,6 +13,8 @@ CHROMIUM ?= chromium
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.paththeory-installed
+BOOK_JOBS ?= 2
+TEST_WORKERS ?= 2
 
 .PHONY: install book test pdf clean
 
@@ -23,7 +27,7 @@ $(STAMP): pyproject.toml
 
 book: install
 	rm -rf _build/html _build/jupyter_execute
-	$(BIN)/jupyter-book build . -W --keep-going --all
+	BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python book/_ext/build.py . -W --keep-going --all
 
 pdf: install
 	rm -rf _build/singlehtml
@@ -33,7 +37,7 @@ pdf: install
 	@echo "The book as one PDF: _build/paththeory.pdf"
 
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 clean:
 	rm -rf _build

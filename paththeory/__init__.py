@@ -26,7 +26,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402
 
-if os.environ.get("PATHTHEORY_NO_X64", "") not in ("1", "true", "yes"):
+from paththeory import _io  # noqa: E402
+
+if not _io.env_flag("PATHTHEORY_NO_X64"):  # 1/true/yes/on or 0/false/no/off; anything else raises
     jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.1.0"

@@ -18,7 +18,11 @@ def as_float_array(value, name: str, ndim: int | Sequence[int] | None = None) ->
         _check_ndim(value, name, ndim)
         _check_nonempty(value, name)
         return value
-    kind = np.asarray(value).dtype.kind if not isinstance(value, jax.Array) else "f"
+    try:
+        kind = np.asarray(value).dtype.kind if not isinstance(value, jax.Array) else "f"
+    except ValueError:  # numpy refuses ragged nested lists
+        raise ValueError(f"{name} is a ragged nested list (its rows have different lengths); pass a "
+                         "rectangular array.") from None
     if kind in "USc":  # strings would be parsed, complex numbers lose their imaginary part
         raise TypeError(f"{name} must hold real numbers; got an array of {'complex numbers' if kind == 'c' else 'strings'}.")
     try:
@@ -50,15 +54,7 @@ def _check_nonempty(arr, name: str) -> None:
 def check_positive_definite(matrix: np.ndarray, name: str, semi: bool = False) -> None:
     """Raise a ValueError unless ``matrix`` is square, symmetric and positive definite (with ``semi``:
     positive semi-definite, up to round-off of 1e-10 times its largest eigenvalue)."""
-    m = np.asarray(matrix, dtype=np.float64)
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ValueError(f"{name} must be a square matrix; got shape {m.shape}.")
-    scale = max(1.0, float(np.max(np.abs(m)))) if m.size else 1.0
-    if not np.allclose(m, m.T, atol=1e-10 * scale, rtol=0.0):
-        raise ValueError(
-            f"{name} must be symmetric; max |M - M^T| = {np.max(np.abs(m - m.T)):.3g}. "
-            "Symmetrise it with (M + M.T) / 2 if the asymmetry is round-off."
-        )
+    m = check_symmetric(matrix, name)
     eigs = np.linalg.eigvalsh(m) if m.size else np.ones(1)
     eig_min = float(eigs[0])
     floor = -1e-10 * float(np.max(np.abs(eigs))) if semi else 0.0
@@ -68,6 +64,21 @@ def check_positive_definite(matrix: np.ndarray, name: str, semi: bool = False) -
             "Order parameters live on the cone of positive-definite matrices "
             "(e.g. arch.gp_scale * I, or the U of a Solution)."
         )
+
+
+def check_symmetric(matrix, name: str) -> np.ndarray:
+    """``matrix`` as a float64 array after checking it is square and symmetric (up to round-off of 1e-10
+    times its largest entry); raise a ValueError naming ``name`` otherwise."""
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square matrix; got shape {m.shape}.")
+    scale = max(1.0, float(np.max(np.abs(m)))) if m.size else 1.0
+    if not np.allclose(m, m.T, atol=1e-10 * scale, rtol=0.0):
+        raise ValueError(
+            f"{name} must be symmetric; max |M - M^T| = {np.max(np.abs(m - m.T)):.3g}. "
+            "Symmetrise it with (M + M.T) / 2 if the asymmetry is round-off."
+        )
+    return m
 
 
 def check_order_parameter(U, name: str, size: int, semi: bool = False):
@@ -111,19 +122,82 @@ def check_nonnegative(value: float, name: str) -> float:
     return v
 
 
+def check_finite(value: float, name: str) -> float:
+    """Return ``value`` as float if it is a finite number, else raise."""
+    v = _as_number(value, name)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be a finite number; got {value!r}.")
+    return v
+
+
+def check_open_interval(value: float, name: str, low: float = 0.0, high: float = 1.0) -> float:
+    """Return ``value`` as float if ``low < value < high``, else raise."""
+    v = _as_number(value, name)
+    if not low < v < high:
+        raise ValueError(f"{name} must lie strictly between {low:g} and {high:g}; got {value!r}.")
+    return v
+
+
 def _as_number(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a number, not a bool; got {value!r}.")
     if isinstance(value, (str, bytes, complex)):
         raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}.")
+    try:
+        scalar = np.ndim(value) == 0
+    except ValueError:  # a ragged list
+        scalar = False
+    if not scalar:
+        raise TypeError(f"{name} must be one number; got {type(value).__name__} {value!r}.")
     try:
         return float(value)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}.") from None
 
 
-def check_count(value, name: str, minimum: int = 1) -> int:
-    """Return ``value`` as an int if it is a whole number ``>= minimum``; else raise naming ``name``."""
+def check_count(value, name: str, minimum: int = 1, hint: str = "") -> int:
+    """Return ``value`` as an int if it is a whole number ``>= minimum``; else raise naming ``name`` (and
+    adding ``hint``, a sentence on why)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
-        raise TypeError(f"{name} must be a whole number; got {type(value).__name__} {value!r}.")
+        raise TypeError(f"{name} must be a whole number; got {type(value).__name__} {value!r}.{hint and ' ' + hint}")
     if not np.isfinite(value) or value != int(value) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}; got {value!r}.")
+        raise ValueError(f"{name} must be a whole number >= {minimum}; got {value!r}.{hint and ' ' + hint}")
     return int(value)
+
+
+def check_flag(value, name: str) -> bool:
+    """Return ``value`` if it is ``True`` or ``False``; else raise (a string like ``"no"`` would read as true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}.")
+    return bool(value)
+
+
+def check_targets(y, name: str = "y", ndim: int | Sequence[int] | None = None) -> np.ndarray:
+    """Real-valued targets as :func:`as_float_array` does, but booleans refused (they would silently become 1/0)."""
+    if getattr(y, "dtype", None) == bool or (not hasattr(y, "dtype") and np.asarray(y).dtype == bool):
+        raise TypeError(f"{name} holds booleans; labels must be numbers, e.g. -1 or +1: pass np.where({name}, 1.0, -1.0).")
+    return as_float_array(y, name, ndim)
+
+
+def check_sign_labels(y, name: str = "y") -> np.ndarray:
+    """``y`` as a float64 array of labels ``-1`` or ``+1`` (the two classes of the paper), or raise naming ``name``.
+
+    Booleans and ``0/1`` labels are refused rather than read as ``+-1``: a ``0`` would count as a wrong
+    sign for every prediction."""
+    labels = check_targets(y, name)
+    if not np.all(np.abs(labels) == 1):
+        values = np.unique(labels)
+        shown = ", ".join(f"{v:g}" for v in values[:6]) + (", ..." if values.size > 6 else "")
+        hint = f" Map 0/1 labels to +-1 with 2 * {name} - 1." if set(values) <= {0.0, 1.0} else ""
+        raise ValueError(f"{name} must hold labels -1 or +1; got the values {{{shown}}}.{hint}")
+    return labels
+
+
+def check_key(key, name: str = "key"):
+    """Return ``key`` if it is a JAX PRNG key (``jax.random.PRNGKey(seed)`` or ``jax.random.key(seed)``), else raise."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and (jnp.issubdtype(dtype, jax.dtypes.prng_key)
+                              or (dtype == jnp.uint32 and tuple(key.shape) == (2,))):
+        return key
+    raise TypeError(f"{name} must be a JAX random key such as jax.random.PRNGKey(0); got {type(key).__name__} "
+                    f"{key!r}.")

@@ -19,6 +19,12 @@ With widths ``n_0..n_L`` and variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma
       &+ \ln\det(K_U + T I) + y^\top (K_U + T I)^{-1} y .
     \end{aligned}
 
+With ``C`` outputs (labels ``Y[P, C]``, issue 23) every ``U^(l)`` carries the output index too,
+slowest: ``(c, h_l, ..., h_L)``, size ``C prod_{m >= l} H_m``; ``U_a`` is ``C x C``, ``ln U_a`` becomes
+``ln det U_a``, ``Tr U^(L) / U_a`` becomes ``Tr[U_a^{-1} Tr_{h_L} U^(L)]``, the partial traces keep
+``c``, and the energy acts on the ``(C P) x (C P)`` kernel with ``y = vec(Y)`` (output index slowest).
+One output is the case ``C = 1`` of the same formulas.
+
 The solver minimises ``S / N`` with ``N = max_l n_l`` (a normalisation of ours: the minimiser is
 that of ``S``, and ``S / N`` stays of order one as the widths grow).
 """
@@ -34,24 +40,29 @@ import numpy as np
 Array = jax.Array
 
 
-def order_parameter_sizes(heads: Sequence[int]) -> list[int]:
-    """Sizes of ``U^(1), ..., U^(L)``: ``prod_{m >= l} H_m``.
+def order_parameter_sizes(heads: Sequence[int], n_outputs: int = 1) -> list[int]:
+    """Sizes of ``U^(1), ..., U^(L)``: ``C prod_{m >= l} H_m`` for ``C`` outputs.
 
     Example:
-      >>> order_parameter_sizes((2, 3))
-      [6, 3]
+      >>> order_parameter_sizes((2, 3)), order_parameter_sizes((2, 3), n_outputs=2)
+      ([6, 3], [12, 6])
     """
-    return [int(np.prod(heads[l:])) for l in range(len(heads))]
+    return [n_outputs * int(np.prod(heads[l:])) for l in range(len(heads))]
 
 
-def gp_order_parameters(heads: Sequence[int], variances: Sequence[float]) -> list[np.ndarray]:
-    """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I`` (paper §3.1 and App. B.1: the entropy's maximum).
+def gp_order_parameters(heads: Sequence[int], variances: Sequence[float], n_outputs: int = 1) -> list[np.ndarray]:
+    """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I``: the minimum of the entropy ``S_ent``
+    (:func:`entropy`), which enters the action with a plus sign in this package. The paper (§3.1,
+    App. B.1) uses the opposite sign for its entropy and so calls the GP point its maximum.
+
+    With ``C`` outputs the identity is ``C prod_{m >= l} H_m`` square: independent GPs per output.
 
     Example:
       >>> [round(float(u[0, 0]), 4) for u in gp_order_parameters((2, 3), (1.0, 0.6, 1.7, 2.1))]
       [2.142, 3.57]
     """
-    return [np.eye(size) * level_scale(l, variances) for l, size in enumerate(order_parameter_sizes(heads))]
+    sizes = order_parameter_sizes(heads, n_outputs)
+    return [np.eye(size) * level_scale(l, variances) for l, size in enumerate(sizes)]
 
 
 def level_scale(l: int, variances: Sequence[float]) -> float:
@@ -64,23 +75,55 @@ def level_scale(l: int, variances: Sequence[float]) -> float:
     return float(variances[-1] * np.prod(variances[1 + l : -1]))
 
 
-def partial_trace(U: Array, n_heads: int) -> Array:
-    """``(Tr_{h_l} U^(l))_{pi' sigma'} = sum_h U_{(h, pi'), (h, sigma')}`` over the slowest head index.
+def partial_trace(U: Array, n_heads: int, n_outputs: int = 1) -> Array:
+    """``(Tr_{h_l} U^(l))_{(c, pi'), (c', sigma')} = sum_h U_{(c, h, pi'), (c', h, sigma')}``: the trace over
+    the head index after the (slowest) output index ``c``.
 
     Example:
       >>> print(np.asarray(partial_trace(jnp.eye(4), 2)))
       [[2. 0.]
        [0. 2.]]
     """
-    m = U.shape[0] // n_heads
-    return jnp.einsum("hahb->ab", U.reshape(n_heads, m, n_heads, m))
+    m = U.shape[0] // (n_outputs * n_heads)
+    u = U.reshape(n_outputs, n_heads, m, n_outputs, n_heads, m)
+    return jnp.einsum("chadhb->cadb", u).reshape(n_outputs * m, n_outputs * m)
 
 
-def readout_order_parameter(trace_last: Array, widths: Sequence[float], heads: Sequence[int], variances) -> Array:
-    """``U_a``, the positive root of ``U_a^2 + beta_a U_a - gamma_a = 0`` (stationarity of paper Eq. (32)).
+@jax.custom_jvp
+def sqrtm_pd(M: Array) -> Array:
+    """The positive square root ``S`` of a symmetric positive-definite ``M`` (eigendecomposition).
+
+    Its derivative ``dS`` solves the Sylvester equation ``S dS + dS S = dM`` (a ``C^2`` linear system),
+    so it is differentiable to any order, also at repeated eigenvalues (where the eigenvectors' are not).
+
+    Example:
+      >>> print(np.asarray(sqrtm_pd(jnp.array([[4.0, 0.0], [0.0, 9.0]]))))
+      [[2. 0.]
+       [0. 3.]]
+    """
+    if M.shape[0] == 1:
+        return jnp.sqrt(M)
+    lam, vecs = jnp.linalg.eigh(M)
+    return (vecs * jnp.sqrt(jnp.maximum(lam, 0.0))) @ vecs.T
+
+
+@sqrtm_pd.defjvp
+def _sqrtm_pd_jvp(primals, tangents):
+    (M,), (dM,) = primals, tangents
+    S = sqrtm_pd(M)
+    eye = jnp.eye(M.shape[0], dtype=M.dtype)
+    sylvester = jnp.kron(S, eye) + jnp.kron(eye, S)  # row-major vec(S X + X S)
+    return S, jnp.linalg.solve(sylvester, dM.reshape(-1)).reshape(M.shape)
+
+
+def readout_order_parameter(traced_last: Array, widths: Sequence[float], heads: Sequence[int], variances) -> Array:
+    """``U_a``, the positive-definite root of ``U_a^2 + beta_a U_a - gamma_a = 0`` (stationarity of paper Eq. (32)).
 
     ``beta_a = sigma_a^2 (H_L n_{L-1} / n_L - 1)``,
-    ``gamma_a = sigma_a^2 n_{L-1} Tr U^(L) / (sigma_L^2 n_L)``.
+    ``gamma_a = sigma_a^2 n_{L-1} Tr_{h_L} U^(L) / (sigma_L^2 n_L)``. With ``C`` outputs ``U_a`` and
+    ``Tr_{h_L} U^(L)`` (``traced_last``) are ``C x C`` and commute:
+    ``U_a = sqrt(beta_a^2 / 4 + gamma_a) - beta_a / 2`` (matrix square root); a scalar ``traced_last``
+    (``Tr U^(L)``, one output) gives a scalar.
 
     Example:
       >>> round(float(readout_order_parameter(2.5, (10.0, 10.0, 30.0), (2, 3), (1.0, 1.0, 0.8, 1.5))), 6)
@@ -88,13 +131,25 @@ def readout_order_parameter(trace_last: Array, widths: Sequence[float], heads: S
     """
     n_prev, n_last = widths[-2], widths[-1]
     var_a, var_last = variances[-1], variances[-2]
-    beta = var_a * (heads[-1] * n_prev / n_last - 1.0)
-    gamma = var_a * n_prev * trace_last / (var_last * n_last)
-    return 0.5 * (-beta + jnp.sqrt(beta**2 + 4.0 * gamma))
+    u = jnp.asarray(traced_last)
+    traced = jnp.atleast_2d(u)
+    half_beta = 0.5 * var_a * (heads[-1] * n_prev / n_last - 1.0)
+    gamma = var_a * n_prev * traced / (var_last * n_last)
+    eye = jnp.eye(traced.shape[0], dtype=traced.dtype)
+    return (sqrtm_pd(half_beta**2 * eye + gamma) - half_beta * eye).reshape(u.shape)
 
 
 def _logdet_pd(U: Array) -> Array:
+    if U.shape[0] == 1:  # one output's U_a: no factorisation (a LAPACK call per evaluation)
+        return jnp.log(U[0, 0])
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(U))))
+
+
+def _trace_solve(A: Array, B: Array) -> Array:
+    """``Tr(A^{-1} B)``."""
+    if A.shape[0] == 1:
+        return B[0, 0] / A[0, 0]
+    return jnp.trace(jnp.linalg.solve(A, B))
 
 
 def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, variances) -> Array:
@@ -106,17 +161,22 @@ def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, varianc
       70.0
     """
     L = len(heads)
+    n_outputs = Us[-1].shape[0] // heads[-1]
     n_prev_last, n_last = widths[L - 1], widths[L]
     var_a = variances[-1]
-    ent = n_last * (U_a / var_a - jnp.log(U_a))
+    readout = jnp.atleast_2d(U_a)  # C x C (a scalar for one output)
+    logdet_a = _logdet_pd(readout)
+    ent = n_last * (jnp.trace(readout) / var_a - logdet_a)
+    traced_last = partial_trace(Us[L - 1], heads[L - 1], n_outputs)
     ent += n_prev_last * (
-        jnp.trace(Us[L - 1]) / (variances[L] * U_a) - _logdet_pd(Us[L - 1]) + heads[L - 1] * jnp.log(U_a)
+        _trace_solve(readout, traced_last) / variances[L] - _logdet_pd(Us[L - 1])
+        + heads[L - 1] * logdet_a
     )
     for l in range(L - 1):  # 0-based layer l <-> U^(l+1), width n_l, variance sigma_{l+1}^2
         upper = Us[l + 1]
-        traced = partial_trace(Us[l], heads[l])
+        traced = partial_trace(Us[l], heads[l], n_outputs)
         ent += widths[l] * (
-            jnp.trace(jnp.linalg.solve(upper, traced)) / variances[l + 1]
+            _trace_solve(upper, traced) / variances[l + 1]
             - _logdet_pd(Us[l])
             + heads[l] * _logdet_pd(upper)
         )
@@ -131,7 +191,8 @@ def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
       >>> round(float(entropy(Us, (10.0, 10.0, 10.0), (2, 2), (1.0,) * 4)), 6)
       70.0
     """
-    U_a = readout_order_parameter(jnp.trace(Us[-1]), widths, heads, variances)
+    n_outputs = Us[-1].shape[0] // heads[-1]
+    U_a = readout_order_parameter(partial_trace(Us[-1], heads[-1], n_outputs), widths, heads, variances)
     return entropy_with_readout(Us, U_a, widths, heads, variances)
 
 
@@ -221,9 +282,12 @@ def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, 
 
 
 def single_path_entropy_minimum(U: float, depth: int) -> float:
-    """Closed form for one path at depth L: ``min_inner S_ent / N = (L+1) U^{1/(L+1)} - ln U`` (single path, paper §3.1).
+    """Closed form for one path at depth L: ``min_inner S_ent / N = (L+1) U^{1/(L+1)} - ln U``.
 
-    Valid for unit variances and equal widths (up to an additive constant that is zero here).
+    The deep linear network's form (Li & Sompolinsky 2021), derived for this model in the book's
+    derivation chapter. Valid for one head per layer, equal widths and unit variances: the
+    minimum over the inner order parameters makes the ``L + 1`` ratios ``U_a``, ``U^(L) / U_a``, ...,
+    ``U^(1) / U^(2)`` equal, each ``U^{1/(L+1)}``.
 
     Example:
       >>> float(single_path_entropy_minimum(1.0, 2))

@@ -10,7 +10,9 @@ gradient is always evaluated in float64. Cases:
 * ``markov``: P = 100, 4 paths, N0 = 231, 31 tokens, 10 widths (the Markov-chain task, T = 0.01),
   solved together as one batched sweep;
 * ``omniglot``: P = 600, 16 paths (L = 2, H = 4), N0 = 192, 48 tokens, random tokens and QK
-  heads (G = 128), mean pooling, one (N, T) solve.
+  heads (G = 128), mean pooling, one (N, T) solve;
+* ``multioutput`` (not in ``all``): the ``markov`` case with C = 3 outputs, one-hot classes of a random
+  linear teacher on the mean token, so the energy acts on a 300 x 300 kernel and U is 12 x 12.
 """
 
 from __future__ import annotations
@@ -67,9 +69,9 @@ def _adam_loop(ps, op, y, temperature, widths, max_steps, *, heads, variances, l
 def baseline_adam(theory: Theory, width, temperature: float, lr: float, max_steps: int = BASELINE_MAX_STEPS):
     """The authors' optimiser: Adam on free symmetric matrices; returns ``(Us, max|grad|, steps)``."""
     heads, variances = theory.arch.heads, theory.arch.variances
-    ps0 = [jnp.asarray(u) for u in gp_order_parameters(heads, variances)]
+    ps0 = [jnp.asarray(u) for u in gp_order_parameters(heads, variances, theory.n_outputs)]
     ps, gmax, steps, _ = jax.block_until_ready(_adam_loop(
-        ps0, theory.operator, theory.y, jnp.asarray(temperature), jnp.asarray(theory.arch.widths(width)),
+        ps0, theory.operator, theory.targets, jnp.asarray(temperature), jnp.asarray(theory.arch.widths(width)),
         jnp.asarray(max_steps), heads=heads, variances=variances, lr=lr,
     ))
     return [np.asarray(0.5 * (p + p.T)) for p in ps], float(gmax), int(steps)
@@ -143,6 +145,22 @@ def markov_case(baseline_max_steps: int = BASELINE_MAX_STEPS) -> dict:
     return {"case": "markov", "size": size, **compare(theory, widths, 0.01, 0.1, baseline_max_steps)}
 
 
+def multioutput_case(baseline_max_steps: int = BASELINE_MAX_STEPS, n_outputs: int = 3) -> dict:
+    """Case (iii): the Markov-chain size with ``C`` outputs (one-hot classes of a random linear teacher on the
+    mean token), a 10-width sweep at T = 0.01 (lr 0.1 for the baseline)."""
+    from paththeory.tasks import markov
+
+    arch = markov.four_paths()
+    data = markov.sample_task(100)
+    teacher = np.random.default_rng(0).normal(size=(data.x.shape[2], n_outputs))
+    labels = np.eye(n_outputs)[np.argmax(data.x.mean(axis=1) @ teacher, axis=1)]
+    theory = Theory(arch, path_features(arch, data.x), labels)
+    widths = [float(w) for w in np.geomspace(10, 1000, 10)]
+    size = {"P": 100, "paths": 4, "N0": 231, "tokens": 31, "outputs": n_outputs, "widths": widths,
+            "temperature": 0.01}
+    return {"case": "multioutput", "size": size, **compare(theory, widths, 0.01, 0.1, baseline_max_steps)}
+
+
 def omniglot_size_problem(seed: int = 0, n_examples: int = 600) -> tuple[Architecture, np.ndarray, np.ndarray]:
     """Random tokens and QK heads at the Omniglot size: ``(arch, features[P, 16, 192], y)``."""
     rng = np.random.default_rng(seed)
@@ -167,7 +185,7 @@ def omniglot_case(width: float = 10.0, temperature: float = 0.5,
 
 def run(cases: Sequence[str] = ("markov", "omniglot"), baseline_max_steps: int = BASELINE_MAX_STEPS) -> dict:
     """Run the benchmark cases; returns a JSON-ready dict with the device recorded."""
-    table = {"markov": markov_case, "omniglot": omniglot_case}
+    table = {"markov": markov_case, "omniglot": omniglot_case, "multioutput": multioutput_case}
     results = [table[c](baseline_max_steps=baseline_max_steps) for c in cases]
     return {"device": str(jax.devices()[0]), "baseline_max_steps": baseline_max_steps, "cases": results}
 

@@ -22,8 +22,10 @@ written atomically) into the first of root / ``PATHTHEORY_DATA`` / cache; if tha
 a single :class:`DataNotFoundError` names the missing files and where to put them.
 The Fashion-MNIST test split falls back on the shipped 4,443-image prefix when the official
 files can be neither found nor downloaded; the result's ``note`` says so.
-Archives and ``.gz`` files with a known md5 are verified on load (:class:`ChecksumError`).
-Decoded data are cached in memory for the life of the process.
+Archives and ``.gz`` files with a known md5 are verified on load (:class:`ChecksumError`), and so
+is the number of drawings in an unpacked official Omniglot folder. A damaged or odd-sized drawing
+raises a ValueError naming the file. Decoded data are cached in memory for the life of the
+process, as read-only arrays, keyed on the name, size and mtime of every file read.
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ import http.client
 import io
 import os
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterator, Literal, Sequence
 
 import numpy as np
+
+from paththeory import _io
 
 ENV_VAR = "PATHTHEORY_DATA"
 #: The data shipped with the package (see its README.md for licenses and md5s).
@@ -88,6 +93,17 @@ CHECKSUMS: dict[str, dict[str, str]] = {
         "t10k-labels-idx1-ubyte.first4443.gz": "d57d65053981fb9ced2457783ce21085",
     },
 }
+
+#: PNG files in each official Omniglot archive: an unpacked folder holding fewer is incomplete.
+OFFICIAL_DRAWINGS: dict[str, int] = {
+    "images_background": 964 * 20,
+    "images_evaluation": 659 * 20,
+    "images_background_small1": 2720,
+    "images_background_small2": 3120,
+    "all_runs": 20 * 2 * 20,
+}
+#: Height and width of every Omniglot drawing.
+DRAWING_SHAPE = (105, 105)
 
 #: Partial copies that stand in for an official (dataset, split) when its files can be neither
 #: found nor downloaded: the first ``n`` of ``n_official`` records, as valid IDX files.
@@ -197,6 +213,13 @@ def search_roots(root: str | os.PathLike | None = None) -> list[Path]:
     return list(dict.fromkeys(roots))
 
 
+def _download_root(roots: Sequence[Path]) -> Path:
+    """Where downloads go: the first root, unless it is the package's own shipped folder (part of an
+    installation, possibly read-only), in which case the user cache."""
+    first = roots[0]
+    return cache_dir() if first.resolve() == BUNDLED_DATA.resolve() else first
+
+
 def _variants(name: str) -> tuple[str, ...]:
     """A file and the unpacked form that may stand for it (``x.zip`` -> folder ``x``, ``x.gz`` -> ``x``)."""
     stem = name.removesuffix(".zip").removesuffix(".gz")
@@ -249,7 +272,8 @@ def file_url(dataset: Dataset, name: str) -> str:
 def download_file(url: str, path: Path, md5: str | None = None, timeout: float = 60.0) -> Path:
     """Download ``url`` to ``path`` with the standard library, atomically, showing a progress bar.
 
-    The bytes go to ``path`` + ``.part`` and are renamed only when complete and, if ``md5`` is
+    The bytes go to a temporary file beside ``path`` (:func:`paththeory._io.atomic_path`: two
+    concurrent downloads never share one) and are renamed only when complete and, if ``md5`` is
     given, matching it; a failed download leaves nothing under ``path``. Raises
     :class:`DownloadError` for a network failure or a truncated transfer and
     :class:`ChecksumError` for a wrong md5.
@@ -259,34 +283,27 @@ def download_file(url: str, path: Path, md5: str | None = None, timeout: float =
 
     from tqdm.auto import tqdm
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
     digest, received = hashlib.md5(), 0
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
-            size = int(response.headers.get("Content-Length") or 0) or None
-            with tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=None, leave=False) as bar:
-                for block in iter(lambda: response.read(1 << 16), b""):
-                    out.write(block)
-                    digest.update(block)
-                    received += len(block)
-                    bar.update(len(block))
+    with _io.atomic_path(path) as part:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response, open(part, "wb") as out:
+                size = int(response.headers.get("Content-Length") or 0) or None
+                with tqdm(total=size, unit="B", unit_scale=True, desc=path.name, disable=None, leave=False) as bar:
+                    for block in iter(lambda: response.read(1 << 16), b""):
+                        out.write(block)
+                        digest.update(block)
+                        received += len(block)
+                        bar.update(len(block))
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
+            reason = getattr(err, "reason", None) or err
+            raise DownloadError(f"Could not download {url} ({type(err).__name__}: {reason}).") from None
         if size is not None and received != size:
             raise DownloadError(f"Downloading {url} stopped after {received} of {size} bytes; try again.")
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
-        part.unlink(missing_ok=True)
-        reason = getattr(err, "reason", None) or err
-        raise DownloadError(f"Could not download {url} ({type(err).__name__}: {reason}).") from None
-    except DownloadError:
-        part.unlink(missing_ok=True)
-        raise
-    if md5 is not None and digest.hexdigest() != md5:
-        part.unlink()
-        raise ChecksumError(
-            f"The download of {url} has md5 {digest.hexdigest()}, expected {md5}: the server sent a "
-            "different or damaged file; nothing was saved. Try again later or fetch it by hand."
-        )
-    os.replace(part, path)
+        if md5 is not None and digest.hexdigest() != md5:
+            raise ChecksumError(
+                f"The download of {url} has md5 {digest.hexdigest()}, expected {md5}: the server sent a "
+                "different or damaged file; nothing was saved. Try again later or fetch it by hand."
+            )
     return path
 
 
@@ -306,7 +323,7 @@ def locate(
     note = "downloading was switched off (download=False)"
     if missing and download:
         try:
-            _download(dataset, missing, roots[0])
+            _download(dataset, missing, _download_root(roots))
         except Exception as err:  # network, HTTP or checksum failure of the download itself
             note = f"downloading them failed ({type(err).__name__}: {err})"
         found.update({name: _find(dataset, name, roots) for name in missing})
@@ -331,11 +348,20 @@ def md5sum(path: str | os.PathLike) -> str:
 
 
 def verify(dataset: Dataset, path: str | os.PathLike) -> None:
-    """Raise :class:`ChecksumError` if ``path`` has a known official md5 and does not match it.
-
-    Unpacked folders and uncompressed IDX files have no published checksum and pass unchecked.
+    """Raise :class:`ChecksumError` if ``path`` has a known official md5 and does not match it, or is
+    the unpacked folder of an official Omniglot archive with fewer drawings than the archive holds
+    (an interrupted unpacking). Uncompressed IDX files have no published checksum and pass unchecked.
     """
     path = Path(path)
+    if path.is_dir() and path.name in OFFICIAL_DRAWINGS:
+        found, wanted = sum(1 for f in _files(path) if f.suffix == ".png"), OFFICIAL_DRAWINGS[path.name]
+        if found != wanted:
+            raise ChecksumError(
+                f"{path} holds {found} of the {wanted} drawings of {path.name}.zip: the folder is incomplete (an "
+                f"interrupted unpacking?). Unpack {path.name}.zip into it again or delete it so that the zip is "
+                "used (or pass verify_checksums=False to read it anyway)."
+            )
+        return
     expected = CHECKSUMS[dataset].get(path.name)
     if expected is None or not path.is_file():
         return
@@ -432,24 +458,42 @@ def load_mnist(
 def _members(path: Path) -> Iterator[tuple[PurePosixPath, Path | zipfile.ZipFile]]:
     """Relative paths of the files in a zip or folder, each with what to read it from."""
     if path.is_dir():
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        for file in _files(path):
             yield PurePosixPath(file.relative_to(path.parent).as_posix()), path.parent
-    else:
+        return
+    try:
         archive = zipfile.ZipFile(path)
-        for name in sorted(archive.namelist()):
-            if not name.endswith("/"):
-                yield PurePosixPath(name), archive
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ValueError(f"{path} is not a readable zip archive ({err}): it is damaged or incomplete; delete it "
+                         "and download it again, or unpack a good copy next to it as a folder.") from None
+    for name in sorted(archive.namelist()):
+        if not name.endswith("/"):
+            yield PurePosixPath(name), archive
 
 
 def _read_member(name: PurePosixPath, source: Path | zipfile.ZipFile) -> bytes:
     return source.read(str(name)) if isinstance(source, zipfile.ZipFile) else (source / name).read_bytes()
 
 
-def _decode_png(data: bytes) -> np.ndarray:
+def _where(name: PurePosixPath, source: Path | zipfile.ZipFile) -> str:
+    """The file a member is read from, for error messages."""
+    return f"{source.filename}: {name}" if isinstance(source, zipfile.ZipFile) else str(source / name)
+
+
+def _read_drawing(name: PurePosixPath, source: Path | zipfile.ZipFile) -> np.ndarray:
+    """One Omniglot drawing ``[105, 105]`` uint8; a damaged or odd-sized PNG raises a ValueError naming it."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as image:
-        return np.asarray(image.convert("L"), dtype=np.uint8)
+    try:
+        with Image.open(io.BytesIO(_read_member(name, source))) as image:
+            pixels = np.asarray(image.convert("L"), dtype=np.uint8)
+    except (OSError, SyntaxError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        raise ValueError(f"{_where(name, source)} is not a readable PNG ({type(err).__name__}: {err}); the file is "
+                         "damaged: replace it or download the data again.") from None
+    if pixels.shape != DRAWING_SHAPE:
+        raise ValueError(f"{_where(name, source)} is {pixels.shape[1]} x {pixels.shape[0]} pixels, not the 105 x 105 "
+                         "of every Omniglot drawing; replace it with the official file.")
+    return pixels
 
 
 @functools.lru_cache(maxsize=8)
@@ -466,7 +510,7 @@ def _read_omniglot(paths: tuple[Path, ...], stamp: tuple) -> tuple[np.ndarray, n
     keys = sorted(drawings)
     classes = tuple(sorted({character for character, _ in keys}))
     index = {c: k for k, c in enumerate(classes)}
-    images = np.stack([_decode_png(_read_member(*drawings[key])) for key in keys])
+    images = np.stack([_read_drawing(*drawings[key]) for key in keys])
     labels = np.array([index[character] for character, _ in keys], dtype=np.int64)
     return _frozen(images), _frozen(labels), classes
 
@@ -504,8 +548,27 @@ def load_omniglot(
     return OmniglotSet(images, labels, classes, f"omniglot:{subset}")
 
 
+def _answers(text: bytes, n_classes: int, where: str) -> np.ndarray:
+    """``[n_classes]`` training class (0-based) of each test item, from a run's ``class_labels.txt``."""
+    answers = np.full(n_classes, -1, dtype=np.int64)
+    try:
+        for line in text.decode().split("\n"):
+            if line.strip():
+                item, train_class = (_number(PurePosixPath(f).stem) for f in line.split())
+                if not (1 <= item <= n_classes and 1 <= train_class <= n_classes):
+                    raise ValueError(f"item {item} or class {train_class} is not in 1..{n_classes}")
+                answers[item - 1] = train_class - 1
+    except ValueError as err:
+        raise ValueError(f"{where} cannot be read ({err}); download or unpack all_runs.zip again.") from None
+    if np.any(answers < 0):
+        raise ValueError(f"{where} does not give the class of every one of the {n_classes} test items; "
+                         "download or unpack all_runs.zip again.")
+    return answers
+
+
 @functools.lru_cache(maxsize=2)
 def _read_runs(path: Path, stamp: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decode the runs ``run01..runNN`` of ``path``; each must be complete, with as many classes as ``run01``."""
     pngs: dict[tuple[int, str, int], np.ndarray] = {}
     answer_lines: dict[int, bytes] = {}
     for name, source in _members(path):
@@ -515,24 +578,27 @@ def _read_runs(path: Path, stamp: tuple) -> tuple[np.ndarray, np.ndarray, np.nda
         if name.name == "class_labels.txt":
             answer_lines[int(run[3:])] = _read_member(name, source)
         elif name.suffix == ".png" and name.parent.name in ("training", "test"):
-            pngs[(int(run[3:]), name.parent.name, _number(name.stem))] = _decode_png(_read_member(name, source))
-    runs = sorted(answer_lines)
+            pngs[(int(run[3:]), name.parent.name, _number(name.stem))] = _read_drawing(name, source)
+    runs = sorted(answer_lines.keys() | {key[0] for key in pngs})
     n_classes = sum(1 for key in pngs if key[:2] == (runs[0], "training")) if runs else 0
     if not runs or n_classes == 0:
         raise ValueError(f"{path} holds no one-shot runs (runNN/training, runNN/test, runNN/class_labels.txt).")
-    answers = np.zeros((len(runs), n_classes), dtype=np.int64)
-    for r, run in enumerate(runs):
-        for line in answer_lines[run].decode().split("\n"):
-            if line.strip():
-                item, train_class = (_number(PurePosixPath(f).stem) for f in line.split())
-                answers[r, item - 1] = train_class - 1
+    incomplete = [f"run{r:02d}" for r in range(1, runs[-1] + 1) if r not in answer_lines]
+    extra = sorted({f"run{key[0]:02d}" for key in pngs if not 1 <= key[2] <= n_classes})
+    if incomplete or extra:
+        problem = (f"{', '.join(incomplete)} lack class_labels.txt (or are missing)" if incomplete
+                   else f"{', '.join(extra)} hold more than the {n_classes} drawings per set of run01")
+        raise ValueError(f"{path}: the one-shot runs are incomplete: {problem}; download or unpack all_runs.zip again.")
+    answers = np.stack([_answers(answer_lines[run], n_classes, f"{path}: run{run:02d}/class_labels.txt")
+                        for run in runs])
     try:
         training, test = (
             np.stack([[pngs[(run, kind, k + 1)] for k in range(n_classes)] for run in runs])
             for kind in ("training", "test")
         )
     except KeyError as err:
-        raise ValueError(f"{path}: one-shot run drawing {err.args[0]} is missing.") from None
+        raise ValueError(f"{path}: one-shot run drawing {err.args[0]} is missing; "
+                         "download or unpack all_runs.zip again.") from None
     return _frozen(training), _frozen(test), _frozen(answers)
 
 
@@ -549,9 +615,15 @@ def load_one_shot_runs(
 # --------------------------------------------------------------------------- helpers
 
 
+def _files(path: Path) -> list[Path]:
+    """``[path]`` for a file; every file inside, sorted, for a folder."""
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+
+
 def _stamp(paths: Sequence[Path]) -> tuple:
-    """Size and mtime of each path: part of the in-memory cache key, so edited files are re-read."""
-    return tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
+    """Name, size and mtime of each file (of every file inside a folder): part of the in-memory cache
+    key, so an edited, added or removed file is noticed and the data read again."""
+    return tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for p in paths for f in _files(p))
 
 
 def _number(stem: str) -> int:

@@ -267,7 +267,9 @@ def toy_problem(n_train: int = 100, n_test: int = 1000):
     arch = toy.architecture()
     train = toy.sample_task(n_train, seed=toy.TRAIN_SEED)
     test = toy.sample_task(n_test, seed=toy.TEST_SEED)
-    return arch, pt.path_features(arch, train.x), train.y, pt.path_features(arch, test.x), test.y
+    y_train, y_test = np.array(train.y), np.array(test.y)  # cached: one caller's change must not reach the next
+    y_train.flags.writeable = y_test.flags.writeable = False
+    return arch, pt.path_features(arch, train.x), y_train, pt.path_features(arch, test.x), y_test
 
 
 @functools.lru_cache(maxsize=None)
@@ -898,7 +900,9 @@ def write_student_notebooks(book_dir: str | Path, out_dir: str | Path) -> list[P
     """Write ``<out_dir>/<chapter>.ipynb`` for every MyST chapter of ``book_dir`` with exercises.
 
     The notebooks are plain Jupyter notebooks (:func:`student_version`): they read well in
-    Jupyter and on Colab. Needs ``jupytext`` (the ``book`` extra). Returns the paths written.
+    Jupyter and on Colab. Needs ``jupytext`` (the ``book`` extra). Returns the paths written, each
+    written atomically. ``out_dir`` must be another folder than ``book_dir`` (the book's own files are
+    never overwritten), and ``book_dir`` must hold at least one chapter with exercises.
 
     Example:
       >>> import pathlib, tempfile
@@ -911,15 +915,21 @@ def write_student_notebooks(book_dir: str | Path, out_dir: str | Path) -> list[P
     import jupytext
     import nbformat
 
-    book, out = Path(book_dir), Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from paththeory import _io
+
+    book, out = Path(book_dir), _io.check_output_folder(out_dir)
+    if not book.is_dir():
+        raise NotADirectoryError(f"the book folder {book} does not exist; give the folder of the chapters' .md files.")
+    if out.resolve() == book.resolve():
+        raise ValueError(f"the output folder {out} is the book folder itself; give another folder so that "
+                         "the book's own files are not overwritten.")
     chapters = {md.stem: md.read_text() for md in sorted(book.glob("*.md")) if BEGIN in md.read_text()}
+    if not chapters:
+        raise ValueError(f"{book} holds no chapter (.md) with exercises ({BEGIN!r} cells); give the book's folder.")
     written = []
     for name, text in chapters.items():
-        target = out / f"{name}.ipynb"
         nb = student_version(jupytext.reads(text, fmt="md:myst"), book, tuple(chapters))
-        nbformat.write(nb, target)
-        written.append(target)
+        written.append(_io.write_text(out / f"{name}.ipynb", nbformat.writes(nb).rstrip("\n") + "\n"))
     return written
 
 
@@ -1375,5 +1385,6 @@ without giving the answer away.
 def write_exercises_page(book_dir: str | Path, path: str | Path | None = None) -> Path:
     """Write :func:`exercises_page` to ``path`` (default ``<book_dir>/exercises.md``) and return it."""
     target = Path(path) if path is not None else Path(book_dir) / "exercises.md"
-    target.write_text(exercises_page(book_dir))
-    return target
+    from paththeory._io import write_text
+
+    return write_text(target, exercises_page(book_dir))

@@ -21,6 +21,11 @@ Both come from :math:`M=X^\top GX` (``[n N0, n N0]``, blocks :math:`M_{ab}=X_a^\
 
 Cost ``2 P^2 n N0 + 2 P (n N0)^2 + 2 n^4 N0^2`` flops and ``(n N0)^2`` memory, independent of
 the Gram blocks; the ``n^4`` traces are one product ``Q Q^T`` with ``Q[(b,c),(i,j)] = (M_bc)_ij``.
+
+With ``C`` outputs the ``(CP) x (CP)`` kernel is ``sum U_{(c a),(d b)} X_{ca} X_{db}^T`` with the
+block features ``X_{ca} = e_c kron X_a`` (``[C P, N0]``): the same formulas with ``C n`` paths and
+``C P`` examples (``P -> C P``, ``n -> C n`` in the costs), ``Z_{ca}`` being ``X_a`` through the
+``c``-th block of rows of ``R^{-T}``.
 """
 
 from __future__ import annotations
@@ -38,12 +43,14 @@ def energy_derivatives(features: Array, K: Array, y: Array, temperature) -> tupl
 
     Args:
       features: path features ``[P, n, N0]`` (``X_a = features[:, a]``).
-      K: the kernel ``K(U) = sum_ab U_ab X_a X_b^T`` ``[P, P]`` at the point of interest.
-      y: targets ``[P]``.
+      K: the kernel ``K(U) = sum_ab U_ab X_a X_b^T`` ``[P, P]`` at the point of interest, or with ``C``
+        outputs ``[C P, C P]`` (:func:`~paththeory.kernels.apply_operator`).
+      y: targets ``[P]`` (``[C P]``: ``vec(Y)``, output index slowest).
       temperature: ``T``.
     Returns:
-      ``(g, H)`` with ``g[a, b] = dE/dU_ab`` and ``H[a, b, c, d] = d2E/dU_ab dU_cd``; contract ``H``
-      with symmetric directions only (by itself it is not symmetric under ``(a, b) <-> (c, d)``).
+      ``(g, H)`` with ``g[a, b] = dE/dU_ab`` and ``H[a, b, c, d] = d2E/dU_ab dU_cd`` (indices ``(c, a)`` of
+      size ``C n`` with C outputs); contract ``H`` with symmetric directions only (by itself it is not
+      symmetric under ``(a, b) <-> (c, d)``).
 
     Example:
       >>> f = jnp.asarray(np.random.default_rng(0).normal(size=(5, 2, 3)))
@@ -52,10 +59,13 @@ def energy_derivatives(features: Array, K: Array, y: Array, temperature) -> tupl
       ((2, 2), (2, 2, 2, 2))
     """
     p, n, n0 = features.shape
+    outputs = K.shape[0] // p
     X = features.reshape(p, n * n0)
-    chol = jnp.linalg.cholesky(K + temperature * jnp.eye(p, dtype=K.dtype))
+    chol = jnp.linalg.cholesky(K + temperature * jnp.eye(K.shape[0], dtype=K.dtype))
     r_inv = inverse_upper_triangular(chol.T)  # K + T I = R^T R, G = R^{-1} R^{-T}
-    Zt = X.T @ r_inv  # [n N0, P]: Z_a = R^{-T} X_a, so M_ab = Z_a^T Z_b
+    # [C n N0, C P]: Z_ca = R^{-T} X_ca, so M_(ca)(db) = Z_ca^T Z_db; then C outputs are C n paths.
+    Zt = (X.T @ r_inv.reshape(outputs, p, outputs * p)).reshape(outputs * n * n0, outputs * p)
+    p, n = outputs * p, outputs * n
     v = (Zt @ (r_inv.T @ y)).reshape(n, n0)  # v_a = X_a^T b
     Z3 = Zt.reshape(n, n0 * p)
     grad = Z3 @ Z3.T - v @ v.T  # Tr(G C^ab) = Tr(Z_b^T Z_a)

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import as_float_array, check_order_parameter, require_finite
+from paththeory._checks import as_float_array, check_count, check_order_parameter, require_finite
 
 Array = jax.Array
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes
@@ -42,14 +42,26 @@ def check_features(features, name: str = "features") -> Array:
     return jnp.asarray(as_float_array(features, name, ndim=3))
 
 
+def _feature_pair(features, features_b) -> tuple[Array, Array]:
+    """Both feature arguments, checked; ``features_b`` (``features`` when ``None``) must have the same
+    ``[n_paths, N0]``."""
+    fa = check_features(features)
+    fb = fa if features_b is None else check_features(features_b, "features_b")
+    if fa.shape[1:] != fb.shape[1:]:
+        raise ValueError(f"features have [n_paths, N0] = {tuple(fa.shape[1:])} but features_b have "
+                         f"{tuple(fb.shape[1:])}; compute both with paththeory.path_features(arch, x) of one arch.")
+    return fa, fb
+
+
 def _finite(kernel: Array, name: str) -> Array:
     """``kernel`` if finite; raise (naming the inputs to rescale) where float64 overflowed."""
     return require_finite(kernel, name, "the features (or U) are too large for float64; rescale them.")
 
 
-def _check_matrix_for(U, n_paths: int) -> Array:
-    """The order parameter ``U`` for features with ``n_paths`` paths: symmetric positive semi-definite."""
-    return jnp.asarray(check_order_parameter(U, "U", n_paths, semi=True))
+def _check_matrix_for(U, n_paths: int, n_outputs: int = 1) -> Array:
+    """The order parameter ``U`` for features with ``n_paths`` paths and ``C`` outputs: symmetric positive
+    semi-definite, ``C n_paths`` square."""
+    return jnp.asarray(check_order_parameter(U, "U", n_outputs * n_paths, semi=True))
 
 
 def path_kernels(features, features_b=None) -> Array:
@@ -63,8 +75,7 @@ def path_kernels(features, features_b=None) -> Array:
       >>> path_kernels(pt.path_features(arch, x)).shape
       (6, 6, 4, 4)
     """
-    fa = check_features(features)
-    fb = fa if features_b is None else check_features(features_b, "features_b")
+    fa, fb = _feature_pair(features, features_b)
     return _finite(jnp.einsum("man,qbn->abmq", fa, fb), "path_kernels(features)")
 
 
@@ -78,22 +89,30 @@ def gp_kernel(arch, features, features_b=None) -> Array:
       >>> bool(np.allclose(gp_kernel(arch, f), kernel_matrix(arch.gp_scale * np.eye(6), f)))
       True
     """
-    fa = check_features(features)
-    fb = fa if features_b is None else check_features(features_b, "features_b")
+    fa, fb = _feature_pair(features, features_b)
+    if fa.shape[1] != arch.n_paths:
+        raise ValueError(f"features have {fa.shape[1]} paths but the architecture with heads {arch.heads} has "
+                         f"{arch.n_paths}; compute them with paththeory.path_features(arch, x).")
     return _finite(arch.gp_scale * jnp.einsum("man,qan->mq", fa, fb), "gp_kernel(arch, features)")
 
 
 def _kernel(U: Array, fa: Array, fb: Array) -> Array:
-    return jnp.einsum("man,ab,qbn->mq", fa, U, fb, optimize="optimal")
+    """``K^{cd}_{mu nu} = sum_ab U^{cd}_ab xi^a_mu . xi^b_nu`` for ``C = U.shape[0] / n`` outputs: ``[C P, C P']``."""
+    n = fa.shape[1]
+    c = U.shape[0] // n
+    k = jnp.einsum("man,cadb,qbn->cmdq", fa, U.reshape(c, n, c, n), fb, optimize="optimal")
+    return k.reshape(c * fa.shape[0], c * fb.shape[0])
 
 
 _kernel_jit = jax.jit(_kernel)
 
 
-def kernel_matrix(U, features, features_b=None, batch_size: int = 2048) -> Array:
+def kernel_matrix(U, features, features_b=None, batch_size: int = 2048, n_outputs: int = 1) -> Array:
     """Renormalised kernel ``K_U(x^mu, x'^nu)`` in factorised form, batched over ``x'``: ``[P, P']``.
 
-    No temperature is added: ``K + T I`` is formed where it is needed (paper Eqs. (9), (12)).
+    No temperature is added: ``K + T I`` is formed where it is needed (paper Eqs. (9), (12)). With
+    ``n_outputs = C``, ``U`` is ``C n_paths`` square (blocks ``U^{cd}``) and the kernel is
+    ``[C P, C P']`` with blocks ``K^{cd} = sum_ab U^{cd}_ab C^{ab}``, output index slowest.
 
     Example:
       >>> from paththeory.exercises import model_problem
@@ -102,18 +121,17 @@ def kernel_matrix(U, features, features_b=None, batch_size: int = 2048) -> Array
       >>> kernel_matrix(np.eye(6), f, f[:2]).shape
       (4, 2)
     """
-    fa = check_features(features)
-    fb = fa if features_b is None else check_features(features_b, "features_b")
-    if fa.shape[1:] != fb.shape[1:]:
-        raise ValueError(f"features have [n_paths, N0] = {fa.shape[1:]} but features_b have {fb.shape[1:]}.")
-    u = _check_matrix_for(U, fa.shape[1])
-    return _finite(jnp.concatenate(
-        [_kernel_jit(u, fa, fb[i : i + batch_size]) for i in range(0, fb.shape[0], batch_size)], axis=1
-    ), "kernel_matrix(U, features)")
+    fa, fb = _feature_pair(features, features_b)
+    batch_size = check_count(batch_size, "batch_size")
+    u = _check_matrix_for(U, fa.shape[1], n_outputs)
+    parts = [_kernel_jit(u, fa, fb[i : i + batch_size]).reshape(n_outputs * fa.shape[0], n_outputs, -1)
+             for i in range(0, fb.shape[0], batch_size)]
+    return _finite(jnp.concatenate(parts, axis=2).reshape(n_outputs * fa.shape[0], -1), "kernel_matrix(U, features)")
 
 
-def kernel_diagonal(U, features) -> Array:
-    """``K_U(x, x)`` for every example: ``[P]``.
+def kernel_diagonal(U, features, n_outputs: int = 1) -> Array:
+    """``K_U(x, x)`` for every example: ``[P]``; with ``n_outputs = C`` the output-output blocks
+    ``K^{cd}_U(x, x)``: ``[P, C, C]``.
 
     Example:
       >>> from paththeory.exercises import model_problem
@@ -123,8 +141,10 @@ def kernel_diagonal(U, features) -> Array:
       True
     """
     f = check_features(features)
-    u = _check_matrix_for(U, f.shape[1])
-    return _finite(jnp.einsum("pan,ab,pbn->p", f, u, f), "kernel_diagonal(U, features)")
+    n = f.shape[1]
+    u = _check_matrix_for(U, n, n_outputs).reshape(n_outputs, n, n_outputs, n)
+    diag = jnp.einsum("pan,cadb,pbn->pcd", f, u, f)
+    return _finite(diag[:, 0, 0] if n_outputs == 1 else diag, "kernel_diagonal(U, features)")
 
 
 # --------------------------------------------------------------------------- solver backends
@@ -150,6 +170,8 @@ def pack_symmetric(D: np.ndarray) -> np.ndarray:
       >>> bool(np.array_equal(unpack_symmetric(jnp.asarray(pack_symmetric(D)), 3), D))
       True
     """
+    if np.ndim(D) != 2 or np.shape(D)[0] != np.shape(D)[1]:
+        raise ValueError(f"D must be a square [P, P] matrix; got shape {np.shape(D)}.")
     p = D.shape[0]
     h = (p + 1) // 2
     low = np.tril(D[h:, h:]).T
@@ -183,9 +205,15 @@ class GramBlocks(NamedTuple):
     Then ``K(U) = sum_{a <= b} U_ab D^{ab}`` for symmetric ``U``: storing only what a symmetric
     ``K`` needs halves both the memory and the reads of every evaluation, and unpacking needs no
     index arrays (which XLA would otherwise embed as large constants in every compiled solver).
+
+    With ``C > 1`` outputs the off-diagonal output blocks ``U^{cd}`` (``c != d``) are not symmetric
+    and also need the antisymmetric parts ``E^{ab} = C^{ab} - C^{ab T}``, ``a < b``
+    (``np.triu_indices(n, 1)`` order): ``anti[k]`` packs the strict lower triangle of ``E^{ab}``
+    (:func:`unpack_antisymmetric`); ``None`` for one output.
     """
 
     blocks: Array  # [n(n+1)/2, P + 1 - P mod 2, ceil(P/2)]
+    anti: Array | None = None  # [n(n-1)/2, P + 1 - P mod 2, ceil(P/2)]
 
     @property
     def n_paths(self) -> int:
@@ -206,12 +234,27 @@ class FeatureKernel(NamedTuple):
 KernelOperator = Union[GramBlocks, FeatureKernel]
 
 
-def gram_bytes(n_examples: int, n_paths: int) -> int:
-    """Bytes needed by :class:`GramBlocks` for ``P`` examples and ``n`` paths (float64)."""
-    return 8 * (n_paths * (n_paths + 1) // 2) * (n_examples * (n_examples + 1) // 2)
+def gram_bytes(n_examples: int, n_paths: int, n_outputs: int = 1) -> int:
+    """Bytes needed by :class:`GramBlocks` for ``P`` examples, ``n`` paths and ``C`` outputs (float64)."""
+    pairs = n_paths * (n_paths + 1) // 2 + (n_paths * (n_paths - 1) // 2 if n_outputs > 1 else 0)
+    return 8 * pairs * (n_examples * (n_examples + 1) // 2)
 
 
-def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> KernelOperator:
+def unpack_antisymmetric(R: Array, p: int) -> Array:
+    """The antisymmetric ``[P, P]`` matrix whose strict lower triangle :func:`pack_symmetric` packed
+    (as that of a symmetric matrix with zero diagonal) into ``R`` (traceable).
+
+    Example:
+      >>> E = np.array([[0.0, -2.0], [2.0, 0.0]])
+      >>> low = np.tril(E, -1)
+      >>> bool(np.array_equal(unpack_antisymmetric(jnp.asarray(pack_symmetric(low + low.T)), 2), E))
+      True
+    """
+    low = jnp.tril(unpack_symmetric(R, p), -1)
+    return low - low.T
+
+
+def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET, n_outputs: int = 1) -> KernelOperator:
     """Choose the fastest ``K(U)`` backend that fits ``memory_budget`` bytes.
 
     Gram blocks are used when they take at most half the budget (the rest is left for the
@@ -225,28 +268,55 @@ def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> Ker
       ('GramBlocks', 'FeatureKernel')
     """
     f = check_features(features)
+    memory_budget = check_count(memory_budget, "memory_budget", minimum=0)
     p, n, n0 = f.shape
-    if gram_bytes(p, n) > memory_budget // 2 or n0 < GRAM_MIN_FEATURES_PER_PATH * (n + 1):
+    if gram_bytes(p, n, n_outputs) > memory_budget // 2 or n0 < GRAM_MIN_FEATURES_PER_PATH * (n + 1):
         return FeatureKernel(f)
     rows, cols = np.triu_indices(n)
-    packed = np.empty((rows.size, p + 1 - p % 2, (p + 1) // 2))
+    shape = (p + 1 - p % 2, (p + 1) // 2)
+    packed = np.empty((rows.size, *shape))
+    anti = np.empty((n * (n - 1) // 2, *shape)) if n_outputs > 1 else None
+    k_anti = 0
     for k, (a, b) in enumerate(zip(rows, cols)):  # one P x P block at a time: no [n, n, P, P] temporary
         block = np.asarray(f[:, a] @ f[:, b].T)
         packed[k] = pack_symmetric((0.5 if a == b else 1.0) * (block + block.T))
-    return GramBlocks(jnp.asarray(packed))
+        if anti is not None and a < b:
+            low = np.tril(block - block.T, -1)
+            anti[k_anti] = pack_symmetric(low + low.T)
+            k_anti += 1
+    return GramBlocks(jnp.asarray(packed), None if anti is None else jnp.asarray(anti))
 
 
 def apply_operator(op: KernelOperator, U: Array) -> Array:
-    """``K(U)`` for either backend (traceable; used inside the jitted solver)."""
-    if isinstance(op, GramBlocks):
-        rows, cols = np.triu_indices(op.n_paths)
-        # A matrix-vector product over the packed blocks; its transpose (the gradient) is another
-        # contiguous product. Then the packed rectangle is unfolded into the full symmetric K.
-        packed = U[rows, cols].astype(op.blocks.dtype) @ op.blocks.reshape(op.blocks.shape[0], -1)
-        return unpack_symmetric(packed.reshape(op.blocks.shape[1:]), op.n_examples)
-    return _kernel(U, op.features, op.features)
+    """``K(U)`` for either backend (traceable; used inside the jitted solver): ``[C P, C P]`` for ``U`` of
+    size ``C n`` (``C`` outputs, blocks ``U^{cd}``, output index slowest)."""
+    if isinstance(op, FeatureKernel):
+        return _kernel(U, op.features, op.features)
+    n, p = op.n_paths, op.n_examples
+    c = U.shape[0] // n
+    first, second = np.triu_indices(c)
+    pairs = U.reshape(c, n, c, n)[first, :, second, :]  # the blocks U^{cd}, c <= d: [pairs, n, n]
+    rows, cols = np.triu_indices(n)
+    # Matrix products over the packed blocks (their transposes, the gradient, are contiguous products
+    # too), then each packed rectangle is unfolded into its P x P block of K.
+    sym = 0.5 * (pairs + jnp.swapaxes(pairs, 1, 2))[:, rows, cols]
+    packed = sym.astype(op.blocks.dtype) @ op.blocks.reshape(op.blocks.shape[0], -1)
+    blocks = jax.vmap(lambda r: unpack_symmetric(r, p))(packed.reshape(-1, *op.blocks.shape[1:]))
+    if c > 1:
+        off = np.flatnonzero(first != second)
+        low_rows, low_cols = np.triu_indices(n, 1)
+        diff = 0.5 * (pairs[off] - jnp.swapaxes(pairs[off], 1, 2))[:, low_rows, low_cols]
+        packed_anti = diff.astype(op.anti.dtype) @ op.anti.reshape(op.anti.shape[0], -1)
+        blocks = blocks.at[off].add(jax.vmap(lambda r: unpack_antisymmetric(r, p))(
+            packed_anti.reshape(-1, *op.anti.shape[1:])))
+    index = np.zeros((c, c), dtype=int)
+    index[first, second] = index[second, first] = np.arange(first.size)
+    upper = (np.arange(c)[:, None] <= np.arange(c)[None, :])[:, :, None, None]
+    full = blocks[index]  # [c, d, P, P]: K^{cd} for c <= d; below, K^{cd} = (K^{dc})^T
+    full = jnp.where(upper, full, jnp.swapaxes(full, 2, 3))
+    return full.transpose(0, 2, 1, 3).reshape(c * p, c * p)
 
 
 def operator_astype(op: KernelOperator, dtype) -> KernelOperator:
     """The same backend with its arrays cast to ``dtype`` (the solver's float32 copy)."""
-    return type(op)(*(jnp.asarray(a, dtype) for a in op))
+    return type(op)(*(None if a is None else jnp.asarray(a, dtype) for a in op))

@@ -20,17 +20,19 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Sequence, Union
+from typing import Literal, Mapping, Sequence, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import as_float_array, check_count, check_positive, require_finite
+from paththeory._checks import as_float_array, check_count, check_key, check_positive, require_finite
 
 Array = jax.Array
 Readout = Literal["first", "last", "mean"]
 READOUTS = ("first", "last", "mean")
+NETWORK_WIDTHS = ("A finite network has whole-number widths (the theory, paththeory.solve.Theory, takes any "
+                  "positive width).")
 
 
 # --------------------------------------------------------------------------- attention
@@ -199,6 +201,9 @@ class Architecture:
         if self.readout not in READOUTS:
             raise ValueError(f"readout must be one of {READOUTS}; got {self.readout!r}.")
         n_var = len(layers) + 2
+        if self.variances is not None and not isinstance(self.variances, (list, tuple, np.ndarray)):
+            raise TypeError(f"variances must be a sequence of L + 2 = {n_var} numbers (sigma_0^2, sigma_1^2..sigma_L^2, "
+                            f"sigma_a^2); got {type(self.variances).__name__} {self.variances!r}.")
         variances = (1.0,) * n_var if self.variances is None else tuple(self.variances)
         if len(variances) != n_var:
             raise ValueError(
@@ -238,14 +243,31 @@ class Architecture:
 
     def widths(self, width: float | Sequence[float]) -> tuple[float, ...]:
         """Expand a common width ``N`` to ``(n_0, ..., n_L)``, or check a full list of L+1 widths."""
-        if np.ndim(width) == 0:
+        if _one_number(width):
             return (check_positive(width, "width"),) * (self.n_layers + 1)
-        ws = tuple(width)
+        ws = tuple(np.ravel(width)) if hasattr(width, "shape") else tuple(width)
         if len(ws) != self.n_layers + 1:
             raise ValueError(
                 f"widths must be one number or L + 1 = {self.n_layers + 1} numbers (n_0..n_L); got {len(ws)}."
             )
         return tuple(check_positive(w, f"widths[{i}]") for i, w in enumerate(ws))
+
+    def network_widths(self, width: int | Sequence[int]) -> tuple[int, ...]:
+        """:meth:`widths` for the finite network: every width must be a whole number (the theory takes any
+        positive width, a network does not)."""
+        one = _one_number(width)
+        return tuple(check_count(w, "width" if one else f"widths[{i}]", hint=NETWORK_WIDTHS)
+                     for i, w in enumerate(self.widths(width)))
+
+
+def _one_number(width) -> bool:
+    """Whether ``width`` is one width (a number, or anything but a sequence: its check names it ``width``)."""
+    if isinstance(width, (str, bytes)):
+        return True
+    try:
+        return np.ndim(width) == 0
+    except ValueError:  # a ragged list
+        return False
 
 
 def readout_vector(readout: Readout, n_tokens: int) -> Array:
@@ -255,6 +277,9 @@ def readout_vector(readout: Readout, n_tokens: int) -> Array:
       >>> print(np.asarray(readout_vector("mean", 4)))
       [0.25 0.25 0.25 0.25]
     """
+    if readout not in READOUTS:
+        raise ValueError(f"readout must be one of {READOUTS}; got {readout!r}.")
+    n_tokens = check_count(n_tokens, "n_tokens")
     if readout == "mean":
         return jnp.full((n_tokens,), 1.0 / n_tokens)
     return jnp.zeros((n_tokens,)).at[0 if readout == "first" else n_tokens - 1].set(1.0)
@@ -287,6 +312,8 @@ def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
 
 def path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Array:
     """``alpha^pi = A^1_{h1} ... A^L_{hL} r`` for every path: ``[B, n_paths, T]`` (paper Eqs. (7), (23))."""
+    if len(attn) == 0:
+        raise ValueError("attn is empty; pass one [B, H_l, T, T] attention array per layer.")
     n_tokens = attn[0].shape[-1]
     r = readout_vector(readout, n_tokens)
     v = jnp.einsum("bhst,t->bhs", attn[-1], r)  # [B, H_L, T]
@@ -325,6 +352,7 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
       (4, 6, 6)
     """
     xj = check_tokens(arch, x)
+    batch_size = check_count(batch_size, "batch_size")
     if any(isinstance(layer, FixedAttention) for layer in arch.attention):
         batch_size = xj.shape[0]
     scale = math.sqrt(arch.variances[0] / (xj.shape[2] * arch.n_paths))
@@ -355,9 +383,9 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
       >>> params["V0"].shape, [v.shape for v in params["V"]], params["a"].shape
       ((8, 6), [(3, 8, 8), (2, 8, 8)], (8,))
     """
-    ns = [check_count(w, "width" if np.ndim(widths) == 0 else f"widths[{i}]")
-          for i, w in enumerate(arch.widths(widths))]
+    ns = arch.network_widths(widths)
     input_dim = check_count(input_dim, "input_dim")
+    key = check_key(key)
     keys = jax.random.split(key, arch.n_layers + 2)
     sd = [math.sqrt(v) for v in arch.variances]
     v0 = sd[0] * jax.random.normal(keys[0], (ns[0], input_dim))
@@ -368,27 +396,49 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
     return {"V0": v0, "V": vs, "a": a}
 
 
-def check_params(arch: Architecture, params: dict, input_dim: int) -> tuple[int, ...]:
-    """Check that weight shapes chain together; return the widths ``(n_0..n_L)``."""
+def check_params(arch: Architecture, params: dict, input_dim: int | None = None) -> tuple[int, ...]:
+    """Check that ``params`` holds ``V0 [n_0, N0]``, ``V`` (one ``[H_l, n_l, n_{l-1}]`` array per layer of
+    ``arch``) and ``a [n_L]`` whose shapes chain together; return the widths ``(n_0..n_L)``.
+    ``input_dim``: the tokens' ``N0`` (not checked when ``None``)."""
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict with keys 'V0', 'V', 'a' (paththeory.sample_prior); "
+                        f"got {type(params).__name__}.")
     for name in ("V0", "V", "a"):
         if name not in params:
             raise ValueError(f"params must have keys 'V0', 'V', 'a'; missing {name!r}.")
-    v0 = params["V0"]
-    if v0.ndim != 2 or v0.shape[1] != input_dim:
-        raise ValueError(f"V0 must be [n0, N0={input_dim}]; got {tuple(v0.shape)}.")
-    widths = [v0.shape[0]]
-    if len(params["V"]) != arch.n_layers:
-        raise ValueError(f"params['V'] must hold L = {arch.n_layers} arrays; got {len(params['V'])}.")
+    v0 = _shape(params["V0"], "params['V0']")
+    if len(v0) != 2 or (input_dim is not None and v0[1] != input_dim):
+        raise ValueError(f"V0 must be [n0, N0={'N0' if input_dim is None else input_dim}]; got {v0}.")
+    widths = [v0[0]]
+    if not isinstance(params["V"], (list, tuple)) or len(params["V"]) != arch.n_layers:
+        got = len(params["V"]) if isinstance(params["V"], (list, tuple)) else type(params["V"]).__name__
+        raise ValueError(f"params['V'] must be a list of L = {arch.n_layers} arrays, one per layer of the "
+                         f"architecture with heads {arch.heads}; got {got}.")
     for l, (v, h) in enumerate(zip(params["V"], arch.heads)):
-        if v.ndim != 3 or v.shape[0] != h or v.shape[2] != widths[-1]:
+        shape = _shape(v, f"params['V'][{l}]")
+        if len(shape) != 3 or shape[0] != h or shape[2] != widths[-1]:
             raise ValueError(
-                f"V[{l}] must be [H_{l + 1}={h}, n_{l + 1}, n_{l}={widths[-1]}]; got {tuple(v.shape)} "
-                "(mismatched widths between consecutive layers)."
+                f"V[{l}] must be [H_{l + 1}={h}, n_{l + 1}, n_{l}={widths[-1]}]; got {shape} (mismatched widths "
+                f"between consecutive layers, or weights of another architecture than heads {arch.heads})."
             )
-        widths.append(v.shape[1])
-    if params["a"].shape != (widths[-1],):
-        raise ValueError(f"a must be [n_L={widths[-1]}]; got {tuple(params['a'].shape)}.")
+        widths.append(shape[1])
+    if _shape(params["a"], "params['a']") != (widths[-1],):
+        raise ValueError(f"a must be [n_L={widths[-1]}]; got {_shape(params['a'], 'a')}.")
     return tuple(widths)
+
+
+def _shape(value, name: str) -> tuple[int, ...]:
+    """The shape of an array (or nested list), or a ValueError naming ``name`` for a ragged list."""
+    try:
+        return tuple(np.shape(value))
+    except ValueError:
+        raise ValueError(f"{name} is a ragged nested list (its rows have different lengths); pass an array.") from None
+
+
+def _weights(params: dict) -> dict:
+    """``params`` (checked by :func:`check_params`) with its weights as JAX arrays."""
+    return {"V0": jnp.asarray(params["V0"]), "V": tuple(jnp.asarray(v) for v in params["V"]),
+            "a": jnp.asarray(params["a"])}
 
 
 def network_output(
@@ -417,9 +467,10 @@ def network_output(
       >>> f.shape, bool(np.allclose(f, pt.path_expansion_output(arch, params, x)))
       ((4,), True)
     """
-    xj = check_tokens(arch, x) if attn is None else jnp.asarray(x)
-    attn = attention_matrices(arch, xj) if attn is None else attn
+    xj = check_tokens(arch, x) if attn is None else jnp.asarray(as_float_array(x, "tokens x", ndim=3))
+    attn = attention_matrices(arch, xj) if attn is None else _check_attention(arch, attn, xj)
     check_params(arch, params, xj.shape[2])
+    params = _weights(params)
     masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else _check_head_mask(
         arch, head_mask, xj.dtype)
     z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
@@ -431,9 +482,28 @@ def network_output(
                           "the tokens x or the weights in params are too large for float64 (or not finite).")
 
 
+def _check_attention(arch: Architecture, attn: Sequence, x: Array) -> tuple[Array, ...]:
+    """Precomputed attention: one ``[B, H_l, T, T]`` array per layer for the tokens ``x [B, T, N0]``."""
+    if x.ndim != 3:
+        raise ValueError(f"tokens x must be [examples, tokens, features]; got shape {tuple(x.shape)}.")
+    if not isinstance(attn, (list, tuple)) or len(attn) != arch.n_layers:
+        got = len(attn) if isinstance(attn, (list, tuple)) else type(attn).__name__
+        raise ValueError(f"attn must hold one attention array per layer, L = {arch.n_layers} "
+                         f"(paththeory.attention_matrices(arch, x)); got {got}.")
+    b, t = x.shape[:2]
+    for l, (a, h) in enumerate(zip(attn, arch.heads)):
+        if _shape(a, f"attn[{l}]") != (b, h, t, t):
+            raise ValueError(f"attn[{l}] must be [B={b}, H_{l + 1}={h}, T={t}, T={t}] for tokens x of shape "
+                             f"{tuple(x.shape)}; got {_shape(a, f'attn[{l}]')}.")
+    return tuple(jnp.asarray(a) for a in attn)
+
+
 def _check_head_mask(arch: Architecture, head_mask: Sequence, dtype) -> list[Array]:
     """The masks as arrays of ``dtype``; raise unless there is one ``[H_l]`` array per layer, of finite
     nonnegative weights, leaving every layer at least one head."""
+    if not isinstance(head_mask, (list, tuple)):
+        raise TypeError(f"head_mask must be a list of L = {arch.n_layers} arrays of shapes {[(h,) for h in arch.heads]} "
+                        f"(paththeory.pruning.head_mask); got {type(head_mask).__name__}.")
     masks = [m if isinstance(m, jax.core.Tracer) else as_float_array(m, f"head_mask[{l}]", ndim=1)
              for l, m in enumerate(head_mask)]
     if len(masks) != arch.n_layers or any(m.shape != (h,) for m, h in zip(masks, arch.heads)):
@@ -456,6 +526,8 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
       >>> pt.effective_weights(arch, params).shape  # [paths, n0]
       (6, 8)
     """
+    check_params(arch, params)
+    params = _weights(params)
     w = params["a"][None, :]  # [1, n_L]
     for v in reversed(params["V"]):
         w = jnp.einsum("pj,hji->hpi", w, v) / math.sqrt(v.shape[1])
@@ -480,11 +552,15 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
       >>> c.shape, bool(np.allclose(c.sum(axis=1), pt.network_output(arch, params, x)))
       ((4, 6), True)
     """
+    check_params(arch, params)
+    n_in = _shape(params["V0"], "params['V0']")[1]
+    shape = _shape(features, "features")
+    if len(shape) != 3 or shape[1] != arch.n_paths or shape[2] != n_in:
+        raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] "
+                         f"(paththeory.path_features(arch, x)); got {shape}.")
     xi = jnp.asarray(features)
+    params = _weights(params)
     w = effective_weights(arch, params)
-    if xi.ndim != 3 or xi.shape[1] != w.shape[0] or xi.shape[2] != params["V0"].shape[1]:
-        raise ValueError(f"features must be [B, n_paths={w.shape[0]}, N0={params['V0'].shape[1]}] "
-                         f"(paththeory.path_features(arch, x)); got {tuple(xi.shape)}.")
     n0 = params["V0"].shape[0]
     per_input = w @ params["V0"]  # [n_paths, N0]: the input direction each path reads out
     c = jnp.einsum("pn,bpn->bp", per_input, xi) / (math.sqrt(arch.variances[0]) * math.sqrt(n0))

@@ -9,7 +9,10 @@ With :math:`K=K_U` on the training set, :math:`k_*=K_U(x^\mu,x_*)` and :math:`k_
     \langle f(x_*)\rangle = k_*^\top (K+TI)^{-1} y, \qquad
     \operatorname{Var} f(x_*) = k_{**} - k_*^\top (K+TI)^{-1} k_* .
 
-The variance is that of the network output (no ``+T``).
+The variance is that of the network output (no ``+T``). With ``C`` outputs (labels ``[P, C]``) the
+kernels are ``(C P) x (C P)`` with blocks ``K^{cd}``, ``y`` is ``vec(Y)`` (output index slowest), and
+the same formulas give every output's mean and the output-output covariance
+``Cov(f^c, f^d) = k^{cd}_{**} - (k^c_*)^T (K+TI)^{-1} k^d_*``.
 """
 
 from __future__ import annotations
@@ -18,20 +21,35 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import ndtr
+from scipy.linalg import lapack
 
-from paththeory._checks import as_float_array, check_count, check_nonnegative, require_finite
+from paththeory._checks import (
+    as_float_array,
+    check_count,
+    check_nonnegative,
+    check_sign_labels,
+    check_symmetric,
+    require_finite,
+)
 from paththeory.kernels import check_features, kernel_diagonal, kernel_matrix
+from paththeory.outputs import as_labels, stacked
 
 Array = jax.Array
+#: The largest error of the means, relative to the labels, that :func:`predictor` accepts: it refuses a
+#: training kernel whose solve could be off by more, ``eps / rcond(K + T I)`` (round-off amplified by
+#: the reciprocal condition number).
+MAX_SOLVE_ERROR = 1e-6
 
 
 def predictor(U, features_train, y, features_test, temperature, batch_size: int = 2048) -> tuple[Array, Array]:
-    """Mean and variance of the network output on test inputs: ``([P_test], [P_test])``.
+    """Mean and variance of the network output on test inputs: ``([P_test], [P_test])``; for labels ``[P, C]``
+    the means ``[P_test, C]`` and the output-output covariances ``[P_test, C, C]``.
 
     Args:
-      U: ``[n_paths, n_paths]`` order parameter, symmetric positive semi-definite (``arch.gp_scale * I`` for the GP).
+      U: ``[n_paths, n_paths]`` order parameter, symmetric positive semi-definite (``arch.gp_scale * I`` for the GP);
+        ``C n_paths`` square (blocks ``U^{cd}``, output index slowest) for ``C`` outputs.
       features_train: ``[P, n_paths, N0]``; features_test: ``[P_test, n_paths, N0]``.
-      y: ``[P]`` training targets.
+      y: ``[P]`` training targets, or ``[P, C]`` for ``C`` outputs.
       temperature: Gibbs temperature ``T >= 0`` added to the training kernel.
       batch_size: test points per batch of the cross kernel.
 
@@ -45,28 +63,49 @@ def predictor(U, features_train, y, features_test, temperature, batch_size: int 
     """
     ftr = check_features(features_train, "features_train")
     fte = check_features(features_test, "features_test")
-    targets = jnp.asarray(as_float_array(y, "y", ndim=1))
-    if targets.shape[0] != ftr.shape[0]:
-        raise ValueError(f"y has {targets.shape[0]} labels but features_train has {ftr.shape[0]} examples.")
+    if fte.shape[1:] != ftr.shape[1:]:
+        raise ValueError(f"features_test must be [P_test, n_paths={ftr.shape[1]}, N0={ftr.shape[2]}] like features_train; "
+                         f"got {tuple(fte.shape)}.")
+    labels = as_labels(y, ftr.shape[0])
+    c = labels.shape[1]
     t = check_nonnegative(temperature, "temperature")
-    K = kernel_matrix(U, ftr)  # checks U: symmetric positive semi-definite
+    batch_size = check_count(batch_size, "batch_size")
+    K = kernel_matrix(U, ftr, n_outputs=c)  # checks U: symmetric positive semi-definite
     chol = jnp.linalg.cholesky(K + t * jnp.eye(K.shape[0]))
-    if not bool(jnp.all(jnp.isfinite(chol))):
-        raise ValueError(
-            f"the training kernel K_U + T I is singular at temperature T = {t:g} (e.g. more examples than "
-            "n_paths * N0, or repeated inputs); use a temperature T > 0 large enough to regularise it."
-        )
-    alpha = jax.scipy.linalg.cho_solve((chol, True), targets)
+    _check_conditioning(K, chol, t)
+    alpha = jax.scipy.linalg.cho_solve((chol, True), jnp.asarray(stacked(labels)))
     means, variances = [], []
     for start in range(0, fte.shape[0], batch_size):
         fb = fte[start : start + batch_size]
-        k_star = kernel_matrix(U, ftr, fb)  # [P, b]
-        v = jax.scipy.linalg.solve_triangular(chol, k_star, lower=True)
-        means.append(k_star.T @ alpha)
-        variances.append(kernel_diagonal(U, fb) - jnp.sum(v * v, axis=0))
+        k_star = kernel_matrix(U, ftr, fb, n_outputs=c)  # [C P, C b]
+        v = jax.scipy.linalg.solve_triangular(chol, k_star, lower=True).reshape(K.shape[0], c, -1)
+        means.append((k_star.T @ alpha).reshape(c, -1).T)  # [b, C]
+        prior = kernel_diagonal(U, fb, n_outputs=c).reshape(-1, c, c)
+        variances.append(prior - jnp.einsum("rcj,rdj->jcd", v, v))  # [b, C, C]
     hint = "the features, U or y are too large for float64, or T is too small for this kernel; rescale them."
-    return require_finite(jnp.concatenate(means), "the predictor's mean", hint), require_finite(
-        jnp.concatenate(variances), "the predictor's variance", hint)
+    mean, cov = jnp.concatenate(means), jnp.concatenate(variances)
+    if np.ndim(y) == 1:
+        mean, cov = mean[:, 0], cov[:, 0, 0]
+    return require_finite(mean, "the predictor's mean", hint), require_finite(cov, "the predictor's variance", hint)
+
+
+def _check_conditioning(K: Array, chol: Array, t: float) -> None:
+    """Raise unless the Cholesky factor ``chol`` of ``K + T I`` is finite and its solve accurate to
+    :data:`MAX_SOLVE_ERROR` (LAPACK's condition estimate, ``O(P^2)``)."""
+    singular = ("(the kernel is singular or nearly so, e.g. more examples than n_paths * N0, or repeated inputs)")
+    k_norm = float(jnp.max(jnp.sum(jnp.abs(K), axis=0)))  # 1-norm, as LAPACK's estimate
+    eps = float(jnp.finfo(chol.dtype).eps)
+    # rcond_1(K + T I) >= T / (sqrt(P) ||K + T I||_1): this T keeps eps / rcond below the bound
+    advice = f"raise T to about {np.sqrt(K.shape[0]) * k_norm * eps / MAX_SOLVE_ERROR:.0e} or more."
+    if not bool(jnp.all(jnp.isfinite(chol))):
+        raise ValueError(f"the training kernel K_U + T I is singular at temperature T = {t:g} {singular}; {advice}")
+    rcond, info = lapack.dpocon(np.asarray(chol, np.float64), k_norm + t, uplo="L")
+    if info != 0 or not eps / max(rcond, 1e-300) <= MAX_SOLVE_ERROR:
+        raise ValueError(
+            f"the training kernel K_U + T I is too ill-conditioned at temperature T = {t:g} (reciprocal condition "
+            f"number {rcond:.1e}) {singular}: the means could be off by up to {min(eps / max(rcond, 1e-300), 1.0):.0e} "
+            f"of the labels' scale. To solve it accurately, {advice}"
+        )
 
 
 def accuracy(mean, y) -> float:
@@ -81,8 +120,8 @@ def accuracy(mean, y) -> float:
 
 
 def _matching(values, name: str, y) -> tuple[np.ndarray, np.ndarray]:
-    """``values`` and labels ``y`` as finite, non-empty float arrays of the same shape."""
-    v, t = as_float_array(values, name), as_float_array(y, "y")
+    """``values`` and labels ``y`` (``-1`` or ``+1``) as finite, non-empty float arrays of the same shape."""
+    v, t = as_float_array(values, name), check_sign_labels(y, "y")
     if v.shape != t.shape:
         raise ValueError(f"{name} and y must have the same shape; got {v.shape} and {t.shape}.")
     return v, t
@@ -109,7 +148,7 @@ def pc_label_overlap(K, y, k: int = 30) -> np.ndarray:
       >>> print(np.round(pc_label_overlap(np.diag([3.0, 2.0, 1.0]), np.array([1.0, -1.0, 1.0]), k=2), 4))
       [0.5774 0.5774]
     """
-    kern = as_float_array(K, "K", ndim=2)
+    kern = check_symmetric(as_float_array(K, "K", ndim=2), "K")
     targets = as_float_array(y, "y", ndim=1)
     k = check_count(k, "k")
     if kern.shape != (targets.size, targets.size):

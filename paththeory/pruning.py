@@ -22,7 +22,14 @@ from typing import Sequence
 
 import numpy as np
 
-from paththeory._checks import as_float_array, check_count, check_order_parameter, require_finite
+from paththeory._checks import (
+    as_float_array,
+    check_count,
+    check_flag,
+    check_order_parameter,
+    check_sign_labels,
+    require_finite,
+)
 
 
 def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool = True) -> list[np.ndarray]:
@@ -40,6 +47,7 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
       [[1.0, 0.4], [1.0, 0.4]]
     """
     heads = _check_heads(heads)
+    normalise, absolute = check_flag(normalise, "normalise"), check_flag(absolute, "absolute")
     u = check_order_parameter(U, "U", int(np.prod(heads)), semi=True)
     u = np.abs(u) if absolute else u
     tensor = u.reshape(tuple(heads) * 2)
@@ -61,9 +69,30 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
 
 def _check_heads(heads: Sequence[int]) -> tuple[int, ...]:
     """``heads`` as a non-empty tuple of whole numbers >= 1 (heads per layer)."""
-    if np.ndim(heads) != 1 or len(heads) == 0:
+    if not _is_sequence(heads) or any(_is_sequence(h) for h in heads) or len(heads) == 0:
         raise ValueError(f"heads must be a non-empty sequence of head counts per layer, e.g. (3, 3); got {heads!r}.")
     return tuple(check_count(h, f"heads[{l}]") for l, h in enumerate(heads))
+
+
+def _check_pruned(heads: tuple[int, ...], pruned, name: str = "pruned") -> list[tuple[int, int]]:
+    """``pruned`` as a list of existing ``(layer, head)`` pairs of whole numbers, or raise naming ``name``."""
+    if not _is_sequence(pruned):
+        raise TypeError(f"{name} must be a list of (layer, head) pairs, e.g. [(0, 1)]; got {type(pruned).__name__} "
+                        f"{pruned!r}.")
+    pairs = []
+    for i, pair in enumerate(pruned):
+        if not _is_sequence(pair) or len(pair) != 2:
+            raise ValueError(f"{name}[{i}] must be a (layer, head) pair of whole numbers; got {pair!r}.")
+        layer, head = (check_count(v, f"{name}[{i}][{j}]", minimum=0) for j, v in enumerate(pair))
+        if not (layer < len(heads) and head < heads[layer]):
+            raise ValueError(f"head ({layer}, {head}) does not exist in a network with heads {tuple(heads)}.")
+        pairs.append((layer, head))
+    return pairs
+
+
+def _is_sequence(value) -> bool:
+    """Whether ``value`` is a list, tuple or array (not a string)."""
+    return isinstance(value, (list, tuple, np.ndarray))
 
 
 def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
@@ -73,7 +102,10 @@ def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
       >>> score_order([np.array([1.0, 0.2]), np.array([0.5, 0.7])])
       [(0, 1), (1, 0), (1, 1), (0, 0)]
     """
-    flat = [(float(s), (l, h)) for l, layer in enumerate(scores) for h, s in enumerate(layer)]
+    if not isinstance(scores, (list, tuple)) or len(scores) == 0:
+        raise ValueError("scores must be a non-empty list over layers of [H_l] score arrays (head_scores(U, heads)).")
+    layers = [as_float_array(layer, f"scores[{l}]", ndim=1) for l, layer in enumerate(scores)]
+    flat = [(float(s), (l, h)) for l, layer in enumerate(layers) for h, s in enumerate(layer)]
     return [lh for _, lh in sorted(flat)]
 
 
@@ -84,7 +116,7 @@ def all_heads(heads: Sequence[int]) -> list[tuple[int, int]]:
       >>> all_heads((2, 1))
       [(0, 0), (0, 1), (1, 0)]
     """
-    return [(l, h) for l, n in enumerate(heads) for h in range(n)]
+    return [(l, h) for l, n in enumerate(_check_heads(heads)) for h in range(n)]
 
 
 def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.ndarray]:
@@ -96,10 +128,13 @@ def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.
       [[1.0, 1.0], [0.0, 1.0, 1.0]]
     """
     heads = _check_heads(heads)
+    return _masks(heads, _check_pruned(heads, pruned))
+
+
+def _masks(heads: tuple[int, ...], pairs: list[tuple[int, int]]) -> list[np.ndarray]:
+    """:func:`head_mask` of checked ``heads`` and ``(layer, head)`` pairs."""
     masks = [np.ones(h) for h in heads]
-    for layer, head in pruned:
-        if not (0 <= layer < len(heads) and 0 <= head < heads[layer]):
-            raise ValueError(f"head ({layer}, {head}) does not exist in a network with heads {tuple(heads)}.")
+    for layer, head in pairs:
         masks[layer][head] = 0.0
     return masks
 
@@ -130,8 +165,8 @@ def _path_weights(heads: Sequence[int], masks: list[np.ndarray]) -> np.ndarray |
 
 
 def _check_contributions(contributions, y, heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    c, yy = as_float_array(contributions, "contributions"), as_float_array(y, "y")
-    n_paths = int(np.prod(heads))
+    c, yy = as_float_array(contributions, "contributions"), check_sign_labels(y, "y")
+    n_paths = int(np.prod(_check_heads(heads)))
     if c.ndim != 2 or c.shape[1] != n_paths or yy.shape != (c.shape[0],):
         raise ValueError(f"contributions must be [P, n_paths={n_paths}] (paththeory.path_contributions) and "
                          f"y [P]; got {c.shape} and {yy.shape}.")
@@ -154,7 +189,16 @@ def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Seque
       [1.0, 0.5, nan]
     """
     c, yy = _check_contributions(contributions, y, heads)
-    weights = [_path_weights(heads, head_mask(heads, pruned)) for pruned in pruned_sets]
+    heads = _check_heads(heads)
+    if not _is_sequence(pruned_sets) or not len(pruned_sets):
+        raise ValueError(f"pruned_sets must be a non-empty list of lists of (layer, head) pairs, e.g. [[], [(0, 1)]]; "
+                         f"got {pruned_sets!r}.")
+    return _accuracies(c, yy, heads, [_check_pruned(heads, p, f"pruned_sets[{i}]") for i, p in enumerate(pruned_sets)])
+
+
+def _accuracies(c: np.ndarray, yy: np.ndarray, heads: tuple[int, ...], sets: list) -> np.ndarray:
+    """:func:`pruned_accuracies` of checked arguments."""
+    weights = [_path_weights(heads, _masks(heads, pruned)) for pruned in sets]
     f = c @ np.array([np.full(c.shape[1], np.nan) if w is None else w for w in weights]).T  # [P, M]
     acc = np.mean(np.sign(f) == yy[:, None], axis=0)
     return np.where(np.isnan(f).any(axis=0), np.nan, acc)
@@ -166,14 +210,20 @@ def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray
     ``orders``: ``[n_orders, n_heads, 2]`` (or a list of lists of ``(layer, head)``). Entries past the
     point where a layer has lost all its heads are NaN.
     """
-    orders = [[tuple(int(v) for v in lh) for lh in o] for o in orders]
+    c, yy = _check_contributions(contributions, y, heads)
+    heads = _check_heads(heads)
+    if not _is_sequence(orders) or not len(orders):
+        raise ValueError(f"orders must be a non-empty list of orders, each a list of (layer, head) pairs; got {orders!r}.")
+    orders = [_check_pruned(heads, o, f"orders[{i}]") for i, o in enumerate(orders)]
+    if len({len(o) for o in orders}) > 1:
+        raise ValueError(f"every order must have the same length; got lengths {sorted({len(o) for o in orders})}.")
     sets = [o[:k] for o in orders for k in range(len(o) + 1)]
-    return pruned_accuracies(contributions, y, heads, sets).reshape(len(orders), -1)
+    return _accuracies(c, yy, heads, sets).reshape(len(orders), -1)
 
 
 def random_orders(heads: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
     """``n`` uniformly random orders of all heads: ``[n, n_heads, 2]`` of ``(layer, head)``."""
-    n = check_count(n, "n", minimum=0)
+    n, seed = check_count(n, "n", minimum=0), check_count(seed, "seed", minimum=0)
     every = np.array(all_heads(heads))
     rng = np.random.default_rng(seed)
     return every[np.argsort(rng.random((n, len(every))), axis=1)]

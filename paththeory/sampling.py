@@ -78,7 +78,15 @@ from numpyro.infer.util import potential_energy
 from scipy.stats import norm, rankdata
 from tqdm import tqdm
 
-from paththeory._checks import as_float_array, check_positive
+from paththeory._checks import (
+    as_float_array,
+    check_count,
+    check_flag,
+    check_key,
+    check_open_interval,
+    check_positive,
+    check_targets,
+)
 from paththeory.model import Architecture, effective_weights, sample_prior
 
 Array = jax.Array
@@ -95,6 +103,8 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
     pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
     needs ``V0`` and ``V`` only.
     """
+    if not isinstance(params, dict) or "V0" not in params or "V" not in params:
+        raise ValueError("params must be a dict with the weights 'V0' and 'V' (paththeory.sample_prior).")
     n_in = params["V0"].shape[1]
     if jnp.ndim(features) != 3 or tuple(jnp.shape(features)[1:]) != (arch.n_paths, n_in):
         raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
@@ -131,14 +141,24 @@ def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], 
     return solve, logdet
 
 
+def _check_design(phi: Array, y: Array) -> None:
+    """Raise unless ``phi`` is ``[P, n_L]`` and ``y`` is ``[P]``."""
+    if jnp.ndim(phi) != 2 or jnp.shape(y) != (jnp.shape(phi)[0],):
+        raise ValueError(f"phi must be [P, n_L] and y [P] with the same P; got {tuple(jnp.shape(phi))} and "
+                         f"{tuple(jnp.shape(y))}.")
+
+
 def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
     """``log N(y; 0, T I + Phi Phi^T)``: the likelihood with the readout integrated out. ``phi [P, n_L]``."""
+    _check_design(phi, y)
     solve, logdet = _gaussian_factor(phi, temperature)
     return -0.5 * (y @ solve(y) + logdet + y.shape[0] * math.log(2.0 * math.pi))
 
 
 def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
     """One exact draw of ``b = a / sigma_a`` given ``Phi``: ``[n_L]`` (Matheron's rule)."""
+    _check_design(phi, y)
+    key = check_key(key)
     solve, _ = _gaussian_factor(phi, temperature)
     k_e, k_d = jax.random.split(key)
     e = jax.random.normal(k_e, (phi.shape[1],), phi.dtype)
@@ -267,6 +287,8 @@ def rank_rhat_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     are split in halves, the pooled draws replaced by the normal scores of their ranks, and R-hat and
     :func:`effective_sample_size` computed on the result.
     """
+    if np.ndim(draws) < 2:
+        raise ValueError(f"draws must be [chains, draws, ...]; got shape {np.shape(draws)}.")
     if draws.shape[1] < 4:
         nan = np.full(draws.shape[2:], np.nan)
         return nan, nan
@@ -411,7 +433,7 @@ def _check_inputs(arch: Architecture, features, y, features_test, temperature) -
             f"features must be path features [P, n_paths={arch.n_paths}, N0] (paththeory.path_features); "
             f"got shape {xi.shape}."
         )
-    yy = as_float_array(y, "y", ndim=1)
+    yy = check_targets(y, "y", ndim=1)
     if yy.shape[0] != xi.shape[0]:
         raise ValueError(f"y has {yy.shape[0]} labels but features has {xi.shape[0]} examples.")
     xt = xi if features_test is None else as_float_array(features_test, "features_test", ndim=3)
@@ -424,7 +446,7 @@ def sample_posterior(
     arch: Architecture,
     features,
     y,
-    width: float | Sequence[float],
+    width: int | Sequence[int],
     temperature: float,
     *,
     features_test=None,
@@ -447,7 +469,7 @@ def sample_posterior(
       arch: the architecture (its attention is already inside ``features``).
       features: training path features ``[P, n_paths, N0]`` (:func:`paththeory.path_features`).
       y: training labels ``[P]``.
-      width: common width ``N`` or the widths ``(n_0..n_L)``.
+      width: common width ``N`` or the widths ``(n_0..n_L)``, whole numbers (the network's).
       temperature: Gibbs temperature ``T`` (likelihood variance).
       features_test: test path features ``[P_test, n_paths, N0]``; predictions are on the
         training inputs when omitted.
@@ -460,7 +482,7 @@ def sample_posterior(
       init: ``"prior"`` (a draw from the prior, :func:`paththeory.sample_prior`) or ``"uniform"``
         (NumPyro's default ``init_to_uniform``: every weight uniform in ``(-2, 2)``).
       integrate_readout: integrate ``a`` out analytically (default) or sample it.
-      max_tree_depth, target_accept_prob: NUTS settings (NumPyro defaults 10 and 0.8).
+      max_tree_depth, target_accept_prob: NUTS settings (NumPyro defaults 10 and 0.8; the target in (0, 1)).
       time_limit: a fail-safe on the wall-clock seconds of the whole run (checked after every
         iteration): a run that reaches it stops cleanly, ``stopped`` reports where, and the result
         is incomplete (``complete`` is False), to be reported but not used for a verdict.
@@ -476,9 +498,13 @@ def sample_posterior(
       ((6, 6), (4,), 1)
     """
     xi, yy, xt, temperature = _check_inputs(arch, features, y, features_test, temperature)
-    widths = tuple(int(w) for w in arch.widths(width))
-    if min(num_samples, num_chains, max_tree_depth) < 1 or num_warmup < 0:
-        raise ValueError("num_samples, num_chains and max_tree_depth must be >= 1 and num_warmup >= 0.")
+    widths = arch.network_widths(width)
+    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
+    num_samples, num_chains = check_count(num_samples, "num_samples"), check_count(num_chains, "num_chains")
+    max_tree_depth, seed = check_count(max_tree_depth, "max_tree_depth"), check_count(seed, "seed", minimum=0)
+    target_accept_prob = check_open_interval(target_accept_prob, "target_accept_prob")
+    integrate_readout, progress_bar = check_flag(integrate_readout, "integrate_readout"), check_flag(
+        progress_bar, "progress_bar")
     if chain_method not in ("auto", "sequential", "vectorized"):
         raise ValueError(f"chain_method must be 'auto', 'sequential' or 'vectorized'; got {chain_method!r}.")
     if chain_method == "auto":

@@ -43,13 +43,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import as_float_array, check_count, check_nonnegative, check_order_parameter, check_positive
+from paththeory._checks import check_count, check_flag, check_nonnegative, check_order_parameter, check_positive
 from paththeory.action import (
     action,
     entropy,
     gp_order_parameters,
     level_scale,
     order_parameter_sizes,
+    partial_trace,
     readout_order_parameter,
 )
 from paththeory.hessian import energy_derivatives
@@ -62,7 +63,11 @@ from paththeory.kernels import (
     kernel_operator,
     operator_astype,
 )
+from paththeory.lbfgs import State as _State
+from paththeory.lbfgs import reached as _reached
+from paththeory.lbfgs import run as _lbfgs
 from paththeory.model import Architecture
+from paththeory.outputs import as_labels, stacked
 
 Array = jax.Array
 
@@ -136,20 +141,6 @@ class _Data(NamedTuple):
     features: Array | None = None  # [P, n_paths, N0], for the Hessian
 
 
-class _State(NamedTuple):
-    theta: Array
-    f: Array
-    g: Array
-    gmax: Array
-    s_hist: Array
-    y_hist: Array
-    count: Array
-    it: Array
-    evals: Array
-    status: Array
-    uncertified: Array  # steps accepted on the approximate Wolfe condition, not Armijo's
-
-
 def _gradients(theta, data: _Data, sizes, scales, heads, variances):
     """``(S/N, dS/dtheta, [dS/dU^(l)])``; the U-gradients come for free from the chain rule."""
     Us, pullback = jax.vjp(lambda t: theta_to_matrices(t, sizes, scales), theta)
@@ -173,102 +164,6 @@ def _objective_and_grads(theta, data: _Data, sizes, scales, heads, variances):
     """``(S/N, dS/dtheta, max |dS/dU|)``."""
     f, g_theta, g_us = _gradients(theta, data, sizes, scales, heads, variances)
     return f, g_theta, _max_abs(g_us)
-
-
-def _lbfgs_direction(g, s_hist, y_hist, count, h0=None):
-    """L-BFGS direction ``-H g`` from the last ``m`` pairs (ring buffer, newest at ``count-1 mod m``).
-
-    Compact form of Byrd, Nocedal and Schnabel (1994): with ``S, Y`` the pairs oldest first,
-    ``R = triu(S^T Y)``, ``D = diag(S^T Y)``, ``u = R^{-1} S^T g``,
-    ``H g = H_0 g + S R^{-T} [(D + Y^T H_0 Y) u - Y^T H_0 g] - H_0 Y u``: a few small matrix
-    products instead of the sequential two-loop recursion. ``H_0`` is the matrix ``h0`` (an inverse
-    Hessian) or, by default, ``gamma I`` with ``gamma = s.y / y.y`` of the newest pair.
-    """
-    m = s_hist.shape[0]
-    n_valid = jnp.minimum(count, m)
-    k = jnp.arange(m)
-    valid = k < n_valid
-    order = (count - n_valid + k) % m  # oldest first
-    S = jnp.where(valid[:, None], s_hist[order], 0.0)
-    Y = jnp.where(valid[:, None], y_hist[order], 0.0)
-    sy = S @ Y.T
-    R = jnp.triu(sy) + jnp.diag(jnp.where(valid, 0.0, 1.0))
-    if h0 is None:
-        newest = Y[jnp.maximum(n_valid - 1, 0)]
-        yy = newest @ newest
-        gamma = jnp.where(count > 0, (S[jnp.maximum(n_valid - 1, 0)] @ newest) / jnp.where(yy > 0, yy, 1.0), 1.0)
-        h0_g, h0_yt = gamma * g, gamma * Y.T
-    else:
-        h0_g, h0_yt = h0 @ g, h0 @ Y.T
-    u = jax.scipy.linalg.solve_triangular(R, S @ g, lower=False)
-    inner = jnp.diagonal(sy) * u + Y @ (h0_yt @ u) - Y @ h0_g
-    p1 = jax.scipy.linalg.solve_triangular(R, inner, lower=False, trans=1)
-    return -(h0_g + S.T @ p1 - h0_yt @ u)
-
-
-def _reached(gmax: Array, f: Array, tol, rtol) -> Array:
-    """The stopping rule: ``max |dS/dU| <= max(tol, rtol |S/N|)``."""
-    return gmax <= jnp.maximum(tol, rtol * jnp.abs(f))
-
-
-def _lbfgs(state: _State, fg, tol, max_iter, *, roundoff: float, max_backtracks: int,
-           max_uncertified: int | None = None, h0: Array | None = None, rtol=0.0) -> _State:
-    """Run L-BFGS iterations from ``state`` until ``max |dS/dU| <= max(tol, rtol |S/N|)``, a failed line search or
-    ``max_iter`` iterations in all. ``fg(theta) -> (f, g, gmax)``; ``roundoff`` is the relative
-    change of ``f`` below which a step is accepted on an approximate Wolfe condition instead of
-    Armijo's (where ``f`` cannot certify descent). With ``max_uncertified`` the run ends (status 1)
-    after that many such steps: the float32 phase has reached its noise floor. ``h0``: the initial
-    inverse Hessian (default: scaled identity), see :func:`_lbfgs_direction`."""
-    history = state.s_hist.shape[0]
-
-    def cond(s: _State):
-        return s.status == 0
-
-    def body(s: _State):
-        direction = _lbfgs_direction(s.g, s.s_hist, s.y_hist, s.count, h0)
-        slope = s.g @ direction
-        direction = jnp.where(slope < 0, direction, -s.g)
-        slope = jnp.where(slope < 0, slope, -(s.g @ s.g))
-        first = (s.count == 0) & (h0 is None)  # a quasi-Newton step without curvature: keep it short
-        t0 = jnp.where(first, jnp.minimum(1.0, 1.0 / jnp.sqrt(s.g @ s.g)), 1.0)
-        f_scale = jnp.maximum(1.0, jnp.abs(s.f))
-
-        def ls_cond(c):
-            return (~c[5]) & (c[4] < max_backtracks)
-
-        def ls_body(c):
-            t = c[0]
-            f_new, g_new, gmax_new = fg(s.theta + t * direction)
-            armijo = f_new <= s.f + 1e-4 * t * slope
-            # Approximate Wolfe (Hager & Zhang): f within its round-off and the slope not reversed.
-            near = (f_new <= s.f + roundoff * f_scale) & (g_new @ direction <= (2e-4 - 1.0) * slope)
-            finite = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(g_new))
-            ok = finite & (armijo | near)
-            return (jnp.where(ok, t, 0.5 * t), f_new, g_new, gmax_new, c[4] + 1, ok, finite & armijo)
-
-        t, f_new, g_new, gmax_new, n_ls, ok, certified = jax.lax.while_loop(
-            ls_cond, ls_body, (t0, s.f, s.g, s.gmax, jnp.array(0), jnp.array(False), jnp.array(False))
-        )
-        theta_new = jnp.where(ok, s.theta + t * direction, s.theta)
-        step = theta_new - s.theta
-        dg = g_new - s.g
-        sy = step @ dg
-        keep = ok & (sy > 1e-12 * jnp.sqrt(step @ step) * jnp.sqrt(dg @ dg))
-        slot = s.count % history
-        s_hist = jnp.where(keep, s.s_hist.at[slot].set(step), s.s_hist)
-        y_hist = jnp.where(keep, s.y_hist.at[slot].set(dg), s.y_hist)
-        f = jnp.where(ok, f_new, s.f)
-        g = jnp.where(ok, g_new, s.g)
-        gmax = jnp.where(ok, gmax_new, s.gmax)
-        it = s.it + 1
-        uncertified = s.uncertified + (ok & ~certified)
-        reached = _reached(gmax, f, tol, rtol)
-        done = reached if max_uncertified is None else reached | (uncertified >= max_uncertified)
-        status = jnp.where(done, 1, jnp.where(~ok, 3, jnp.where(it >= max_iter, 2, 0)))
-        return _State(theta_new, f, g, gmax, s_hist, y_hist, s.count + keep, it, s.evals + n_ls, status,
-                      uncertified)
-
-    return jax.lax.while_loop(cond, body, state)
 
 
 def _hessian(theta, data: _Data, sizes, scales, heads, variances) -> Array:
@@ -303,7 +198,8 @@ def _inverse_hessian(H: Array) -> Array:
     return jnp.where(jnp.all(jnp.isfinite(inverse)) & (jnp.max(size) > 0), inverse, jnp.eye(H.shape[0], dtype=H.dtype))
 
 
-def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> bool:
+def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: int = DEFAULT_MEMORY_BUDGET,
+                 n_outputs: int = 1) -> bool:
     """Whether the solver uses the Hessian restart: from ``HESSIAN_MIN_EXAMPLES`` examples, when its
     flops (:func:`~paththeory.hessian.energy_derivatives`, ``2 P^2 m + 2 P m^2 + 2 n^2 m^2`` with
     ``m = n N0``) are at most ``HESSIAN_MAX_COST`` times an evaluation's (``n^2 P^2 + 3 P^3``) and its
@@ -313,7 +209,11 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
       >>> hessian_pays(600, 16, 192), hessian_pays(600, 64, 192), hessian_pays(100, 16, 192)
       (True, False, False)
     """
-    p, n, m = n_examples, n_paths, n_paths * n_features
+    n_examples, n_paths = check_count(n_examples, "n_examples"), check_count(n_paths, "n_paths")
+    n_features, n_outputs = check_count(n_features, "n_features"), check_count(n_outputs, "n_outputs")
+    memory_budget = check_count(memory_budget, "memory_budget", minimum=0)
+    p, n = n_outputs * n_examples, n_outputs * n_paths  # C outputs: C n paths over C P examples
+    m = n * n_features
     cost = 2 * p * p * m + 2 * p * m * m + 2 * n * n * m * m
     evaluation = n * n * p * p + 3 * p**3
     return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and 2 * 8 * m * m <= memory_budget // 4
@@ -428,7 +328,8 @@ class Solution:
       U: ``[n_paths, n_paths]`` order parameter ``U^(1)`` that enters the kernel; a read-only numpy
         array (``np.array(sol.U)`` gives a writable copy).
       inner: ``[U^(2), ..., U^(L)]`` (empty for L = 1).
-      U_a: the readout order parameter at its closed-form root.
+      U_a: the readout order parameter at its closed-form root: a float for labels ``[P]``, a ``[C, C]``
+        array for labels ``[P, C]``.
       widths: ``(n_0, ..., n_L)``.
       temperature: the Gibbs temperature ``T``.
       report: convergence report: ``grad_norm`` (max ``|d(S/N)/dU|``), ``iterations``,
@@ -445,7 +346,7 @@ class Solution:
 
     U: np.ndarray
     inner: list[np.ndarray]
-    U_a: float
+    U_a: float | np.ndarray
     widths: tuple[float, ...]
     temperature: float
     report: dict = field(default_factory=dict)
@@ -462,7 +363,10 @@ class Theory:
     Args:
       arch: the :class:`~paththeory.model.Architecture` (heads and variances are used here).
       features: path features of the training set ``[P, n_paths, N0]``.
-      y: training targets ``[P]``.
+      y: training targets ``[P]``, or ``[P, C]`` for ``C`` outputs (one-hot or simplex-coded classes):
+        then every ``U^(l)`` is ``C prod_{m >= l} H_m`` square with the output index slowest
+        (``U`` has blocks ``U^{cd}_{pi sigma}``), ``U_a`` is ``C x C`` and the energy acts on the
+        ``(C P) x (C P)`` kernel.
       memory_budget: bytes allowed for precomputed Gram blocks (default 2 GiB); above it the
         kernel is evaluated from the features, see :func:`~paththeory.kernels.kernel_operator`.
       precision: ``"double"`` iterates in float64 throughout; ``"mixed"`` keeps a float32 copy of the
@@ -495,26 +399,29 @@ class Theory:
             raise ValueError(f"precision must be 'auto', 'double' or 'mixed'; got {precision!r}.")
         if not isinstance(arch, Architecture):
             raise TypeError(f"arch must be a paththeory.Architecture; got {type(arch).__name__}.")
+        hessian = None if hessian is None else check_flag(hessian, "hessian")
         feats = check_features(features)
-        targets = as_float_array(y, "y", ndim=1)
         if feats.shape[1] != arch.n_paths:
             raise ValueError(
                 f"features have {feats.shape[1]} paths but the architecture with heads {arch.heads} has "
                 f"{arch.n_paths}; compute them with paththeory.path_features(arch, x)."
             )
-        if targets.shape[0] != feats.shape[0]:
-            raise ValueError(f"y has {targets.shape[0]} labels but features have {feats.shape[0]} examples.")
+        labels = as_labels(y, feats.shape[0])
         self.arch = arch
         self.features = feats
-        self.y = jnp.asarray(targets)
-        self.operator = kernel_operator(feats, memory_budget)
+        self.y = jnp.asarray(labels if np.ndim(y) == 2 else labels[:, 0])
+        self.n_outputs = labels.shape[1]
+        self.targets = jnp.asarray(stacked(labels))  # vec(Y) [C P], output index slowest
+        self.operator = kernel_operator(feats, memory_budget, self.n_outputs)
         gram = isinstance(self.operator, GramBlocks)
         pays = gram or feats.shape[1] * feats.shape[2] >= MIXED_PRECISION_MIN_FACTORISED_WIDTH
-        mixed = precision == "mixed" or (precision == "auto" and pays and feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
+        # C outputs: the energy is that of C P examples.
+        mixed = precision == "mixed" or (
+            precision == "auto" and pays and self.n_outputs * feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
         self.precision = "mixed" if mixed else "double"
         self._low_operator = operator_astype(self.operator, jnp.float32) if mixed else None
-        self.hessian = hessian_pays(*feats.shape, memory_budget) if hessian is None else bool(hessian)
-        self.sizes = tuple(order_parameter_sizes(arch.heads))
+        self.hessian = hessian_pays(*feats.shape, memory_budget, self.n_outputs) if hessian is None else bool(hessian)
+        self.sizes = tuple(order_parameter_sizes(arch.heads, self.n_outputs))
         self.scales = tuple(level_scale(l, arch.variances) for l in range(arch.n_layers))
         self._gp_eigmin: float | None = None
 
@@ -542,6 +449,9 @@ class Theory:
 
     def _check_order_parameters(self, Us: Sequence, name: str) -> list[np.ndarray]:
         """``[U^(1), ..., U^(L)]`` as float64 arrays, each of the right size and positive definite."""
+        if not isinstance(Us, (list, tuple)):
+            raise TypeError(f"{name} must be a list of L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)] (or a "
+                            f"Solution); got {type(Us).__name__}.")
         Us = list(Us)
         if len(Us) != self.arch.n_layers:
             raise ValueError(f"{name} must hold L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)]; got {len(Us)}.")
@@ -551,7 +461,7 @@ class Theory:
     # ------------------------------------------------------------------ API
     def gp_order_parameters(self) -> list[np.ndarray]:
         """The GP point ``[U^(1), ..., U^(L)]``."""
-        return gp_order_parameters(self.arch.heads, self.arch.variances)
+        return gp_order_parameters(self.arch.heads, self.arch.variances, self.n_outputs)
 
     def action(self, Us: Sequence, width, temperature) -> float:
         """``S/N`` at explicit order parameters (checked positive definite)."""
@@ -559,11 +469,12 @@ class Theory:
         t = self._check_temperature(temperature)
         mats = [jnp.asarray(U) for U in self._check_order_parameters(Us, "Us")]
         K = apply_operator(self.operator, mats[0])
-        return float(action(mats, K, self.y, t, widths, self.arch.heads, self.arch.variances))
+        return float(action(mats, K, self.targets, t, widths, self.arch.heads, self.arch.variances))
 
     def solve(self, width, temperature, init=None, tol: float = 1e-9, max_iter: int = 5000,
               rtol: float = 0.0) -> Solution:
-        """Minimise ``S/N`` at widths ``width`` (N or ``(n_0..n_L)``) and temperature ``T``.
+        """Minimise ``S/N`` at widths ``width`` (N, or a tuple ``(n_0..n_L)``; a list is refused, being
+        the spelling of several width points in :meth:`sweep`) and temperature ``T``.
 
         Starts at the GP point unless ``init`` (a :class:`Solution` or list of matrices) is given.
         Stops once ``max |d(S/N)/dU| <= max(tol, rtol |S/N|)`` (``tol > 0``, ``rtol >= 0``), after
@@ -578,7 +489,7 @@ class Theory:
           >>> bool(np.allclose(sol.U, sol.U.T)), sol.temperature
           (True, 0.1)
         """
-        return self.solve_many([width], [temperature], [init], tol=tol, max_iter=max_iter, rtol=rtol)[0]
+        return self.solve_many([_one_point(width)], [temperature], [init], tol=tol, max_iter=max_iter, rtol=rtol)[0]
 
     def solve_many(self, widths: Sequence, temperatures: Sequence, inits: Sequence | None = None,
                    tol: float = 1e-9, max_iter: int = 5000, rtol: float = 0.0) -> list[Solution]:
@@ -594,7 +505,8 @@ class Theory:
         """
         tol, rtol = check_positive(tol, "tol"), check_nonnegative(rtol, "rtol")
         max_iter = check_count(max_iter, "max_iter")
-        widths, temperatures = _points(widths, "widths"), _points(temperatures, "temperatures")
+        widths = _points(_width_points(widths, "solve_many"), "widths")
+        temperatures = _points(temperatures, "temperatures")
         if len(widths) != len(temperatures):
             raise ValueError(f"got {len(widths)} widths but {len(temperatures)} temperatures; pass one of each per "
                              "point.")
@@ -607,7 +519,7 @@ class Theory:
         use_hessian = self.hessian and tol < HESSIAN_SWITCH
         start = time.perf_counter()
         state, mats = _minimise_many_jit(
-            theta0, self.operator, self.y, jnp.asarray(temps), jnp.asarray(all_widths),
+            theta0, self.operator, self.targets, jnp.asarray(temps), jnp.asarray(all_widths),
             jnp.asarray(tol), jnp.asarray(max_iter), self._low_operator, self.features if use_hessian else None,
             jnp.asarray(rtol),
             sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
@@ -635,7 +547,10 @@ class Theory:
                 "precision": self.precision,
                 "hessian": use_hessian,
             }
-            U_a = float(readout_order_parameter(np.trace(Us[-1]), ws, self.arch.heads, self.arch.variances))
+            heads = self.arch.heads
+            U_a = np.asarray(readout_order_parameter(partial_trace(Us[-1], heads[-1], self.n_outputs), ws, heads,
+                                                     self.arch.variances))
+            U_a = U_a if self.y.ndim == 2 else float(U_a[0, 0])
             solutions.append(Solution(Us[0], Us[1:], U_a, ws, t, report))
             if not report["converged"]:
                 _warn_unconverged(report, ws, t)
@@ -646,8 +561,8 @@ class Theory:
 
         All widths of one temperature are solved together (:meth:`solve_many`); each further
         temperature warm-starts every width from its solution at the previous temperature.
-        ``widths`` is one number N or a list of widths (each N or ``(n_0..n_L)``); ``temperatures`` one
-        number or a list. The result has one list level per argument given as a list, temperatures outside:
+        ``widths`` is one number N or a list of widths (each N or a tuple ``(n_0..n_L)``; a tuple of
+        widths is refused, being :meth:`solve`'s spelling of one point); ``temperatures`` one number or a list. The result has one list level per argument given as a list, temperatures outside:
         lists for both give ``grid[i_T][i_N]``, a scalar temperature a list over widths, a scalar
         width a list over temperatures, scalars for both one :class:`Solution`. ``opts`` go to
         :meth:`solve_many` (``tol``, ``max_iter``, ``rtol``).
@@ -662,7 +577,7 @@ class Theory:
           >>> [round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in theory.sweep(10, [0.1, 1.0])]
           [0.66, 0.12]
         """
-        one_width, one_temperature = _is_scalar(widths), _is_scalar(temperatures)
+        one_width, one_temperature = _is_scalar(_width_points(widths, "sweep")), _is_scalar(temperatures)
         ws = [widths] if one_width else _points(widths, "widths")
         temps = [temperatures] if one_temperature else _points(temperatures, "temperatures")
         grid, inits = [], None
@@ -675,6 +590,27 @@ class Theory:
 def _is_scalar(value) -> bool:
     """Whether ``value`` is one number (not a list of points, nor one width per layer)."""
     return not isinstance(value, (list, tuple)) and np.ndim(value) == 0
+
+
+def _one_point(width):
+    """``width`` of one point: a number N or a tuple ``(n_0..n_L)``; a list (the spelling of several
+    width points in :meth:`Theory.sweep`) is refused with the two spellings."""
+    if isinstance(width, list):
+        raise ValueError(f"solve takes one point: a width N, or the per-layer widths as a tuple (n_0, ..., n_L); got "
+                         f"the list {width!r}. For {len(width)} width points use sweep({width!r}, T); for per-layer "
+                         f"widths write {tuple(width)!r}.")
+    return width
+
+
+def _width_points(widths, caller: str):
+    """``widths`` of several points: a number or a list; a tuple (the spelling of one point's per-layer
+    widths in :meth:`Theory.solve`) is refused with the two spellings."""
+    if isinstance(widths, tuple):
+        raise ValueError(f"{caller} reads widths as points, a number N or a list [N_1, N_2, ...]; got the tuple "
+                         f"{widths!r}, which solve reads as the per-layer widths (n_0, ..., n_L) of one point. Pass "
+                         f"{list(widths)!r} for {len(widths)} width points, or [{widths!r}] for one point with these "
+                         "per-layer widths.")
+    return widths
 
 
 def _points(values, name: str) -> list:
@@ -711,6 +647,7 @@ def solve(arch: Architecture, features, y, width, temperature, **opts) -> Soluti
       >>> sol.U.shape, sol.report["converged"]
       ((6, 6), True)
     """
+    width = _one_point(width)
     return _theory(arch, features, y, opts).solve(width, temperature, **opts)
 
 
@@ -724,6 +661,7 @@ def sweep(arch: Architecture, features, y, widths, temperatures, **opts):
       >>> [round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in sols]
       [0.66]
     """
+    widths = _width_points(widths, "sweep")
     return _theory(arch, features, y, opts).sweep(widths, temperatures, **opts)
 
 

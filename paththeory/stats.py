@@ -24,7 +24,7 @@ import math
 import numpy as np
 from scipy.stats import rankdata
 
-from paththeory._checks import as_float_array, check_count
+from paththeory._checks import as_float_array, check_count, check_finite, check_open_interval, check_symmetric
 
 VERDICTS = ("holds", "within noise", "fails")
 #: What a claim gets instead of a verdict when its sampling run was stopped before all its draws.
@@ -43,7 +43,7 @@ def standard_error(p: float, n: int) -> float:
       0.0126
     """
     n = check_count(n, "n")
-    if not (isinstance(p, (int, float, np.integer, np.floating)) and 0 <= p <= 1):
+    if isinstance(p, bool) or not (isinstance(p, (int, float, np.integer, np.floating)) and 0 <= p <= 1):
         raise ValueError(f"p must be an accuracy between 0 and 1; got {p!r}.")
     return float(math.sqrt(max(p * (1 - p), 1e-12) / n))
 
@@ -71,13 +71,20 @@ def verdict(estimate: float, se: float, threshold: float = 0.0, z: float = 2.0) 
     """Verdict on the claim ``estimate > threshold``: ``"holds"`` when ``estimate - z se > threshold``,
     ``"fails"`` when ``estimate + z se < threshold``, else ``"within noise"``.
 
-    For a claim ``estimate < threshold``, pass ``-estimate`` and ``-threshold``.
+    For a claim ``estimate < threshold``, pass ``-estimate`` and ``-threshold``. A NaN ``se`` (noise not
+    estimated) gives ``"within noise"``; a non-finite estimate or a negative ``se`` raises a ValueError.
 
     Example:
       >>> verdict(0.05, 0.01), verdict(0.01, 0.01), verdict(-0.05, 0.01)
       ('holds', 'within noise', 'fails')
     """
-    if not (np.isfinite(estimate) and np.isfinite(se) and se >= 0):
+    estimate, threshold = check_finite(estimate, "estimate"), check_finite(threshold, "threshold")
+    z = check_finite(z, "z")
+    if isinstance(se, (bool, np.bool_)) or not isinstance(se, (int, float, np.integer, np.floating)) or se < 0:
+        raise ValueError(f"se must be a standard error >= 0 (NaN where the noise was not estimated); got {se!r}.")
+    if z <= 0:
+        raise ValueError(f"z must be a positive number of standard errors; got {z!r}.")
+    if not np.isfinite(se):
         return "within noise"
     if estimate - z * se > threshold:
         return "holds"
@@ -89,10 +96,16 @@ def verdict(estimate: float, se: float, threshold: float = 0.0, z: float = 2.0) 
 def verdict_from_p(p_greater: float, p_less: float, alpha: float = 0.05) -> str:
     """Verdict on a claim of a positive effect from its two one-sided p-values.
 
+    NaN p-values (:func:`spearman_test` of a constant input) give ``"within noise"``.
+
     Example:
       >>> verdict_from_p(0.01, 0.99), verdict_from_p(0.3, 0.7), verdict_from_p(0.99, 0.02)
       ('holds', 'within noise', 'fails')
     """
+    for name, p in (("p_greater", p_greater), ("p_less", p_less)):
+        if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)) or p < 0 or p > 1:
+            raise ValueError(f"{name} must be a p-value in [0, 1] (or NaN for no test); got {p!r}.")
+    alpha = check_open_interval(alpha, "alpha")
     if np.isfinite(p_greater) and p_greater < alpha:
         return "holds"
     if np.isfinite(p_less) and p_less < alpha:
@@ -114,6 +127,7 @@ def tail_p_values(observed: float, null: np.ndarray, exact: bool) -> tuple[float
     Exact: the fraction over all permutations (the identity included). Sampled: ``(1 + k) / (1 + m)``,
     which counts the observed arrangement as one of the null draws and so is never zero.
     """
+    observed = check_finite(observed, "observed")
     tol = 1e-12 * max(1.0, abs(observed))
     k_ge, k_le = int(np.sum(null >= observed - tol)), int(np.sum(null <= observed + tol))
     if exact:
@@ -123,7 +137,9 @@ def tail_p_values(observed: float, null: np.ndarray, exact: bool) -> tuple[float
 
 def row_correlations(x, ys) -> np.ndarray:
     """Pearson correlation of ``x [n]`` with every row of ``ys [m, n]``: ``[m]``, NaN where either is constant."""
-    x, ys = np.asarray(x, dtype=float), np.asarray(ys, dtype=float)
+    x, ys = as_float_array(x, "x", ndim=1), np.asarray(ys, dtype=float)
+    if ys.ndim != 2 or ys.shape[1] != x.size:
+        raise ValueError(f"ys must be [m, n] with n = len(x) = {x.size}; got shape {ys.shape}.")
     xc = x - x.mean()
     yc = ys - ys.mean(axis=1, keepdims=True)
     denom = np.linalg.norm(xc) * np.linalg.norm(yc, axis=1)
@@ -146,6 +162,7 @@ def spearman_test(x, y, n_permutations: int = 20000, seed: int = 0) -> dict:
       (0.829, 0.0292, True)
     """
     x, y = as_float_array(x, "x", ndim=1), as_float_array(y, "y", ndim=1)
+    n_permutations, seed = check_count(n_permutations, "n_permutations"), check_count(seed, "seed", minimum=0)
     if x.shape != y.shape or x.size < 3:
         raise ValueError(f"x and y must be 1-D arrays of the same length >= 3; got {x.shape} and {y.shape}.")
     if np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -177,6 +194,8 @@ def mantel_test(A, B, n_permutations: int = 9999, seed: int = 0) -> dict:
     A, B = as_float_array(A, "A", ndim=2), as_float_array(B, "B", ndim=2)
     if A.shape[0] != A.shape[1] or A.shape != B.shape or A.shape[0] < 3:
         raise ValueError(f"A and B must be square matrices of the same size >= 3; got {A.shape} and {B.shape}.")
+    A, B = check_symmetric(A, "A"), check_symmetric(B, "B")
+    n_permutations, seed = check_count(n_permutations, "n_permutations"), check_count(seed, "seed", minimum=0)
     n = A.shape[0]
     iu = np.triu_indices(n)
     a = A[iu]
@@ -205,6 +224,7 @@ def batch_means_se(draws, n_batches: int = 10) -> np.ndarray:
       ((3,), True)
     """
     d = as_float_array(draws, "draws")
+    n_batches = check_count(n_batches, "n_batches", minimum=2)
     if d.ndim < 2 or d.shape[1] < 4:
         raise ValueError(f"draws must be [chains, draws >= 4, ...]; got {d.shape}.")
     b = max(2, min(n_batches, d.shape[1] // 2))

@@ -36,18 +36,20 @@ characters can be augmented by rotations (and reflections) of every drawing, eac
 
 Checkpoints are an ``.npz`` of float32 arrays (``Q``, ``K`` ``[L, H, G, N0]``, ``V0``, ``V1..VL``,
 ``a``) and a ``.json`` of metadata (config, command line, data, steps, wall time, accuracies): no
-pickles. :func:`load_checkpoint` reads the shipped one by default.
+pickles. :func:`save_checkpoint` writes both atomically and records the npz's SHA-256 in the json,
+so a pair mixed by an interrupted save is refused on load. :func:`load_checkpoint` reads the shipped
+one by default; checkpoints of your own (``$PATHTHEORY_CHECKPOINTS``, the user cache) are looked up
+first. The command line ``paththeory train omniglot`` is :func:`paththeory.cli.train_command`.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib.resources
 import json
 import math
+import numbers
 import os
-import platform
 import time
 import zipfile
 import zlib
@@ -60,7 +62,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from paththeory.model import Architecture, QKAttention, effective_weights, network_output
+from paththeory import _io
+from paththeory.model import Architecture, QKAttention, _check_head_mask, effective_weights, network_output
 
 Params = dict  # {"Q", "K": [L, H, G, N0], "V0": [n, N0], "V": tuple of [H, n, n], "a": [n]}
 SHIPPED = "omniglot_l2h4"
@@ -101,6 +104,13 @@ class TrainConfig:
     time_limit_minutes: float | None = None
 
     def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value, kind = getattr(self, field.name), field.type.removesuffix(" | None")
+            cls, word = _FIELD_KINDS[kind]
+            if value is None and field.type.endswith("| None"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, cls) or kind != "str" and not math.isfinite(value):
+                raise TypeError(f"TrainConfig.{field.name} must be {word}; got {value!r} ({type(value).__name__}).")
         for name in ("steps", "batch_size", "d_model", "qk_dim", "heads", "layers", "val_every", "n_eval"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be a positive integer; got {getattr(self, name)!r}.")
@@ -117,6 +127,10 @@ class TrainConfig:
         if self.time_limit_minutes is not None and not (self.time_limit_minutes > 0):
             raise ValueError(f"time_limit_minutes must be > 0 (or None for no limit); got {self.time_limit_minutes!r}.")
 
+
+#: The Python type and its description of each kind of :class:`TrainConfig` field.
+_FIELD_KINDS = {"int": (numbers.Integral, "an integer"), "float": (numbers.Real, "a finite number"),
+                "str": (str, "a string")}
 
 #: Image transforms whose results are new training classes: rotations by k * 90 degrees, then
 #: optionally a left-right flip.
@@ -205,6 +219,8 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
         raise ValueError(f"x must be [P >= 1, T, N0] and y [P] in {{-1, +1}}; got {np.shape(x)} and {y.shape}.")
     if not np.all(np.isfinite(x)):
         raise ValueError("x contains NaN or infinite tokens; clean the input before calling.")
+    if head_mask is not None:  # checked here: inside the compiled forward pass the mask is not inspected
+        head_mask = _check_head_mask(architecture(params), head_mask, jnp.float32)
     with jax.enable_x64(False):
         p32 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), params)
         mask = None if head_mask is None else [jnp.asarray(m, jnp.float32) for m in head_mask]
@@ -274,7 +290,7 @@ def omniglot_data(config: TrainConfig, root: str | os.PathLike | None = None) ->
     )
 
 
-def _mnist_context(root) -> str:
+def default_mnist_context(root: str | os.PathLike | None = None) -> str:
     """``"train"`` where the MNIST training set is on disk (the authors' contexts), else ``"test"``."""
     from paththeory.data import DataNotFoundError, load_mnist
 
@@ -316,7 +332,7 @@ def evaluation_sets(
         elif name == "one_shot_runs":
             out[name] = one_shot_run_sequences(load_one_shot_runs(root=root), seed, n, balanced=True, channels=ch)
         else:
-            context = mnist_context or _mnist_context(root)
+            context = mnist_context or default_mnist_context(root)
             out[name] = ood_sequences("mnist", n // 2, context=context, root=root, channels=ch)
     return out
 
@@ -337,6 +353,7 @@ class TrainResult:
     best_step: int
     steps_done: int
     wall_time_s: float
+    stopped: str | None = None  #: ``"time limit"`` or ``"interrupted"`` (Ctrl-C) when cut short
 
 
 def omniglot_batches(config: TrainConfig, data: OmniglotData) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -362,7 +379,8 @@ def train(
         is not used here.
       val: validation sequences ``(x, y)``, checked every ``config.val_every`` steps and at step 0.
     Runs ``config.steps`` steps or until ``config.time_limit_minutes``, in float32 (with a tqdm bar
-    showing loss and validation accuracy if ``progress``).
+    showing loss and validation accuracy if ``progress``). An interrupt (Ctrl-C) after the first
+    validation ends the run like the time limit: the best model so far is returned.
     """
     from tqdm.auto import tqdm
 
@@ -381,28 +399,36 @@ def train(
             return optax.apply_updates(params, updates), state, loss
 
         history = {"step": [], "loss": [], "val_accuracy": []}
-        best, best_step, losses = -1.0, 0, []
+        best, best_step, losses, kept, stopped = -1.0, 0, [], None, None
         bar = tqdm(total=config.steps, disable=not progress, desc="train", mininterval=2.0)
         done = 0
-        for done in range(config.steps + 1):
-            if done % config.val_every == 0 or done == config.steps or time.perf_counter() - start > limit:
-                acc = evaluate(params, *val)
-                history["step"].append(done)
-                history["loss"].append(float(np.mean(losses)) if losses else None)
-                history["val_accuracy"].append(acc)
-                if acc > best:
-                    best, best_step, kept = acc, done, jax.tree.map(np.asarray, params)
-                bar.set_postfix(loss=f"{np.mean(losses) if losses else np.nan:.3f}", val_acc=f"{acc:.3f}", best=f"{best:.3f}")
-                losses = []
-                if done == config.steps or time.perf_counter() - start > limit:
-                    break
-            if done:
-                x, y = next(batches)
-            params, state, loss = step(params, state, jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32))
-            losses.append(float(loss))
-            bar.update(1)
-        bar.close()
-    return TrainResult(kept, history, best_step, done, time.perf_counter() - start)
+        try:
+            for done in range(config.steps + 1):
+                if done % config.val_every == 0 or done == config.steps or time.perf_counter() - start > limit:
+                    acc = evaluate(params, *val)
+                    history["step"].append(done)
+                    history["loss"].append(float(np.mean(losses)) if losses else None)
+                    history["val_accuracy"].append(acc)
+                    if acc > best:
+                        best, best_step, kept = acc, done, jax.tree.map(np.asarray, params)
+                    bar.set_postfix(loss=f"{np.mean(losses) if losses else np.nan:.3f}", val_acc=f"{acc:.3f}",
+                                    best=f"{best:.3f}")
+                    losses = []
+                    if done == config.steps or time.perf_counter() - start > limit:
+                        stopped = None if done == config.steps else "time limit"
+                        break
+                if done:
+                    x, y = next(batches)
+                params, state, loss = step(params, state, jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32))
+                losses.append(float(loss))
+                bar.update(1)
+        except KeyboardInterrupt:
+            if kept is None:  # interrupted before the first validation: nothing to keep
+                raise
+            stopped = "interrupted"
+        finally:
+            bar.close()
+    return TrainResult(kept, history, best_step, done, time.perf_counter() - start, stopped)
 
 
 def training_demo(steps: int = 300, *, d_model: int = 32, batch_size: int = 32, val_every: int = 25,
@@ -421,6 +447,9 @@ def training_demo(steps: int = 300, *, d_model: int = 32, batch_size: int = 32, 
 
 
 # --------------------------------------------------------------------------- checkpoints
+
+#: The json key holding the SHA-256 of the ``.npz`` it was written with (see :func:`save_checkpoint`).
+DIGEST_KEY = "npz_sha256"
 
 
 @dataclass(frozen=True)
@@ -446,20 +475,55 @@ class Checkpoint:
     @property
     def channels(self) -> int:
         """Pixel copies in the tokens the network was trained on (``N0 = 64 * channels``)."""
-        return int(self.metadata["config"]["channels"])
+        return self.config.channels
+
+
+def checkpoint_files(stem: str | os.PathLike) -> tuple[Path, Path]:
+    """``(stem.npz, stem.json)``. Only a final ``.npz`` or ``.json`` is taken off ``stem``; any other
+    dot is part of the name (``"run.seed0"`` -> ``run.seed0.npz``, ``run.seed0.json``)."""
+    path = Path(str(stem))
+    if not path.name:
+        raise ValueError(f"{str(stem)!r} is not a checkpoint name; give a name such as 'runs/mynet'.")
+    if path.suffix in (".npz", ".json"):
+        path = path.with_suffix("")
+    return path.with_name(path.name + ".npz"), path.with_name(path.name + ".json")
+
+
+def _config_problem(metadata) -> str | None:
+    """What keeps ``metadata`` from holding a :class:`TrainConfig` under ``"config"``, or ``None``."""
+    if not isinstance(metadata, dict):
+        return "does not hold a json object"
+    config = metadata.get("config")
+    if not isinstance(config, dict):
+        return "has no 'config' object (the TrainConfig settings the network was trained with)"
+    unknown = sorted(set(config) - {f.name for f in dataclasses.fields(TrainConfig)})
+    if unknown:
+        return f"has config keys {unknown} that TrainConfig does not know (written by another version?)"
+    try:
+        TrainConfig(**config)
+    except (TypeError, ValueError) as err:
+        return f"has a config that TrainConfig rejects ({err})"
+    return None
 
 
 def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict, *,
                     storage: str = "float32") -> tuple[Path, Path]:
-    """Write ``stem.npz`` (``Q``, ``K``, ``V0``, ``V1..VL``, ``a``) and ``stem.json``.
+    """Write ``stem.npz`` (``Q``, ``K``, ``V0``, ``V1..VL``, ``a``) and ``stem.json`` (``metadata``).
 
-    ``storage="float16"`` halves the file (compressed npz, each weight rounded to a relative
-    5e-4); :func:`load_checkpoint` reads either back as float32.
+    ``metadata`` must hold the training ``config`` (``dataclasses.asdict`` of a :class:`TrainConfig`)
+    and only what JSON can hold; both are checked before anything is written. The files are written
+    atomically, and the json records the SHA-256 of the npz, so :func:`load_checkpoint` refuses a
+    pair mixed by an interrupted save. ``storage="float16"`` halves the file (compressed npz, each
+    weight rounded to a relative 5e-4); :func:`load_checkpoint` reads either back as float32.
     """
     if storage not in ("float32", "float16"):
         raise ValueError(f"storage must be 'float32' or 'float16', got {storage!r}.")
-    stem = Path(stem).with_suffix("") if Path(stem).suffix in (".npz", ".json") else Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    npz, meta = checkpoint_files(stem)
+    problem = _config_problem(metadata)
+    if problem:
+        raise ValueError(f"the checkpoint metadata {problem}; pass {{'config': dataclasses.asdict(config), ...}}. "
+                         "Nothing was written.")
+    _io.json_text(metadata, "the checkpoint metadata")  # fails here, before any file is written
     arrays = {"Q": params["Q"], "K": params["K"], "V0": params["V0"], "a": params["a"]}
     arrays.update({f"V{l + 1}": v for l, v in enumerate(params["V"])})
     arrays = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()}
@@ -467,11 +531,13 @@ def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict, *,
         too_large = [k for k, v in arrays.items() if not np.all(np.abs(v) < np.finfo(np.float16).max)]
         if too_large:
             raise ValueError(f"weights {too_large} exceed the float16 range (65504); save with storage='float32'.")
-        np.savez_compressed(stem.with_suffix(".npz"), **{k: v.astype(np.float16) for k, v in arrays.items()})
-    else:
-        np.savez(stem.with_suffix(".npz"), **arrays)
-    stem.with_suffix(".json").write_text(json.dumps(metadata, indent=1) + "\n")
-    return stem.with_suffix(".npz"), stem.with_suffix(".json")
+        arrays = {k: v.astype(np.float16) for k, v in arrays.items()}
+    with _io.atomic_path(npz) as tmp:
+        (np.savez_compressed if storage == "float16" else np.savez)(tmp, **arrays)
+        # the json goes first: between the two renames a reader sees new metadata beside old weights,
+        # which their digests tell apart
+        _io.write_json(meta, {**metadata, DIGEST_KEY: _io.sha256(tmp)})
+    return npz, meta
 
 
 class CheckpointNotFoundError(FileNotFoundError):
@@ -483,15 +549,14 @@ class CorruptCheckpointError(ValueError):
 
 
 def checkpoint_folders() -> list[Path]:
-    """Where :func:`locate_checkpoint` looks, in order: the package's own ``checkpoints/``
-    (:data:`SHIPPED_NETWORKS`), ``$PATHTHEORY_CHECKPOINTS`` and ``<user cache>/checkpoints``
-    (``~/.cache/paththeory/checkpoints``)."""
+    """Where :func:`locate_checkpoint` looks, in order (yours first, as for data):
+    ``$PATHTHEORY_CHECKPOINTS``, ``<user cache>/checkpoints`` (``~/.cache/paththeory/checkpoints``)
+    and the package's own ``checkpoints/`` (:data:`SHIPPED_NETWORKS`)."""
     from paththeory.data import cache_dir
 
-    folders = [Path(str(importlib.resources.files("paththeory") / "checkpoints"))]
-    if os.environ.get(CHECKPOINTS_ENV_VAR):
-        folders.append(Path(os.environ[CHECKPOINTS_ENV_VAR]).expanduser())
+    folders = [Path(os.environ[CHECKPOINTS_ENV_VAR]).expanduser()] if os.environ.get(CHECKPOINTS_ENV_VAR) else []
     folders.append(cache_dir() / "checkpoints")
+    folders.append(Path(str(importlib.resources.files("paththeory") / "checkpoints")))
     return list(dict.fromkeys(folders))
 
 
@@ -507,13 +572,13 @@ def locate_checkpoint(name: str | os.PathLike) -> Path:
     """
     if not str(name).strip():
         raise ValueError(f"the checkpoint name is empty: pass a name such as {SHIPPED!r} or a path to a .npz.")
-    stem = Path(str(name))
-    stem = stem.with_suffix("") if stem.suffix in (".npz", ".json") else stem
+    npz, _ = checkpoint_files(name)
+    stem = npz.with_name(npz.stem)
     candidates = [stem] if stem.parent != Path(".") or stem.is_absolute() else []
     candidates += [folder / stem.name for folder in checkpoint_folders()]
     for c in candidates:
-        if c.with_suffix(".npz").is_file() and c.with_suffix(".json").is_file():
-            return c.with_suffix(".npz")
+        if all(f.is_file() for f in checkpoint_files(c)):
+            return checkpoint_files(c)[0]
     raise CheckpointNotFoundError(
         f"checkpoint {stem.name!r} was not found: put {stem.name}.npz and {stem.name}.json in one of "
         f"{', '.join(str(c.parent) for c in candidates)} (or set {CHECKPOINTS_ENV_VAR} to their folder)."
@@ -523,16 +588,19 @@ def locate_checkpoint(name: str | os.PathLike) -> Path:
 def load_checkpoint(path: str | os.PathLike | None = None) -> Checkpoint:
     """Read a checkpoint (``.npz`` + ``.json``, given with or without suffix, or by name as
     :func:`locate_checkpoint` finds it); default: the shipped one."""
-    if path is None:
-        path = locate_checkpoint(SHIPPED)  # the package's own checkpoints/ comes first
-    elif not str(path).strip() or not Path(str(path)).exists() and not Path(str(path)).with_suffix(".npz").exists():
+    path = SHIPPED if path is None else path
+    if not str(path).strip() or not any(f.exists() for f in checkpoint_files(path)):
         path = locate_checkpoint(path)
-    stem = Path(str(path))
-    stem = stem.with_suffix("") if stem.suffix in (".npz", ".json") else stem
-    npz, meta = stem.with_suffix(".npz"), stem.with_suffix(".json")
+    npz, meta = checkpoint_files(path)
     if not npz.is_file() or not meta.is_file():
         raise ValueError(f"a checkpoint needs both {npz} and {meta}; at least one is missing.")
     arrays, metadata = _read_arrays(npz), _read_metadata(meta)
+    digest = metadata.pop(DIGEST_KEY, None)
+    if digest is not None and digest != _io.sha256(npz):
+        raise CorruptCheckpointError(
+            f"checkpoint files {npz} and {meta} do not belong together (the npz is not the one the json was "
+            "written with: an interrupted save or copy); copy or write both again."
+        )
     n_layers = arrays["Q"].shape[0]
     params = {"V0": arrays["V0"], "V": tuple(arrays[f"V{l + 1}"] for l in range(n_layers)), "a": arrays["a"]}
     arch = architecture({"Q": arrays["Q"], "K": arrays["K"]})
@@ -559,6 +627,14 @@ def _read_arrays(npz: Path) -> dict[str, np.ndarray]:
     if missing or not n_layers:
         problem = f"lacks the arrays {', '.join(missing)}" if missing else "has a Q that is not [L, H, G, N0]"
         raise _corrupt(npz, problem)
+    _, heads, _, n0 = arrays["Q"].shape
+    n = arrays["a"].shape[0] if arrays["a"].ndim == 1 else 0
+    shapes = {"K": arrays["Q"].shape, "V0": (n, n0), "a": (n,), **{f"V{l + 1}": (heads, n, n) for l in range(n_layers)}}
+    wrong = [f"{k} {arrays[k].shape}" for k, shape in shapes.items() if arrays[k].shape != shape]
+    if wrong:
+        raise _corrupt(npz, f"has arrays of inconsistent shapes ({', '.join(wrong)}; Q is {arrays['Q'].shape})")
+    if not all(np.all(np.isfinite(a)) for a in arrays.values()):
+        raise _corrupt(npz, "holds NaN or infinite weights")
     return arrays
 
 
@@ -568,85 +644,22 @@ def _read_metadata(meta: Path) -> dict:
         metadata = json.loads(meta.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _corrupt(meta, f"is not valid json ({exc})") from exc
-    if not isinstance(metadata, dict):
-        raise _corrupt(meta, "does not hold a json object")
+    problem = _config_problem(metadata)
+    if problem:
+        raise _corrupt(meta, problem)
     return metadata
 
 
 def checkpoint_sequences(checkpoint: Checkpoint, names: Sequence[str] = ("test",), *,
                          root: str | os.PathLike | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Rebuild the evaluation sequences a checkpoint's accuracies were measured on."""
+    recorded = checkpoint.metadata.get("data")
+    if not isinstance(recorded, dict) or not {"source", "mnist_context"} <= set(recorded):
+        raise ValueError("the checkpoint's metadata has no 'data' with 'source' and 'mnist_context' (written by "
+                         "paththeory train omniglot), so its evaluation sequences cannot be rebuilt.")
     config = checkpoint.config
     data = omniglot_data(dataclasses.replace(config, augment="none"), root)
-    if data.source != checkpoint.metadata["data"]["source"]:
-        raise ValueError(f"the checkpoint was evaluated on {checkpoint.metadata['data']['source']}, "
+    if data.source != recorded["source"]:
+        raise ValueError(f"the checkpoint was evaluated on {recorded['source']}, "
                          f"but {data.source} was found; its character split differs.")
-    return evaluation_sets(config, data, names, root=root, mnist_context=checkpoint.metadata["data"]["mnist_context"])
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    from paththeory.cli import OneLineParser, nonempty_path
-
-    d = TrainConfig()
-    p = OneLineParser(prog="paththeory train omniglot",
-                      description="Train the L-layer attention network on one-shot Omniglot "
-                                  "(the paper's Appendix H.1).")
-    for flag, kind, help_ in [
-        ("steps", int, "optimiser steps"), ("batch_size", int, "sequences per step"),
-        ("lr", float, "peak learning rate (AdamW)"), ("warmup", int, "linear warm-up steps"),
-        ("clip", float, "global gradient-norm clip"), ("weight_decay", float, "AdamW weight decay"),
-        ("d_model", int, "width n of every layer"), ("qk_dim", int, "query/key dimension G"),
-        ("heads", int, "heads per layer H"), ("layers", int, "attention layers L"),
-        ("qk_scale", float, "Q/K init std times sqrt(N0)"), ("seed", int, "initialisation and batch seed"),
-        ("val_every", int, "steps between validations"), ("n_eval", int, "sequences per evaluation set"),
-        ("split_seed", int, "seed of the character split"),
-        ("time_limit_minutes", float, "stop after this wall time (keeps the best validation model)"),
-    ]:
-        p.add_argument("--" + flag.replace("_", "-"), type=kind, default=getattr(d, flag), help=help_)
-    p.add_argument("--channels", type=int, choices=(1, 3), default=d.channels, help="pixel copies: N0 = 64 * channels")
-    p.add_argument("--qk-init", choices=("random", "shared"), default=d.qk_init, help="'shared': K = Q at init")
-    p.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=d.augment,
-                   help="rotations/reflections of training characters as new classes")
-    p.add_argument("--out", required=True, type=nonempty_path, help="output stem: writes OUT.npz and OUT.json")
-    p.add_argument("--data-root", default=None, help="folder holding omniglot/ and mnist/ (see paththeory.data)")
-    return p
-
-
-def train_command(argv: list[str], command_line: str) -> int:
-    """``paththeory train omniglot ...``: train, evaluate on every set, write the checkpoint."""
-    args = vars(_parser().parse_args(argv))
-    out, root = args.pop("out"), args.pop("data_root")
-    config = TrainConfig(**args)
-    data = omniglot_data(config, root)
-    mnist_context = _mnist_context(root)
-    sets = evaluation_sets(config, data, root=root, mnist_context=mnist_context)
-    result = train(config, omniglot_batches(config, data), sets["validation"])
-    accuracies = {name: evaluate(result.params, x, y) for name, (x, y) in sets.items()}
-    metadata = {
-        "format": "paththeory checkpoint v1: npz float32 arrays Q, K [L, H, G, N0], V0 [n, N0], V1..VL [H, n, n], a [n]",
-        "command_line": command_line,
-        "config": dataclasses.asdict(config),
-        "data": {
-            "source": data.source, "characters": {k: len(getattr(data.split, k)) for k in ("train", "validation", "test")},
-            "training_classes_after_augmentation": int(len(np.unique(data.pool_labels))),
-            "mnist_context": mnist_context, "n_eval": config.n_eval,
-        },
-        "steps_done": result.steps_done, "best_step": result.best_step,
-        "wall_time_s": round(result.wall_time_s, 1),
-        "accuracies": accuracies,
-        "history": result.history,
-        "package_version": _version(), "device": f"{jax.default_backend()} ({platform.processor() or platform.machine()})",
-    }
-    npz, _ = save_checkpoint(out, result.params, metadata)
-    print(json.dumps({"checkpoint": str(npz), "steps_done": result.steps_done, "best_step": result.best_step,
-                      "wall_time_s": metadata["wall_time_s"], "accuracies": accuracies}, indent=1))
-    return 0
-
-
-def _version() -> str:
-    from paththeory import __version__
-
-    return __version__
+    return evaluation_sets(config, data, names, root=root, mnist_context=recorded["mnist_context"])

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# Hypothesis keeps no example database: it would be written into the working folder (.hypothesis/),
+# outside pytest's temporary folders (see the audit below).
+settings.register_profile("paththeory", database=None)
+settings.load_profile("paththeory")
 
 import paththeory as pt
 
@@ -30,3 +36,105 @@ def small_problem():
     y = np.sign(x[:, 0, :] @ teacher + 0.3 * x[:, 1, :] @ teacher)
     feats = np.asarray(pt.path_features(arch, x))
     return arch, feats[:60], y[:60], feats[60:], y[60:]
+
+
+# --------------------------------------------------------------------------- files outside the test's folders
+#
+# Tests write only under the temporary folders pytest gives them, so they pass on any machine (a
+# fresh clone, a fresh HOME and TMPDIR). An audit hook (PEP 578) watches every file the test process
+# opens for writing, creates, renames or removes, and every file it reads under the system's
+# temporary folder; anything outside the allowed places fails the test that did it. Allowed: the
+# session's pytest folder (``tempfile`` is pointed into it, so library temporaries land there too),
+# the user caches (JAX's compilation cache, Matplotlib's font cache), ``__pycache__`` and
+# ``.pytest_cache`` folders, and devices.
+
+import os  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+_WRITE_EVENTS = {"os.mkdir", "os.rename", "os.remove", "os.rmdir", "shutil.rmtree", "shutil.move"}
+_outside: list[str] = []
+_roots: dict[str, tuple[str, ...]] = {"write": (), "tmp": ()}
+
+
+def _opens_for_writing(mode, flags) -> bool:
+    if isinstance(mode, str):
+        return any(c in mode for c in "wax+")
+    return isinstance(flags, int) and bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND))
+
+
+def _absolute(path) -> str | None:
+    if isinstance(path, int):
+        return None
+    try:
+        return os.path.abspath(os.fsdecode(path))
+    except (TypeError, ValueError):
+        return None
+
+
+def _allowed_write(path: str) -> bool:
+    return ((path + os.sep).startswith(_roots["write"]) or "/__pycache__/" in path or path.endswith("/__pycache__")
+            or "/.pytest_cache" in path)
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open":
+        path = _absolute(args[0])
+        if path is None:
+            return
+        if _opens_for_writing(args[1], args[2]):
+            if not _allowed_write(path):
+                _outside.append(f"writes {path}")
+        elif path.startswith(_roots["tmp"]) and not _allowed_write(path):
+            _outside.append(f"reads {path}")
+    elif event in _WRITE_EVENTS and _roots["write"]:
+        if event.startswith("os.") and isinstance(args[-1], int) and args[-1] >= 0:
+            return  # a name relative to an open folder (inside shutil.rmtree, whose own event has the path)
+        for arg in args[:2] if event in ("os.rename", "shutil.move") else args[:1]:
+            path = _absolute(arg)
+            if path is not None and not _allowed_write(path):
+                _outside.append(f"{event} {path}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _files_stay_in_test_folders(tmp_path_factory):
+    """Point ``tempfile`` (and subprocesses, through ``TMPDIR``) into pytest's session folder and start
+    watching file access (see above)."""
+    import matplotlib
+
+    from paththeory.compilation_cache import default_folder
+    from paththeory.data import cache_dir
+
+    base = tmp_path_factory.getbasetemp().resolve()
+    system_tmp = os.path.realpath(tempfile.gettempdir())
+    session_tmp = base / "tempfile"
+    session_tmp.mkdir(exist_ok=True)
+    old_tempdir, old_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = str(session_tmp)
+    os.environ["TMPDIR"] = str(session_tmp)
+    places = [base, cache_dir(), default_folder(), Path(matplotlib.get_cachedir()), Path(matplotlib.get_configdir())]
+    _roots["write"] = tuple({os.path.join(f(p), "") for p in places for f in (os.path.abspath, os.path.realpath)}) + ("/dev/",)
+    _roots["tmp"] = (system_tmp + os.sep, "/tmp/")
+    if not getattr(sys, "_paththeory_audit", False):  # an audit hook cannot be removed: add it once
+        sys.addaudithook(_audit)
+        sys._paththeory_audit = True
+    yield
+    _roots["write"] = _roots["tmp"] = ()
+    tempfile.tempdir = old_tempdir
+    if old_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = old_env
+
+
+@pytest.fixture(autouse=True)
+def _no_file_outside_test_folders(_files_stay_in_test_folders):
+    """Fail a test that wrote, or read a temporary file, outside the folders pytest gave it."""
+    start = len(_outside)
+    yield
+    new = _outside[start:]
+    if new:
+        shown = "; ".join(dict.fromkeys(new[:5]))
+        pytest.fail(f"the test touched files outside pytest's temporary folders ({len(new)}): {shown}",
+                    pytrace=False)

@@ -307,6 +307,7 @@ def test_the_publishing_workflow_builds_the_book_and_its_pdf_on_pushes_to_main()
     steps = workflow["jobs"]["build"]["steps"]
     commands = " ".join(str(step.get("run", "")) for step in steps)
     assert "make test" in commands and "make book" in commands and "make pdf" in commands
+    assert ".ci/colab-check" in commands  # every chapter as on Colab (CI runs two)
     assert {"path": "_build/html"} in [step.get("with") for step in steps]
     assert any(str(step.get("uses", "")).startswith("actions/deploy-pages") for step in workflow["jobs"]["deploy"]["steps"])
     makefile = (ROOT / "Makefile").read_text()

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 
-from paththeory import __version__, training
+from paththeory import __version__, cli, training
 
 
 def _cli(*args: str, cwd, **env: str) -> subprocess.CompletedProcess:
@@ -48,6 +49,12 @@ BAD_INPUTS = {
                               "checkpoint name is empty"),
     "negative training time limit": (["train", "omniglot", "--time-limit-minutes", "-1", "--out", "o"], {},
                                      "time_limit_minutes must be > 0"),
+    "NaN learning rate": (["train", "omniglot", "--lr", "nan", "--out", "o"], {},
+                          "TrainConfig.lr must be a finite number; got nan"),
+    "unknown debug switch": (["reproduce", "markov", "--out", "o"], {"PATHTHEORY_DEBUG": "maybe"},
+                             "$PATHTHEORY_DEBUG must be one of 1, true, yes, on or 0, false, no, off; got 'maybe'"),
+    "data root typo": (["train", "omniglot", "--data-root", "nowhere", "--out", "o"], {},
+                       "'nowhere' is not an existing folder"),
 }
 
 
@@ -61,22 +68,41 @@ def test_a_bad_argument_gives_one_line_and_no_work(case, tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing written, e.g. no ./results.json for --out ""
 
 
-def test_an_existing_file_as_output_folder_and_a_damaged_checkpoint(tmp_path):
+@pytest.mark.parametrize("args, message", [
+    (["reproduce", "markov", "--out", "taken"], "the output folder taken is a file"),
+    (["reproduce", "omniglot", "--out", "taken/out"], "the output folder taken/out cannot be created: taken is a file"),
+    (["train", "omniglot", "--out", "taken/net"], "cannot write the checkpoint taken/net: the output folder taken is a file"),
+    (["train", "omniglot", "--out", "folder"], "'folder' is a folder; give a checkpoint name in it, e.g. folder/mynet"),
+    (["train", "omniglot", "--out", "net", "--data-root", "folder/typo"], "'folder/typo' is not an existing folder"),
+])
+def test_an_unusable_output_or_data_folder_fails_before_any_work(tmp_path, args, message):
     (tmp_path / "taken").write_text("")
-    out = _cli("reproduce", "markov", "--out", "taken", cwd=tmp_path)
-    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "is an existing file" in out.stderr
+    (tmp_path / "folder").mkdir()
+    out = _cli(*args, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["folder", "taken"]  # nothing created
+
+
+def test_a_damaged_checkpoint(tmp_path):
     stem = _damaged_checkpoint(tmp_path)
     out = _cli("reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", stem, cwd=tmp_path)
     assert out.returncode == 1 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1
     assert f"{stem}.npz cannot be read" in out.stderr and "paththeory train omniglot" in out.stderr
 
 
-@pytest.mark.parametrize("how", ["option", "environment"])
+@pytest.mark.parametrize("how", ["option", "environment", "environment, spelled true"])
 def test_debug_shows_the_traceback(how, tmp_path):
     args = ["reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", "nosuch"]
     out = (_cli("--debug", *args, cwd=tmp_path) if how == "option"
-           else _cli(*args, cwd=tmp_path, PATHTHEORY_DEBUG="1"))
+           else _cli(*args, cwd=tmp_path, PATHTHEORY_DEBUG="1" if how == "environment" else "True"))
     assert out.returncode != 0 and "Traceback" in out.stderr and "CheckpointNotFoundError" in out.stderr
+
+
+@pytest.mark.parametrize("value", ["false", "OFF"])  # every spelling: tests/test_files_safety.py
+def test_debug_switched_off_in_the_environment_keeps_one_line(value, tmp_path):
+    out = _cli("reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", "nosuch", cwd=tmp_path,
+               PATHTHEORY_DEBUG=value)
+    assert out.returncode == 1 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1
 
 
 def test_version_and_help(tmp_path):
@@ -86,3 +112,39 @@ def test_version_and_help(tmp_path):
              for args in ([], ["bench"], ["reproduce"], ["train"], ["train", "omniglot"])}
     assert all("usage: paththeory" in text and "``" not in text and "spec §" not in text for text in helps.values())
     assert "--debug" in helps[""] and "--version" in helps[""]
+
+
+def _fake_training(monkeypatch, stopped):
+    """``train omniglot`` without data or training: a tiny network, stopped as asked."""
+    params = {"Q": np.zeros((1, 2, 2, 64), np.float32), "K": np.zeros((1, 2, 2, 64), np.float32),
+              "V0": np.ones((3, 64), np.float32), "V": (np.ones((2, 3, 3), np.float32),), "a": np.ones(3, np.float32)}
+    data = types.SimpleNamespace(source="omniglot:fake", pool_labels=np.arange(4),
+                                 split=types.SimpleNamespace(train=[0, 1], validation=[2], test=[3]))
+    monkeypatch.setattr(training, "omniglot_data", lambda config, root: data)
+    monkeypatch.setattr(training, "default_mnist_context", lambda root: "test")
+    monkeypatch.setattr(training, "evaluation_sets", lambda *a, **k: {"validation": (None, None)})
+    monkeypatch.setattr(training, "evaluate", lambda *a, **k: 0.75)
+    monkeypatch.setattr(training, "train", lambda *a, **k: training.TrainResult(params, {"step": [0]}, 0, 7, 1.0, stopped))
+
+
+@pytest.mark.parametrize("stopped, status", [("interrupted", 130), ("time limit", 0), (None, 0)])
+def test_train_writes_the_best_model_also_when_stopped_early(tmp_path, monkeypatch, capsys, stopped, status):
+    _fake_training(monkeypatch, stopped)
+    argv = ["--out", str(tmp_path / "runs" / "run.v2"), "--layers", "1", "--heads", "2", "--d-model", "3",
+            "--channels", "1", "--n-eval", "2"]
+    assert cli.train_command(argv, "paththeory train omniglot ...") == status
+    ck = training.load_checkpoint(tmp_path / "runs" / "run.v2")  # the dot is kept: run.v2.npz, not run.npz
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run.v2.json", "run.v2.npz"]
+    assert ck.metadata["stopped"] == stopped and ck.metadata["steps_done"] == 7
+    assert ("accuracies" in ck.metadata) == (stopped != "interrupted")
+    assert ("wrote the best model so far (step 0)" in capsys.readouterr().err) == (stopped == "interrupted")
+
+
+def test_settings_of_a_checkpoint_given_by_path(tmp_path):
+    from paththeory.experiments import omniglot
+
+    for spelling in ("omniglot_l2h8", tmp_path / "omniglot_l2h8.npz", f"{tmp_path}/omniglot_l2h8"):
+        assert omniglot.settings("smoke", spelling) == omniglot.settings("smoke", "omniglot_l2h8")
+    assert omniglot.settings("smoke", tmp_path / f"{training.SHIPPED}.json") == omniglot.SETTINGS["smoke"]
+    with pytest.raises(ValueError, match="no settings for network 'mine'.*name the checkpoint files"):
+        omniglot.settings("smoke", tmp_path / "mine.npz")

@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import http.server
 import io
+import os
 import shutil
 import socket
 import struct
@@ -20,6 +21,7 @@ import threading
 import types
 import zipfile
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -140,10 +142,11 @@ def test_corrupted_file_fails_its_checksum(tmp_path):
     assert labels[-1] != data.load_mnist("test", root=SHARED, download=False).labels[-1]
 
 
-def test_fashion_test_split_falls_back_on_the_shipped_prefix(monkeypatch):
+def test_fashion_test_split_falls_back_on_the_shipped_prefix(monkeypatch, tmp_path, dead_server):
     monkeypatch.delenv(data.ENV_VAR, raising=False)
-    monkeypatch.setitem(sys.modules, "torchvision", None)  # no download possible
-    monkeypatch.setattr(data, "cache_dir", lambda: Path("/nonexistent-paththeory-cache"))
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    monkeypatch.setenv(data.URL_ENV_VAR, dead_server)  # no download possible
+    monkeypatch.setattr(data, "cache_dir", lambda: tmp_path / "empty-cache")
     f = data.load_mnist("test", fashion=True)
     assert f.images.shape == (4443, 28, 28) and f.source == "fashion:test"
     assert "4,443 of the 10,000" in f.note
@@ -281,7 +284,9 @@ def test_omniglot_from_generated_zip_and_folder_agree(isolated):
     with pytest.raises(data.ChecksumError):
         data.load_omniglot("evaluation", root=isolated / "z", download=False)
     z = data.load_omniglot("evaluation", root=isolated / "z", download=False, verify_checksums=False)
-    d = data.load_omniglot("evaluation", root=isolated / "d", download=False)  # folders: nothing to check
+    with pytest.raises(data.ChecksumError, match="holds 12 of the 13180 drawings of images_evaluation.zip"):
+        data.load_omniglot("evaluation", root=isolated / "d", download=False)  # an unpacked folder: counted
+    d = data.load_omniglot("evaluation", root=isolated / "d", download=False, verify_checksums=False)
     names = sorted(files)
     assert z.classes == d.classes == ("Alpha/character01", "Alpha/character02", "Beta/character01", "Beta/character02")
     for s in (z, d):
@@ -425,3 +430,116 @@ def test_server_down_gives_a_clear_error(isolated, monkeypatch, dead_server):
         data.download_file(data.file_url("mnist", "t10k-labels-idx1-ubyte.gz"), isolated / "x.gz")
     with pytest.raises(data.DataNotFoundError, match="Could not download"):
         data.load_one_shot_runs(root=isolated / "r")
+
+
+# --------------------------------------------------------------------------- damaged and incomplete data
+
+
+def write_folder(folder: Path, files: dict[str, np.ndarray]) -> None:
+    for name, image in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png_bytes(image))
+
+
+def test_an_edited_drawing_in_an_unpacked_folder_is_read_again(isolated):
+    files = fake_drawings(seed=9)
+    folder = isolated / "omniglot" / "images_evaluation"
+    write_folder(folder, files)
+    first = data.load_omniglot("evaluation", root=isolated, download=False, verify_checksums=False)
+    name = min(files)
+    edited = ~files[name]
+    (folder / name).write_bytes(png_bytes(edited))
+    os.utime(folder, (1, 1))  # the folder's own mtime says nothing about the files inside
+    again = data.load_omniglot("evaluation", root=isolated, download=False, verify_checksums=False)
+    np.testing.assert_array_equal(again.images[0], np.where(edited, 255, 0))
+    assert not np.array_equal(first.images[0], again.images[0])
+    (folder / max(files)).unlink()  # a removed drawing is noticed too
+    assert len(data.load_omniglot("evaluation", root=isolated, download=False, verify_checksums=False).images) == 11
+
+
+@pytest.mark.parametrize("name, n", [("images_background_small1", 2720), ("images_background", 19280),
+                                     ("all_runs", 800)])
+def test_a_half_unpacked_official_folder_is_refused(isolated, name, n):
+    folder = isolated / "omniglot" / name
+    write_folder(folder, fake_drawings(seed=10))
+    with pytest.raises(data.ChecksumError, match=rf"holds 12 of the {n} drawings of {name}.zip: the folder is incomplete"):
+        data.verify("omniglot", folder)
+
+
+@pytest.mark.parametrize("form", ["zip", "folder"])
+@pytest.mark.parametrize("damage, message", [
+    ("not a png", "is not a readable PNG"),
+    ("truncated png", "is not a readable PNG"),
+    ("odd size", "is 104 x 105 pixels, not the 105 x 105 of every Omniglot drawing"),
+])
+def test_a_damaged_or_odd_sized_drawing_is_named(isolated, form, damage, message):
+    files = fake_drawings(seed=11)
+    bad = sorted(files)[2]
+    raw = {name: png_bytes(image) for name, image in files.items()}
+    raw[bad] = {"not a png": b"GIF89a nonsense", "truncated png": raw[bad][:60],
+                "odd size": png_bytes(np.zeros((105, 104), bool))}[damage]
+    folder = isolated / "omniglot"
+    if form == "zip":
+        folder.mkdir()
+        with zipfile.ZipFile(folder / "images_evaluation.zip", "w") as zf:
+            for name, content in raw.items():
+                zf.writestr(f"images_evaluation/{name}", content)
+    else:
+        for name, content in raw.items():
+            (folder / "images_evaluation" / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / "images_evaluation" / name).write_bytes(content)
+    with pytest.raises(ValueError, match=message) as err:
+        data.load_omniglot("evaluation", root=isolated, download=False, verify_checksums=False)
+    assert bad in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 cut short", b"\x00" * 500])
+def test_a_damaged_zip_is_named_with_the_fix(isolated, content):
+    (isolated / "omniglot").mkdir()
+    (isolated / "omniglot" / "images_evaluation.zip").write_bytes(content)
+    with pytest.raises(ValueError, match="images_evaluation.zip is not a readable zip archive .*delete it"):
+        data.load_omniglot("evaluation", root=isolated, download=False, verify_checksums=False)
+    with pytest.raises(data.ChecksumError):  # with the checksum on, the md5 says so first
+        data.load_omniglot("evaluation", root=isolated, download=False)
+
+
+def write_runs(folder: Path, skip: Sequence[str] = (), labels: dict[int, str] | None = None, runs=(1, 2)) -> None:
+    """Two runs of three classes as an unpacked ``all_runs`` folder, leaving out the files in ``skip``."""
+    rng = np.random.default_rng(12)
+    for r in runs:
+        files = {f"run{r:02d}/class_labels.txt": "".join(
+            f"run{r:02d}/test/item{i:02d}.png run{r:02d}/training/class{i:02d}.png\n" for i in (1, 2, 3)).encode()}
+        if labels and r in labels:
+            files[f"run{r:02d}/class_labels.txt"] = labels[r].encode()
+        for kind, stem in (("training", "class"), ("test", "item")):
+            for k in (1, 2, 3):
+                files[f"run{r:02d}/{kind}/{stem}{k:02d}.png"] = png_bytes(rng.random((105, 105)) < 0.8)
+        for name, content in files.items():
+            if name not in skip:
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_bytes(content)
+
+
+@pytest.mark.parametrize("case, message", [
+    ({"skip": ["run02/class_labels.txt"]}, "run02 lack class_labels.txt"),
+    ({"runs": (1, 3)}, "run02 lack class_labels.txt .or are missing."),
+    ({"skip": ["run02/test/item03.png"]}, r"drawing \(2, 'test', 3\) is missing"),
+    ({"labels": {2: "run02/test/item01.png\n"}}, "run02/class_labels.txt cannot be read"),
+    ({"labels": {1: "run01/test/item01.png run01/training/class07.png\n"}}, "class 7 is not in 1..3"),
+    ({"labels": {2: "run02/test/item01.png run02/training/class02.png\n"}}, "does not give the class of every one"),
+])
+def test_incomplete_one_shot_runs_are_refused(isolated, case, message):
+    folder = isolated / "omniglot" / "all_runs"
+    write_runs(folder, **case)
+    with pytest.raises(ValueError, match=message) as err:
+        data.load_one_shot_runs(root=isolated, download=False, verify_checksums=False)
+    assert "\n" not in str(err.value)
+
+
+def test_complete_one_shot_runs_from_a_folder(isolated):
+    write_runs(isolated / "omniglot" / "all_runs")
+    runs = data.load_one_shot_runs(root=isolated, download=False, verify_checksums=False)
+    assert runs.training.shape == runs.test.shape == (2, 3, 105, 105)
+    np.testing.assert_array_equal(runs.answers, [[0, 1, 2], [0, 1, 2]])
+    assert not runs.training.flags.writeable

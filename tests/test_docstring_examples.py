@@ -15,7 +15,7 @@ import pytest
 import paththeory as pt
 
 MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises", "data",
-           "stats", "training")
+           "stats", "training", "outputs")
 
 
 @pytest.mark.parametrize("name", MODULES)

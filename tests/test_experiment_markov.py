@@ -87,3 +87,63 @@ def test_a_run_stopped_by_its_time_limit_gives_no_number():
     cfg = dataclasses.replace(TINY, time_limit=1e-3)
     res = exp.sample_at(prob, 10, cfg, progress=False)
     assert not res.complete and exp.sample_accuracy(res, prob) is None
+
+
+def test_results_carry_paired_errors_and_verdicts(outputs):
+    """Every Fig. 2 comparison has its noise: paired SEs against each GP line on the same test
+    sequences, the NUTS distance with its Monte Carlo error, and one verdict per claim."""
+    from paththeory import stats
+    from paththeory.experiments.claims import OWN_TEST, fig2_claims
+
+    results, _ = outputs
+    acc = results["accuracy"]
+    for key in ("gp_all", "gp_good", "gp_good_denoising"):
+        for w in ("10", "1000"):
+            d = results["finite_vs_gp"][key][w]
+            assert d["n"] == TINY.n_test and d["se"] >= 0
+            assert d["difference"] == pytest.approx(acc["theory"][w] - acc[key], abs=1e-12)
+    assert results["gp_vs_gp"]["good_vs_all"]["difference"] == pytest.approx(acc["gp_good"] - acc["gp_all"])
+    two = results["two_path"]
+    assert two["finite_vs_gp"]["gp_good_denoising"]["10"]["difference"] == pytest.approx(
+        two["accuracy"]["theory"]["10"] - two["accuracy"]["gp_good_denoising"])
+    nuts = results["sampled_vs_theory"]["10"]
+    assert nuts["accuracy"]["difference"] == pytest.approx(acc["samples"]["10"] - acc["theory"]["10"])
+    assert nuts["relative_distance"] >= 0 and nuts["noise"] > 0 and nuts["mantel"] is not None
+    rows = results["claims"]
+    assert rows == fig2_claims(results)
+    ids = {r["id"] for r in rows}
+    assert {"finite_vs_gp_all", "finite_vs_gp_good", "finite_vs_gp_good_denoising", "gp_good_vs_all",
+            "gp_denoising_vs_good", "pc_overlap", "u_sampled:four_paths:10", "accuracy_sampled:four_paths:10",
+            "finite_vs_gp_good_denoising:two_path"} <= ids
+    for r in rows:
+        assert r["verdict"] in stats.OUTCOMES and r["source"] and r["source"] != OWN_TEST
+        assert "SE" in r["noise"] or "Monte Carlo" in r["noise"] or r["id"] == "pc_overlap"
+    two_row = next(r for r in rows if r["id"] == "finite_vs_gp_good_denoising:two_path")
+    assert two_row["source"] == "App. G.2.2, Fig. 5c"  # the uniform denoising head is App. G's variant
+
+
+def test_verdicts_and_summary_follow_the_results(outputs):
+    """Change a result and the verdict, and the sentence written from it, change with it."""
+    import copy
+
+    from paththeory.experiments.claims import fig2_claims, reproduction_summary
+
+    results, _ = outputs
+    changed = copy.deepcopy(results)
+    def row(res):
+        return next(r for r in fig2_claims(res) if r["id"] == "finite_vs_gp_all")
+
+    changed["finite_vs_gp"]["gp_all"]["10"].update(difference=0.2, se=0.01)
+    assert row(changed)["verdict"] == "holds"
+    before = reproduction_summary(fig2_claims(changed))
+    changed["finite_vs_gp"]["gp_all"]["10"].update(difference=-0.2, se=0.01)
+    assert row(changed)["verdict"] == "fails"
+    after = reproduction_summary(fig2_claims(changed))
+    assert "Not reproduced here" in after and "-20.0 points" in after and after != before
+    changed["sampled_vs_theory"]["10"].update(relative_distance=0.9, noise=0.01)
+    u_row = next(r for r in fig2_claims(changed) if r["id"] == "u_sampled:four_paths:10")
+    assert u_row["verdict"] == "fails" and u_row["measured"].startswith("90.0%")
+    changed["sampling_diagnostics"]["10"].update(complete=False, stopped={
+        "chain": 0, "time_limit": 1.0, "phase": "sampling", "iteration": 3, "of": 10})
+    u_row = next(r for r in fig2_claims(changed) if r["id"] == "u_sampled:four_paths:10")
+    assert u_row["verdict"] == "not enough draws"

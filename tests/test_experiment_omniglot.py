@@ -16,6 +16,7 @@ import pytest
 
 from paththeory import data, stats, training
 from paththeory.experiments import omniglot as exp
+from paththeory.experiments import omniglot_base
 from paththeory.experiments import pruning as prune_exp
 from paththeory.predict import accuracy, predictor
 from paththeory.profiles import PROFILES
@@ -73,7 +74,10 @@ def test_files_and_keys(outputs):
     assert set(acc) == {"theory", "gp"} and set(acc["theory"]) == set(results["splits"])
     assert all(set(acc["theory"][s]) == {"10", "1000"} for s in splits)
     assert set(results["temperature"]["theory"]) == {"10", "1000"}
-    assert results["temperature"]["gp"] in TINY.gp_temperatures
+    # the GP is searched over the theory's grid and the authors' list, and its accuracy shown over all of it
+    grid = results["temperature"]["gp_grid"]
+    assert grid == sorted(set(TINY.temperatures) | set(TINY.gp_temperatures)) and results["temperature"]["gp"] in grid
+    assert all(len(results["accuracy_grid"]["gp"][s]) == len(grid) for s in results["accuracy_grid"]["gp"])
     assert set(results["finite_vs_gp"]) == splits - {"validation"} | ({"fashion"} & set(results["splits"]))
     assert {"rho", "interval", "selected", "n_bootstrap"} <= set(results["temperature_trend"])
     assert {"scores", "order", "width", "temperature"} <= set(results["head_scores"])
@@ -294,7 +298,7 @@ def test_fig3d_finite_width_kernel_aligns_better_with_the_labels():
     at N = 10 hold more of the label vector than those of the GP kernel."""
     try:
         network = exp.trained_network()
-        x, y = exp.training_sequences(network, 120, 0)
+        x, y = omniglot_base.training_sequences(network, 120, 0)
     except (data.DataNotFoundError, training.CheckpointNotFoundError) as err:
         pytest.skip(f"needs the Omniglot data and the shipped checkpoint: {err}")
     from paththeory.solve import Theory

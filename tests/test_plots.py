@@ -77,6 +77,5 @@ def test_point_labels_never_overlap_each_other_or_other_points():
     assert not [(i, j) for i in range(16) for j in range(i + 1, 16) if boxes[i].overlaps(boxes[j])]
     for b in boxes:
         assert frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
-    fig.savefig("/tmp/shots/label_test.png")
     with pytest.raises(ValueError, match="labels has 2 entries for 16 points"):
         plots.label_points(ax, x, y, ["a", "b"])

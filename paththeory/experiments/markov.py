@@ -9,7 +9,10 @@ the chapter ``book/markov.md``:
 * :func:`gp_accuracy`: the infinite-width (GP) accuracy, ``U = I``;
 * :func:`sample_at`: NUTS posterior samples at one width (:mod:`paththeory.sampling`);
 * :func:`pc_overlaps`: overlaps of the training-kernel PCs with the labels;
-* figures :func:`plot_accuracy` (Fig. 2c), :func:`plot_order_parameters` (Fig. 2c, right),
+* :func:`finite_vs_gp` and ``sampled_vs_theory``: the noise of Fig. 2's comparisons (paired
+  standard errors on the same test sequences, the Monte Carlo error of the sampled ``U``), which
+  :func:`paththeory.experiments.claims.fig2_claims` turns into one verdict per claim;
+* figures :func:`plot_accuracy` (Fig. 2c), :func:`plot_order_parameters` (Fig. 2c, bottom),
   :func:`plot_sampled_order_parameters`, :func:`plot_pc_overlaps` (Fig. 2d),
   :func:`plot_two_path` (Fig. 2e) and :func:`plot_kernels` (App. Fig. 5b).
 
@@ -18,7 +21,6 @@ The readout token is the **last** one, as in the authors' code; the paper's text
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -26,12 +28,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import jax
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
 import paththeory
-from paththeory.experiments import jsonable
+from paththeory import _io, stats
+from paththeory.experiments import jsonable, sampled_vs_theory
+from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
 from paththeory.plots import COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
@@ -110,24 +113,42 @@ class Problem:
 
 @lru_cache(maxsize=8)
 def problem(variant: str, n_train: int, n_test: int) -> Problem:
-    """Data (train seed 27, test seed 59), architecture and path features of a :data:`VARIANTS` entry."""
+    """Data (train seed 27, test seed 59), architecture and path features of a :data:`VARIANTS` entry.
+
+    Cached, so its arrays are read-only: copy one (``prob.train.copy()``) to change it."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {sorted(VARIANTS)}; got {variant!r}.")
     make_arch, names, sigma_perp = VARIANTS[variant]
     arch = make_arch()
     train = markov.sample_task(n_train, seed=markov.TRAIN_SEED, sigma_perp=sigma_perp)
     test = markov.sample_task(n_test, seed=markov.TEST_SEED, sigma_perp=sigma_perp)
-    return Problem(arch, names, np.asarray(path_features(arch, train.x)), np.asarray(path_features(arch, test.x)),
-                   train.y, test.y)
+    arrays = (path_features(arch, train.x), path_features(arch, test.x), train.y, test.y)
+    return Problem(arch, names, *map(_read_only, arrays))
+
+
+def _read_only(array) -> np.ndarray:
+    """A read-only numpy copy: the cached :func:`problem` is shared by every caller."""
+    out = np.array(array)
+    out.flags.writeable = False
+    return out
 
 
 @dataclass(frozen=True)
 class TheoryPoint:
-    """The theory at one width: the solver's :class:`~paththeory.solve.Solution` and the test accuracy."""
+    """The theory at one width: the solver's :class:`~paththeory.solve.Solution`, the test accuracy
+    and ``correct``, whether the mean predictor gets each test sequence right (``[P_test]`` bool)."""
 
     width: int
     solution: Solution
     accuracy: float
+    correct: np.ndarray | None = None
+
+
+def correct(U, prob: Problem, temperature: float) -> np.ndarray:
+    """Whether the mean predictor with order parameter ``U`` classifies each test sequence of
+    ``prob`` correctly: ``[P_test]`` bool, whose mean is the accuracy (the paper's Eq. 29)."""
+    mean, _ = predictor(U, prob.train, prob.y_train, prob.test, temperature)
+    return np.asarray(mean) * prob.y_test > 0
 
 
 def theory_curve(prob: Problem, widths: Sequence[int], temperature: float) -> list[TheoryPoint]:
@@ -135,16 +156,19 @@ def theory_curve(prob: Problem, widths: Sequence[int], temperature: float) -> li
     solutions = Theory(prob.arch, prob.train, prob.y_train).sweep(list(widths), temperature)
     points = []
     for width, sol in zip(widths, solutions):
-        mean, _ = predictor(sol.U, prob.train, prob.y_train, prob.test, temperature)
-        points.append(TheoryPoint(int(width), sol, accuracy(mean, prob.y_test)))
+        right = correct(sol.U, prob, temperature)
+        points.append(TheoryPoint(int(width), sol, float(right.mean()), right))
     return points
+
+
+def gp_correct(prob: Problem, temperature: float) -> np.ndarray:
+    """:func:`correct` for the GP (infinite-width) predictor, ``U = sigma_a^2 prod sigma_l^2 I``."""
+    return correct(prob.arch.gp_scale * np.eye(prob.arch.n_paths), prob, temperature)
 
 
 def gp_accuracy(prob: Problem, temperature: float) -> float:
     """Test accuracy of the GP (infinite-width) predictor, ``U = sigma_a^2 prod sigma_l^2 I``."""
-    mean, _ = predictor(prob.arch.gp_scale * np.eye(prob.arch.n_paths), prob.train, prob.y_train, prob.test,
-                        temperature)
-    return accuracy(mean, prob.y_test)
+    return float(gp_correct(prob, temperature).mean())
 
 
 def sample_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progress: bool = True) -> PosteriorSamples:
@@ -172,10 +196,19 @@ def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, 
 # --------------------------------------------------------------------------- the pipeline
 
 
-def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: bool, timings: dict, tag: str) -> dict:
-    """Theory over ``widths`` and NUTS at ``sample_widths`` for one problem: a JSON-ready dict."""
+def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: bool, timings: dict,
+                tag: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """Theory over ``widths`` and NUTS at ``sample_widths`` for one problem: a JSON-ready dict, and
+    the theory's per-sequence correctness ``{width: [P_test] bool}`` (for paired comparisons).
+
+    The dict's ``sampled_vs_theory`` holds, per sampled width (``None`` for a run stopped by its
+    time limit), the paired accuracy difference NUTS minus theory on the same test sequences
+    (:func:`paththeory.stats.paired_difference`) and the distance of the NUTS ``U`` from the
+    theory's with its batch-means Monte Carlo error
+    (:func:`paththeory.experiments.sampled_vs_theory`)."""
     t = time.perf_counter()
     curve = theory_curve(prob, widths, cfg.temperature)
+    theory_correct = {str(p.width): p.correct for p in curve}
     timings[f"{tag}theory"] = time.perf_counter() - t
     out = {
         "paths": list(prob.names),
@@ -184,6 +217,7 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
         "solver": {str(p.width): p.solution.report for p in curve},
         "order_parameter_samples": {},
         "sampling_diagnostics": {},
+        "sampled_vs_theory": {},
     }
     for i, width in enumerate(sample_widths):
         t = time.perf_counter()
@@ -193,10 +227,23 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
             print(res.summary(), flush=True)
         out["accuracy"]["samples"][str(width)] = sample_accuracy(res, prob)
         out["order_parameter_samples"][str(width)] = res.U if res.complete else None
+        out["sampled_vs_theory"][str(width)] = None
+        if res.complete:  # a run cut by its time limit gives no number (its diagnostics say where it stopped)
+            theory_u = out["order_parameter"][str(width)]
+            se = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
+            out["sampled_vs_theory"][str(width)] = {
+                "accuracy": stats.paired_difference(np.asarray(res.mean) * prob.y_test > 0, theory_correct[str(width)]),
+                **sampled_vs_theory(theory_u, res.U, se, prob.arch.gp_scale)}
         summary = res.to_dict()
         out["sampling_diagnostics"][str(width)] = {**summary["diagnostics"], "chains": summary["chains"],
                                                    "settings": summary["settings"]}
-    return out
+    return out, theory_correct
+
+
+def finite_vs_gp(theory_correct: dict[str, np.ndarray], gp: dict[str, np.ndarray]) -> dict:
+    """Paired accuracy difference theory minus each GP line on the same test sequences, per GP line and
+    width: ``{gp_key: {width: paired_difference}}`` (:func:`paththeory.stats.paired_difference`)."""
+    return {key: {w: stats.paired_difference(c, g) for w, c in theory_correct.items()} for key, g in gp.items()}
 
 
 def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
@@ -212,6 +259,8 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
       the content of ``results.json`` (see the chapter for its keys).
     """
     name = current_profile(profile)
+    if out_dir is not None:
+        out_dir = _io.check_output_folder(out_dir)  # an unusable folder fails now, not after the work
     cfg = config or settings(name)
     temp = cfg.temperature
     timings: dict[str, float] = {}
@@ -220,30 +269,36 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     main = problem("four_paths", cfg.n_train, cfg.n_test)
     results = {"profile": name, "config": asdict(cfg), "temperature": temp, "widths": list(cfg.widths),
                "display_order": list(markov.DISPLAY_ORDER), "readout": main.arch.readout}
-    results.update(_experiment(main, cfg.widths, cfg.sample_widths, cfg, progress, timings, ""))
+    four, theory_correct = _experiment(main, cfg.widths, cfg.sample_widths, cfg, progress, timings, "")
+    results.update(four)
     t = time.perf_counter()
-    results["accuracy"].update({
-        "gp_all": gp_accuracy(main, temp),
-        "gp_good": gp_accuracy(problem("good_path", cfg.n_train, cfg.n_test), temp),
-        "gp_good_denoising": gp_accuracy(problem("good_and_denoising", cfg.n_train, cfg.n_test), temp),
-    })
+    # the variants' test sets are the same sequences (same seed and noise), so every difference is paired
+    gp = {"gp_all": gp_correct(main, temp),
+          "gp_good": gp_correct(problem("good_path", cfg.n_train, cfg.n_test), temp),
+          "gp_good_denoising": gp_correct(problem("good_and_denoising", cfg.n_train, cfg.n_test), temp)}
+    results["accuracy"].update({k: float(c.mean()) for k, c in gp.items()})
+    results["finite_vs_gp"] = finite_vs_gp(theory_correct, gp)
+    results["gp_vs_gp"] = {"good_vs_all": stats.paired_difference(gp["gp_good"], gp["gp_all"]),
+                           "good_denoising_vs_good": stats.paired_difference(gp["gp_good_denoising"], gp["gp_good"])}
     n_small = min(cfg.widths)
     theory_pcs, gp_pcs = pc_overlaps(main, results["order_parameter"][str(n_small)], cfg.n_pcs)
     results["pc_overlap"] = {"width": n_small, "theory": theory_pcs, "gp": gp_pcs}
     timings["gp_and_pcs"] = time.perf_counter() - t
 
     noisy = problem("two_paths_noisy", cfg.n_train, cfg.n_test)
-    two = _experiment(noisy, cfg.widths, cfg.two_path_sample_widths, cfg, progress, timings, "two_path_")
-    two["accuracy"].update({
-        "gp_good_denoising": gp_accuracy(noisy, temp),
-        "gp_good": gp_accuracy(problem("good_path_noisy", cfg.n_train, cfg.n_test), temp),
-    })
+    two, two_correct = _experiment(noisy, cfg.widths, cfg.two_path_sample_widths, cfg, progress, timings,
+                                   "two_path_")
+    two_gp = {"gp_good_denoising": gp_correct(noisy, temp),
+              "gp_good": gp_correct(problem("good_path_noisy", cfg.n_train, cfg.n_test), temp)}
+    two["accuracy"].update({k: float(c.mean()) for k, c in two_gp.items()})
+    two["finite_vs_gp"] = finite_vs_gp(two_correct, two_gp)
     results["two_path"] = {"sigma_perp": markov.NOISY_SIGMA_PERP, "denoising": "uniform", **two}
     timings["total"] = time.perf_counter() - start
     results["timings"] = timings
     results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
                               "backend": jax.default_backend(), "device": str(jax.devices()[0])}
     results = jsonable(results)
+    results["claims"] = fig2_claims(results)
     if out_dir is not None:
         write_outputs(results, main, noisy, Path(out_dir))
     return results
@@ -276,26 +331,19 @@ FIGURES = ("accuracy", "order_parameters", "order_parameters_sampled", "pc_overl
 
 
 def write_outputs(results: dict, main: Problem, noisy: Problem, out_dir: Path) -> list[Path]:
-    """``results.json``, ``features.npz`` (the theory's inputs) and one PNG per entry of :data:`FIGURES`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(results, indent=1))
-    np.savez_compressed(
-        out_dir / "features.npz", train_features=main.train, test_features=main.test, y_train=main.y_train,
-        y_test=main.y_test, temperature=results["temperature"], paths=np.array(main.names),
-        two_path_train_features=noisy.train, two_path_test_features=noisy.test,
-        two_path_y_train=noisy.y_train, two_path_y_test=noisy.y_test,
-    )
+    """``results.json``, ``features.npz`` (the theory's inputs) and one PNG per entry of :data:`FIGURES`,
+    all or nothing (:func:`paththeory._io.write_outputs`: ``results.json`` last)."""
+    arrays = dict(train_features=main.train, test_features=main.test, y_train=main.y_train,
+                  y_test=main.y_test, temperature=results["temperature"], paths=np.array(main.names),
+                  two_path_train_features=noisy.train, two_path_test_features=noisy.test,
+                  two_path_y_train=noisy.y_train, two_path_y_test=noisy.y_test)
     figures = {
-        "accuracy": plot_accuracy(results), "order_parameters": plot_order_parameters(results),
-        "order_parameters_sampled": plot_sampled_order_parameters(results), "pc_overlap": plot_pc_overlaps(results),
-        "two_path": plot_two_path(results), "kernels": plot_kernels(results, main),
+        "accuracy": lambda: plot_accuracy(results), "order_parameters": lambda: plot_order_parameters(results),
+        "order_parameters_sampled": lambda: plot_sampled_order_parameters(results),
+        "pc_overlap": lambda: plot_pc_overlaps(results), "two_path": lambda: plot_two_path(results),
+        "kernels": lambda: plot_kernels(results, main),
     }
-    paths = [out_dir / "results.json", out_dir / "features.npz"]
-    for key, fig in figures.items():
-        paths.append(out_dir / f"{key}.png")
-        fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
-    return paths
+    return _io.write_outputs(out_dir, results, arrays, figures)
 
 
 # --------------------------------------------------------------------------- figures
@@ -344,7 +392,7 @@ def _pick_widths(available: Sequence[int]) -> list[int]:
 
 @book_style
 def plot_order_parameters(results: dict, widths: Sequence[int] | None = None) -> Figure:
-    """Fig. 2c (right): the theory's ``U`` at ``N = 10, 100, 1000``, paths in the order g, d, a1, a2."""
+    """Fig. 2c (bottom): the theory's ``U`` at ``N = 10, 100, 1000``, paths in the order g, d, a1, a2."""
     widths = list(widths) if widths is not None else _pick_widths([int(w) for w in results["order_parameter"]])
     order = results["display_order"]
     names = [results["paths"][i] for i in order]

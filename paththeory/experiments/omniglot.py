@@ -6,7 +6,9 @@ temperatures, the temperature is chosen on a **validation** split (App. H.2.1 se
 test set), and the theory's ``U`` is compared with NUTS samples and with the trained weights.
 Every claim of the paper is then tested with its noise (:mod:`paththeory.experiments.claims`).
 Head scores and pruning (Fig. 3 e-f) live in :mod:`paththeory.experiments.pruning`, which this
-module's :func:`run` calls so that ``results.json`` holds the whole figure.
+module's :func:`run` calls so that ``results.json`` holds the whole figure; what both need (the
+profile's :class:`Config`, the character split, :class:`Sweep`, the split accuracies) lives below
+them in :mod:`paththeory.experiments.omniglot_base`.
 
 The steps, used by :func:`run` (and so by ``paththeory reproduce omniglot``) and by the
 chapters ``book/omniglot.md``, ``book/pruning.md`` and ``book/beyond.md``:
@@ -47,20 +49,37 @@ import re
 import tempfile
 import time
 import warnings
+import zipfile
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
 import jax
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 import paththeory
-from paththeory import action, hessian, kernels, predict, solve, stats, training
+from paththeory import _io, action, hessian, kernels, predict, solve, stats, training
+from paththeory._checks import check_count, check_nonnegative
 from paththeory.data import load_mnist, load_omniglot, load_one_shot_runs
-from paththeory.experiments import jsonable
+from paththeory.experiments import jsonable, sampled_vs_theory
+from paththeory.experiments.claims import fig3_claims
+from paththeory.experiments.omniglot_base import (
+    EVAL_SPLITS,
+    PAPER_TEMPERATURES,
+    PAPER_WIDTHS,
+    Config,
+    Sweep,
+    _balanced_subset,
+    _characters,
+    _evaluation,
+    _omniglot_subset,
+    character_split,
+    correctness,
+    gp_grid,
+)
 from paththeory.experiments.omniglot_figures import (
     plot_accuracy,
     plot_head_scores,
@@ -70,28 +89,20 @@ from paththeory.experiments.omniglot_figures import (
     plot_score_sensitivity,
     plot_temperature_grid,
 )
+from paththeory.experiments import pruning as pruning_experiment
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
-from paththeory.model import Architecture, path_features
+from paththeory.model import NETWORK_WIDTHS, Architecture, path_features
 from paththeory.plots import book_style, panel_grid, stamp_profile
-from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import sample_posterior
 from paththeory.solve import Theory
 from paththeory.tasks.omniglot import (
-    encode_images,
     icl_indices,
     icl_sequences,
     ood_sequences,
     one_shot_run_sequences,
-    split_characters,
 )
 
-PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
-PAPER_TEMPERATURES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5)
-GP_TEMPERATURES = (0.25, 0.1, 0.075, 0.05, 0.025)
-#: Evaluation splits: validation (temperature selection), held-out characters, the evaluation
-#: alphabets (one-shot runs) and the out-of-distribution sets.
-EVAL_SPLITS = ("validation", "test", "one_shot_runs", "fashion", "mnist")
 SPLIT_NAMES = {
     "validation": "validation characters",
     "test": "held-out characters (in distribution)",
@@ -101,66 +112,6 @@ SPLIT_NAMES = {
 }
 FIGURES = ("accuracy", "temperature", "pc_overlap", "order_parameters", "head_scores", "pruning",
            "score_sensitivity")
-
-
-@dataclass(frozen=True)
-class Config:
-    """Sizes of one profile.
-
-    ``n_train``: theory training set ``P`` (balanced, ``+1`` then ``-1``); ``n_validation``,
-    ``n_test``: sequences per evaluation set (MNIST/Fashion-MNIST take ``n_test / 2`` per class);
-    ``widths`` x ``temperatures``: the theory grid; ``gp_temperatures``: candidates for the GP;
-    ``score_width``: the width whose ``U`` scores the heads; ``sample_*``: NUTS at
-    ``sample_width`` on the first ``sample_n_train / 2`` training sequences of each label
-    (``sample_n_train = 0`` skips sampling), with ``sample_time_limit`` seconds as a fail-safe (about
-    four times an unloaded run; a run that reaches it is incomplete and gives no sampled numbers);
-    ``n_random_orders``: random pruning orders as a baseline; ``n_bootstrap``: resamples of the
-    validation set for the temperature trend; ``score_resamples``: fresh training sets of size
-    ``n_train`` whose ``U`` score the heads again, and ``score_train_sizes``: smaller training sets
-    (the first half of each label's sequences), both in :func:`score_sensitivity`; ``retrain``:
-    train a network here with the shipped checkpoint's configuration instead of loading it;
-    ``demo_steps``: length of the chapter's training demonstration; ``tol``: solver tolerance on
-    ``max |d(S/N)/dU|``; ``memory_budget``: bytes for precomputed Gram blocks (0 forces the
-    factorised kernel; :func:`paththeory.kernels.kernel_operator` otherwise picks the faster form).
-    """
-
-    n_train: int
-    n_validation: int
-    n_test: int
-    widths: tuple[int, ...]
-    temperatures: tuple[float, ...]
-    sample_n_train: int
-    num_warmup: int
-    num_samples: int
-    num_chains: int
-    sample_time_limit: float
-    demo_steps: int
-    n_random_orders: int = 1000
-    n_bootstrap: int = 1000
-    score_resamples: int = 0
-    score_train_sizes: tuple[int, ...] = ()
-    gp_temperatures: tuple[float, ...] = GP_TEMPERATURES
-    score_width: int = 10
-    sample_width: int = 10
-    retrain: bool = False
-    tol: float = 1e-6
-    memory_budget: int = DEFAULT_MEMORY_BUDGET
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.n_train < 4 or self.n_train % 2 or self.n_validation % 2 or self.n_test % 2:
-            raise ValueError("n_train (>= 4), n_validation and n_test must be even: the sets are balanced.")
-        for name in ("score_width", "sample_width"):
-            if getattr(self, name) not in self.widths:
-                raise ValueError(f"{name} {getattr(self, name)} must be one of the widths {self.widths}.")
-        if self.sample_n_train % 2 or self.sample_n_train > self.n_train:
-            raise ValueError(f"sample_n_train must be even and <= n_train; got {self.sample_n_train}.")
-        if min(self.temperatures) <= 0 or min(self.gp_temperatures) <= 0:
-            raise ValueError("temperatures must be > 0.")
-        if any(p % 2 or not 4 <= p <= self.n_train for p in self.score_train_sizes):
-            raise ValueError(f"score_train_sizes must be even, >= 4 and <= n_train; got {self.score_train_sizes}.")
-        if self.n_random_orders < 1 or self.n_bootstrap < 1 or self.score_resamples < 0:
-            raise ValueError("n_random_orders and n_bootstrap must be >= 1 and score_resamples >= 0.")
 
 
 SETTINGS: dict[str, Config] = {
@@ -197,14 +148,17 @@ NETWORK_SETTINGS: dict[str, dict[str, dict]] = {
 
 def settings(profile: str | None = None, network: str | None = None) -> Config:
     """The :class:`Config` of ``profile`` (default: the current profile), adjusted for ``network``
-    (a checkpoint name of :data:`NETWORK_SETTINGS`; ``None`` is the shipped network)."""
+    (a checkpoint of :data:`NETWORK_SETTINGS` by name or by path, e.g. a copy ``/data/omniglot_l2h8.npz``;
+    ``None`` is the shipped network)."""
     cfg = choose(SETTINGS, profile)
-    if network is None or network == training.SHIPPED:
+    name = None if network is None else training.checkpoint_files(network)[0].stem
+    if name is None or name == training.SHIPPED:
         return cfg
-    if network not in NETWORK_SETTINGS:
-        raise ValueError(f"no settings for network {network!r}; known: {training.SHIPPED}, "
-                         f"{', '.join(NETWORK_SETTINGS)} (or pass a Config to run()).")
-    return dataclasses.replace(cfg, **choose(NETWORK_SETTINGS[network], profile))
+    if name not in NETWORK_SETTINGS:
+        raise ValueError(f"no settings for network {name!r}: sizes are known for {training.SHIPPED}, "
+                         f"{', '.join(NETWORK_SETTINGS)}; name the checkpoint files after the network they hold, "
+                         "or pass a Config to paththeory.experiments.omniglot.run().")
+    return dataclasses.replace(cfg, **choose(NETWORK_SETTINGS[name], profile))
 
 
 # --------------------------------------------------------------------------- the trained network
@@ -267,34 +221,6 @@ class Sequences:
     notes: tuple[str, ...]
 
 
-def _omniglot_subset(network: training.Checkpoint) -> str:
-    """The Omniglot subset the network was trained on, from its metadata (``"omniglot:<subset>"``)."""
-    source = network.metadata["data"]["source"]
-    if not source.startswith("omniglot:"):
-        raise ValueError(f"the checkpoint's data source must be 'omniglot:<subset>'; got {source!r}.")
-    return source.split(":", 1)[1]
-
-
-def character_split(network: training.Checkpoint, n_characters: int):
-    """The network's train / validation / test characters (its ``split_seed`` and fractions)."""
-    c = network.config
-    return split_characters(n_characters, validation=c.validation, test=c.test, seed=c.split_seed)
-
-
-def _characters(network: training.Checkpoint, root: str | os.PathLike | None):
-    """The network's Omniglot characters: ``(characters, their image patches, its character split)``."""
-    chars = load_omniglot(_omniglot_subset(network), root=root)
-    return chars, encode_images(chars.images), character_split(network, chars.n_classes)
-
-
-def training_sequences(network: training.Checkpoint, n: int, seed, *, root: str | os.PathLike | None = None):
-    """``n`` balanced sequences ``(x, y)`` of the network's training characters drawn with ``seed``
-    (an int or a numpy ``Generator``): a fresh theory training set."""
-    chars, patches, split = _characters(network, root)
-    return icl_sequences(patches, chars.labels, seed, n, characters=split.train, balanced=True,
-                         channels=network.channels)
-
-
 def build_sequences(cfg: Config, network: training.Checkpoint, *, root: str | os.PathLike | None = None) -> Sequences:
     """Balanced sequences (first half ``y = +1``) for the theory and every evaluation split.
 
@@ -343,47 +269,6 @@ def build_features(arch: Architecture, seqs: Sequences) -> dict[str, np.ndarray]
 # --------------------------------------------------------------------------- theory
 
 
-@dataclass(frozen=True)
-class Sweep:
-    """The theory on a grid: ``U [n_T, n_N, n_paths, n_paths]``; ``correct {split: [n_T, n_N, n] bool}``,
-    whether the mean predictor classifies each sequence correctly; the solver reports
-    ``[n_T][n_N]``, the wall time of the computation and whether it was read from the cache."""
-
-    widths: tuple[int, ...]
-    temperatures: tuple[float, ...]
-    U: np.ndarray
-    correct: dict[str, np.ndarray]
-    reports: list
-    seconds: float
-    cached: bool = False
-
-    @property
-    def accuracy(self) -> dict[str, np.ndarray]:
-        """Accuracy ``{split: [n_T, n_N]}`` of the mean predictor."""
-        return {s: c.mean(axis=-1) for s, c in self.correct.items()}
-
-
-def _evaluation(features: dict[str, np.ndarray], y: dict[str, np.ndarray], splits: Sequence[str]):
-    """Concatenate the evaluation splits once: ``(features, labels, [(name, start, stop)])``."""
-    names = [s for s in splits if s in features]
-    stops = np.cumsum([len(y[s]) for s in names])
-    bounds = [(s, int(b - len(y[s])), int(b)) for s, b in zip(names, stops)]
-    return np.concatenate([features[s] for s in names]), np.concatenate([y[s] for s in names]), bounds
-
-
-def correctness(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
-    """Whether the mean predictor ``k_*^T (K + T I)^{-1} y`` gets each sequence right: ``{split: [n] bool}`` (the paper's Eq. 29)."""
-    f_eval, y_eval, bounds = _evaluation(features, y, splits)
-    mean, _ = predictor(U, features["train"], y["train"], f_eval, temperature)
-    right = np.asarray(mean) * y_eval > 0
-    return {s: right[a:b] for s, a, b in bounds}
-
-
-def score_splits(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
-    """Accuracy of the mean predictor on every split present (the paper's Eq. 29)."""
-    return {s: float(c.mean()) for s, c in correctness(U, temperature, features, y, splits).items()}
-
-
 def cache_dir() -> Path:
     """Where sweeps are cached: ``$PATHTHEORY_CACHE`` or ``<tmp>/paththeory-cache``, subfolder ``omniglot``."""
     return Path(os.environ.get("PATHTHEORY_CACHE") or Path(tempfile.gettempdir()) / "paththeory-cache") / "omniglot"
@@ -408,18 +293,20 @@ def theory_sweep(arch: Architecture, features: dict, y: dict, widths: Sequence[i
     warm-starts each temperature from the previous one. With ``cache`` (a folder), the
     result is stored under a hash of every input (features, labels, grid, tolerance, and the
     source of the theory's modules) and reused when the same sweep is asked for again, e.g. by
-    the pruning chapter.
+    the pruning chapter. ``widths`` are whole numbers, the widths of the networks the sweep is compared with.
     """
-    widths, temperatures = tuple(int(w) for w in widths), tuple(float(t) for t in temperatures)
+    widths = tuple(check_count(w, f"widths[{i}]", hint=NETWORK_WIDTHS) for i, w in enumerate(widths))
+    temperatures = tuple(check_nonnegative(t, f"temperatures[{i}]") for i, t in enumerate(temperatures))
+    if not widths or not temperatures:
+        raise ValueError(f"theory_sweep needs at least one width and one temperature; got {widths} and {temperatures}.")
     names = sorted(s for s in splits if s in features)
     key = _digest([features["train"], y["train"], *(features[s] for s in names), *(y[s] for s in names)],
                   {"format": 2, "widths": widths, "temperatures": temperatures, "tol": tol, "splits": names,
                    "heads": arch.heads, "variances": arch.variances})
     path = None if cache is None else Path(cache) / f"sweep-{key}.npz"
-    if path is not None and path.is_file():
-        with np.load(path, allow_pickle=False) as f:
-            return Sweep(widths, temperatures, f["U"], {s: f[f"correct_{s}"].astype(bool) for s in names},
-                         json.loads(str(f["reports"])), float(f["seconds"]), cached=True)
+    stored = _read_sweep(path, names) if path is not None and path.is_file() else None
+    if stored is not None:
+        return Sweep(widths, temperatures, *stored, cached=True)
     start = time.perf_counter()
     grid = Theory(arch, features["train"], y["train"], memory_budget).sweep(list(widths), list(temperatures), tol=tol)
     U = np.array([[sol.U for sol in row] for row in grid])
@@ -431,12 +318,23 @@ def theory_sweep(arch: Architecture, features: dict, y: dict, widths: Sequence[i
     reports = [[sol.report for sol in row] for row in grid]
     sweep = Sweep(widths, temperatures, U, correct, reports, time.perf_counter() - start)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, U=U, reports=json.dumps(reports), seconds=sweep.seconds,
-                 **{f"correct_{s}": c for s, c in correct.items()})
-        tmp.replace(path)
+        _io.save_npz(path, {"U": U, "reports": json.dumps(reports), "seconds": sweep.seconds,
+                            **{f"correct_{s}": c for s, c in correct.items()}})
     return sweep
+
+
+def _read_sweep(path: Path, splits: Sequence[str]) -> tuple | None:
+    """``(U, correct, reports, seconds)`` of a cached sweep; ``None``, with a warning, for a damaged
+    file, which is removed (and so computed and written again)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return (f["U"], {s: f[f"correct_{s}"].astype(bool) for s in splits}, json.loads(str(f["reports"])),
+                    float(f["seconds"]))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        warnings.warn(f"ignoring the damaged sweep cache {path} ({type(err).__name__}: {err}); it is computed "
+                      "and written again.", stacklevel=3)
+        path.unlink(missing_ok=True)
+        return None
 
 
 def sweep_for(cfg: Config, arch: Architecture, features: dict, y: dict, *, cache: Path | None = None) -> Sweep:
@@ -509,18 +407,20 @@ def theory_stage(cfg: Config, arch: Architecture, features: dict, y: dict, sweep
     """Select temperatures on the validation split and compare finite width with the GP.
 
     Returns the ``accuracy`` (theory per split and width at the selected T; GP per split at its
-    selected T), ``accuracy_grid``, ``temperature``, ``temperature_trend`` (:func:`temperature_trend`),
+    selected T), ``accuracy_grid`` (the GP's over ``temperature["gp_grid"]``, :func:`gp_grid`: the
+    theory's temperatures and the authors' GP list), ``temperature``, ``temperature_trend`` (:func:`temperature_trend`),
     ``finite_vs_gp`` (per split and width, the paired difference theory minus GP on the same
     sequences and its standard error), ``order_parameter`` (``theory_by_width`` at the selected T)
     and ``solver`` entries of ``results.json``.
     """
     if sweep.widths != tuple(cfg.widths) or sweep.temperatures != tuple(float(t) for t in cfg.temperatures):
         raise ValueError("the sweep's grid differs from the config's widths and temperatures; use sweep_for(cfg, ...).")
-    gp = gp_correctness(arch, features, y, cfg.gp_temperatures)
+    gp_temperatures = gp_grid(cfg)  # the theory's grid and the authors' GP list
+    gp = gp_correctness(arch, features, y, gp_temperatures)
     acc = sweep.accuracy
     t_theory = select_temperature(acc["validation"], cfg.temperatures)
-    t_gp = float(select_temperature(gp["validation"].mean(axis=-1), cfg.gp_temperatures))
-    gp_row = cfg.gp_temperatures.index(t_gp)
+    t_gp = float(select_temperature(gp["validation"].mean(axis=-1), gp_temperatures))
+    gp_row = gp_temperatures.index(t_gp)
     rows = [cfg.temperatures.index(float(t)) for t in t_theory]
     finite_vs_gp = {
         s: {str(w): stats.paired_difference(sweep.correct[s][rows[j], j], gp[s][gp_row])
@@ -534,7 +434,8 @@ def theory_stage(cfg: Config, arch: Architecture, features: dict, y: dict, sweep
             "gp": {s: c[gp_row].mean() for s, c in gp.items()},
         },
         "accuracy_grid": {"theory": acc, "gp": {s: c.mean(axis=-1) for s, c in gp.items()}},
-        "temperature": {"theory": dict(zip(map(str, cfg.widths), t_theory)), "gp": t_gp, "selected_on": "validation"},
+        "temperature": {"theory": dict(zip(map(str, cfg.widths), t_theory)), "gp": t_gp, "gp_grid": gp_temperatures,
+                        "selected_on": "validation"},
         "temperature_trend": temperature_trend(sweep.correct["validation"], cfg.temperatures, cfg.widths,
                                                cfg.n_bootstrap, cfg.seed),
         "finite_vs_gp": finite_vs_gp,
@@ -579,12 +480,6 @@ def pc_overlap_stage(cfg: Config, arch: Architecture, features: dict, y: dict, r
 # --------------------------------------------------------------------------- order parameters
 
 
-def _balanced_subset(y: np.ndarray, n: int) -> np.ndarray:
-    """Indices of the first ``n/2`` sequences of each label of a ``+1``-then-``-1`` set."""
-    half = len(y) // 2
-    return np.r_[0 : n // 2, half : half + n // 2]
-
-
 def same_first_head(heads: Sequence[int]) -> np.ndarray:
     """``[n_paths, n_paths]`` indicator of path pairs that share their first-layer head (``h_1``)."""
     first = np.array([p[0] for p in itertools.product(*(range(h) for h in heads))])
@@ -619,12 +514,8 @@ def agreement(comp: dict, heads: Sequence[int], gp_scale: float, seed: int = 0) 
     out: dict = {"theory_vs_sampled": None, "sampled_vs_gd": None,
                  "theory_vs_gd": stats.mantel_test(th, comp["gd"], seed=seed)}
     if comp["sampled"] is not None:
-        sampled, norm = np.asarray(comp["sampled"], dtype=float), float(np.linalg.norm(th))
-        noise = None if comp["sampled_se"] is None else float(np.linalg.norm(comp["sampled_se"]) / norm)
-        out["theory_vs_sampled"] = {
-            "relative_distance": float(np.linalg.norm(sampled - th) / norm), "noise": noise,
-            "gp_relative_distance": float(np.linalg.norm(sampled - gp_scale * np.eye(len(th))) / norm),
-            "mantel": stats.mantel_test(th, sampled, seed=seed)}
+        sampled = np.asarray(comp["sampled"], dtype=float)
+        out["theory_vs_sampled"] = sampled_vs_theory(th, sampled, comp["sampled_se"], gp_scale, seed)
         out["sampled_vs_gd"] = stats.mantel_test(sampled, comp["gd"], seed=seed)
     indicator = same_first_head(heads)
     out["block"] = {k: None if comp[k] is None else {
@@ -749,10 +640,9 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
       ``score_sensitivity`` and the verdicts ``claims``
       (:func:`paththeory.experiments.claims.fig3_claims`), plus ``timings`` and ``environment``.
     """
-    from paththeory.experiments.claims import fig3_claims
-    from paththeory.experiments.pruning import pruning_stage, score_sensitivity
-
     name = current_profile(profile)
+    if out_dir is not None:
+        out_dir = _io.check_output_folder(out_dir)  # an unusable folder fails now, not after the work
     if isinstance(network, str):
         cfg = config or settings(name, network)
         network = trained_network(cfg.retrain, name=network, root=root, progress=progress)
@@ -782,9 +672,10 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results.update(comparison_stage(cfg, network, features, seqs.y, results, progress=progress))
     lap("order_parameters")
     results["gd_accuracy"] = gd_accuracies(network, seqs)
-    results.update(pruning_stage(cfg, network, features, seqs.y, results))
+    results.update(pruning_experiment.pruning_stage(cfg, network, features, seqs.y, results))
     lap("pruning")
-    results["score_sensitivity"] = score_sensitivity(cfg, network, features, seqs.y, sweep, results, root=root)
+    results["score_sensitivity"] = pruning_experiment.score_sensitivity(cfg, network, features, seqs.y, sweep, results,
+                                                                         root=root)
     lap("score_sensitivity")
     results["claims"] = fig3_claims(results)
     timings["total"] = time.perf_counter() - start
@@ -797,21 +688,15 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
 
 
 def write_outputs(results: dict, features: dict, seqs: Sequences, out_dir: Path) -> list[Path]:
-    """``results.json``, ``features.npz`` (the theory's inputs per split) and one PNG per :data:`FIGURES` entry."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(results, indent=1))
-    np.savez_compressed(out_dir / "features.npz", paths=np.array(results["paths"]),
-                        **{f"features_{s}": f for s, f in features.items()}, **{f"y_{s}": y for s, y in seqs.y.items()})
-    figures = {"accuracy": plot_accuracy(results), "temperature": plot_temperature_grid(results),
-               "pc_overlap": plot_pc_overlaps(results),
-               "order_parameters": plot_order_parameters(results), "head_scores": plot_head_scores(results),
-               "pruning": plot_pruning(results), "score_sensitivity": plot_score_sensitivity(results)}
-    paths = [out_dir / "results.json", out_dir / "features.npz"]
-    for key, fig in figures.items():
-        paths.append(out_dir / f"{key}.png")
-        fig.savefig(paths[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
-    return paths
+    """``results.json``, ``features.npz`` (the theory's inputs per split) and one PNG per :data:`FIGURES`
+    entry, all or nothing (:func:`paththeory._io.write_outputs`: ``results.json`` last)."""
+    arrays = {"paths": np.array(results["paths"]), **{f"features_{s}": f for s, f in features.items()},
+              **{f"y_{s}": y for s, y in seqs.y.items()}}
+    figures = {"accuracy": plot_accuracy, "temperature": plot_temperature_grid, "pc_overlap": plot_pc_overlaps,
+               "order_parameters": plot_order_parameters, "head_scores": plot_head_scores,
+               "pruning": plot_pruning, "score_sensitivity": plot_score_sensitivity}
+    makers = {name: (lambda plot=plot: plot(results)) for name, plot in figures.items()}
+    return _io.write_outputs(out_dir, results, arrays, makers)
 
 
 # --------------------------------------------------------------------------- figures

@@ -35,7 +35,7 @@ import numpy as np
 
 from paththeory import pruning, stats, training
 from paththeory.experiments import jsonable
-from paththeory.experiments.omniglot import (
+from paththeory.experiments.omniglot_base import (
     Config,
     Sweep,
     _balanced_subset,

@@ -44,6 +44,7 @@ from typing import Literal
 
 import numpy as np
 
+from paththeory._checks import check_count, check_finite, check_nonnegative
 from paththeory.model import Architecture, Readout, ScoreAttention
 
 N_FEATURES = 200
@@ -72,16 +73,17 @@ def token_dim(n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> int:
     return n_features + seq_len + 1
 
 
-def _check_sizes(n_features: int, seq_len: int) -> None:
-    if n_features < 2 or n_features % 2:
+def _check_sizes(n_features: int, seq_len: int) -> tuple[int, int]:
+    """``(n_features, seq_len)`` as ints: an even number of features >= 2 and at least 2 tokens."""
+    n_features, seq_len = check_count(n_features, "n_features", minimum=2), check_count(seq_len, "seq_len", minimum=2)
+    if n_features % 2:
         raise ValueError(f"n_features must be an even number >= 2 (v_+ and v_- split it in halves); got {n_features}.")
-    if seq_len < 2:
-        raise ValueError(f"seq_len must be >= 2 tokens; got {seq_len}.")
+    return n_features, seq_len
 
 
 def signal_vectors(n_features: int = N_FEATURES) -> tuple[np.ndarray, np.ndarray]:
     """``v_+ = sqrt(2) (1, 0)``, ``v_- = sqrt(2) (0, 1)`` in ``R^{N_f}``; ``|v_+-|^2 = N_f`` (paper §4.1)."""
-    _check_sizes(n_features, SEQ_LEN)
+    n_features, _ = _check_sizes(n_features, SEQ_LEN)
     half = n_features // 2
     v_plus = np.concatenate([np.full(half, math.sqrt(2.0)), np.zeros(half)])
     return v_plus, v_plus[::-1].copy()
@@ -96,8 +98,9 @@ def noise_directions(n_features: int = N_FEATURES) -> tuple[np.ndarray, np.ndarr
 
 def hidden_chains(n: int, flip_prob: float, seq_len: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` chains of ``seq_len`` states +-1: uniform start, each step flips with ``flip_prob``: ``[n, seq_len]``."""
-    if not 0.0 <= flip_prob <= 1.0:
+    if not 0.0 <= check_finite(flip_prob, "flip_prob") <= 1.0:
         raise ValueError(f"flip_prob must lie in [0, 1]; got {flip_prob}.")
+    n, seq_len = check_count(n, "n", minimum=0), check_count(seq_len, "seq_len")
     start = rng.choice([-1.0, 1.0], size=(n, 1))
     flips = np.where(rng.random((n, seq_len - 1)) < flip_prob, -1.0, 1.0)
     return start * np.cumprod(np.concatenate([np.ones((n, 1)), flips], axis=1), axis=1)
@@ -124,12 +127,14 @@ def sample_task(
     Returns:
       :class:`MarkovData` with ``x[P, seq_len+1, n_features+seq_len+1]`` float64.
     """
-    _check_sizes(n_features, seq_len)
-    if n_examples < 2 or n_examples % 2:
+    n_features, seq_len = _check_sizes(n_features, seq_len)
+    n_examples, seed = check_count(n_examples, "n_examples", minimum=2), check_count(seed, "seed", minimum=0)
+    if n_examples % 2:
         raise ValueError(f"n_examples must be an even number >= 2 (half per class); got {n_examples}.")
-    for name, s in (("sigma_u", sigma_u), ("sigma_w", sigma_w), ("sigma_perp", sigma_perp)):
-        if not (np.isfinite(s) and s >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0; got {s}.")
+    sigma_u, sigma_w = check_nonnegative(sigma_u, "sigma_u"), check_nonnegative(sigma_w, "sigma_w")
+    sigma_perp = check_nonnegative(sigma_perp, "sigma_perp")
+    if not isinstance(flip_probs, (list, tuple)) or len(flip_probs) != 2:
+        raise ValueError(f"flip_probs must be a pair (class +1, class -1) of probabilities; got {flip_probs!r}.")
     rng = np.random.default_rng(seed)
     half = n_examples // 2
     states = np.concatenate([hidden_chains(half, flip_probs[0], seq_len, rng),
@@ -160,7 +165,8 @@ def same_token_head(*, beta: float = BETA, n_features: int = N_FEATURES, seq_len
     Noise-free scores for a query ``t >= 2``: previous key ``beta (sigma_{t-1} sigma_t + 1)``,
     bos ``1.5 beta``, any other key ``beta sigma_s sigma_t``. Returns ``[N0, N0]``.
     """
-    _check_sizes(n_features, seq_len)
+    n_features, seq_len = _check_sizes(n_features, seq_len)
+    beta = check_finite(beta, "beta")
     v_plus, v_minus = signal_vectors(n_features)
     q = (v_plus - v_minus) / n_features
     pos = np.zeros((seq_len + 1, seq_len + 1))
@@ -174,7 +180,8 @@ def same_token_head(*, beta: float = BETA, n_features: int = N_FEATURES, seq_len
 
 def uniform_head(*, beta: float = BETA, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> np.ndarray:
     """Layer-2 good head ``W = beta [[0, 0], [0, 1 1^T]]``: every score is ``beta``, attention is uniform."""
-    _check_sizes(n_features, seq_len)
+    n_features, seq_len = _check_sizes(n_features, seq_len)
+    beta = check_finite(beta, "beta")
     w = np.zeros((token_dim(n_features, seq_len),) * 2)
     w[n_features:, n_features:] = 1.0
     return beta * w
@@ -182,7 +189,7 @@ def uniform_head(*, beta: float = BETA, n_features: int = N_FEATURES, seq_len: i
 
 def blank_head(*, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> np.ndarray:
     """The "blank" head ``W = 0``: exactly uniform attention (the authors' code's choice for the denoising head)."""
-    _check_sizes(n_features, seq_len)
+    n_features, seq_len = _check_sizes(n_features, seq_len)
     return np.zeros((token_dim(n_features, seq_len),) * 2)
 
 
@@ -195,7 +202,8 @@ def random_head(
     drawn in that order from ``default_rng(seed)``; ``M`` masks the feature x position blocks.
     Entry standard deviations: ``beta/N_f``, ``beta`` and ``beta/sqrt(N_f)``. Returns ``[N0, N0]``.
     """
-    _check_sizes(n_features, seq_len)
+    n_features, seq_len = _check_sizes(n_features, seq_len)
+    beta, seed = check_finite(beta, "beta"), check_count(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     n_pos = seq_len + 1
     z_ff = rng.standard_normal((n_features, n_features))

@@ -47,6 +47,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from paththeory._checks import check_count, check_nonnegative
 from paththeory.data import DataNotFoundError, OneShotRuns, load_mnist
 
 IMAGE_SIZE = 32
@@ -79,6 +80,7 @@ def resize(images: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
     """
     from PIL import Image
 
+    size = check_count(size, "size")
     images = np.asarray(images)
     if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1] != images.shape[2]:
         raise ValueError(f"images must be square uint8 greyscale images [n, H, H]; got {images.dtype} {images.shape}.")
@@ -99,7 +101,12 @@ def encode_images(images: np.ndarray, normalisation: str | tuple[float, float] =
       float64 ``[n, 16, 64]``: patches in row-major order, pixels ``(p1, p2)`` row-major, each patch
       ``(p - mean(p)) / sqrt(var(p) + 1e-5)`` (biased variance); a blank patch gives zeros.
     """
+    if isinstance(normalisation, str) and normalisation not in NORMALISATION:
+        raise ValueError(f"unknown normalisation {normalisation!r}; choose one of {sorted(NORMALISATION)} "
+                         "or give (mean, std).")
     mean, std = NORMALISATION[normalisation] if isinstance(normalisation, str) else normalisation
+    if not (np.isfinite(mean) and np.isfinite(std) and std > 0):
+        raise ValueError(f"normalisation (mean, std) must be finite with std > 0; got ({mean}, {std}).")
     pixels = (resize(images).astype(np.float64) / 255.0 - mean) / std
     grid = IMAGE_SIZE // PATCH_SIZE
     patches = (
@@ -120,6 +127,7 @@ def positional_encoding(n_positions: int = N_TOKENS, dim: int = 3 * PIXELS_PER_P
     ``pe[p, 2i] = sin(p w_i)``, ``pe[p, 2i+1] = cos(p w_i)``, ``w_i = 10000^(-2i/dim)``, then
     ``(pe - mean) / (std + 1e-6)`` with mean and unbiased std over all entries.
     """
+    n_positions, dim = check_count(n_positions, "n_positions"), check_count(dim, "dim")
     if dim % 2:
         raise ValueError(f"dim must be even for the sin/cos pairs; got {dim}.")
     angle = np.arange(n_positions)[:, None] * 10000.0 ** (-np.arange(0, dim, 2) / dim)
@@ -129,6 +137,7 @@ def positional_encoding(n_positions: int = N_TOKENS, dim: int = 3 * PIXELS_PER_P
 
 def label_vectors(dim: int = 3 * PIXELS_PER_PATCH, seed: int = 0) -> np.ndarray:
     """The frozen label embedding ``[3, dim]``: rows ``E_0, E_1, E_2`` (query) with N(0, 1) entries."""
+    dim, seed = check_count(dim, "dim"), check_count(seed, "seed", minimum=0)
     return np.random.default_rng(seed).standard_normal((3, dim))
 
 
@@ -151,11 +160,17 @@ def assemble_tokens(
       channels: copies of each pixel (3 as in the paper, 1 for ``N0 = 64``).
       label_seed: seed of the label vectors; keep it fixed across training, test and OOD data.
     """
-    if channels < 1:
-        raise ValueError(f"channels must be a positive integer; got {channels}.")
+    channels, label_seed = check_count(channels, "channels"), check_count(label_seed, "label_seed", minimum=0)
+    patches = np.asarray(patches)
+    if patches.ndim != 3 or patches.shape[1:] != (PATCHES_PER_IMAGE, PIXELS_PER_PATCH):
+        raise ValueError(f"patches must be [n, 16, 64] (encode_images); got {patches.shape}.")
     images, image_labels = np.asarray(images), np.asarray(image_labels)
     if images.ndim != 2 or images.shape[1] != IMAGES_PER_SEQUENCE or image_labels.shape != images.shape:
         raise ValueError(f"images and image_labels must both be [P, 3]; got {images.shape} and {image_labels.shape}.")
+    if not (np.issubdtype(images.dtype, np.integer) and np.all((images >= 0) & (images < len(patches)))):
+        raise ValueError(f"images must hold indices into patches, whole numbers in [0, {len(patches) - 1}].")
+    if not (np.issubdtype(image_labels.dtype, np.integer) and np.all((image_labels >= 0) & (image_labels <= QUERY_LABEL))):
+        raise ValueError(f"image_labels must hold label ids 0, 1 (contexts) or {QUERY_LABEL} (the query).")
     dim = PIXELS_PER_PATCH * channels
     pe, label_vecs = _embedding(dim, label_seed)
     x = np.repeat(patches[images], channels, axis=-1)  # [P, 3, 16, dim], features (p1, p2, c)
@@ -208,7 +223,9 @@ def split_characters(
 
     The validation and test sizes are ``round(fraction * n_characters)``; training keeps the rest.
     """
-    if not (0 <= validation < 1 and 0 <= test < 1 and validation + test < 1):
+    n_characters, seed = check_count(n_characters, "n_characters"), check_count(seed, "seed", minimum=0)
+    validation, test = check_nonnegative(validation, "validation"), check_nonnegative(test, "test")
+    if not (validation < 1 and test < 1 and validation + test < 1):
         raise ValueError(f"validation and test must be fractions in [0, 1) with a sum < 1; got {validation}, {test}.")
     perm = np.random.default_rng(seed).permutation(n_characters)
     n_val, n_test = round(validation * n_characters), round(test * n_characters)
@@ -240,8 +257,7 @@ def icl_indices(
     labels = np.asarray(labels)
     if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"labels must be a 1-d integer array of character ids; got {labels.dtype} {labels.shape}.")
-    if n < 1:
-        raise ValueError(f"n must be a positive number of sequences; got {n}.")
+    n = check_count(n, "n")
     chars = np.unique(labels if characters is None else characters)
     if not np.all(np.isin(chars, labels)):
         raise ValueError(f"characters {np.setdiff1d(chars, labels)[:10]} have no images in labels.")
@@ -303,9 +319,12 @@ def one_shot_run_indices(
     candidates; ``n=None`` takes them all, else ``n`` without replacement. Context order and label
     permutation are random, or ``balanced`` as in :func:`icl_indices`.
     """
+    if not isinstance(runs, OneShotRuns):
+        raise TypeError(f"runs must be a paththeory.data.OneShotRuns (load_one_shot_runs()); got {type(runs).__name__}.")
+    n = None if n is None else check_count(n, "n")
     n_runs, n_classes = runs.answers.shape
     total = n_runs * n_classes * (n_classes - 1)
-    if n is not None and not 1 <= n <= total:
+    if n is not None and not n <= total:
         raise ValueError(f"n must be between 1 and {total} (all candidate sequences); got {n}.")
     rng = np.random.default_rng(rng)
     pick = rng.permutation(total) if n is None else rng.choice(total, size=n, replace=False)
@@ -375,6 +394,7 @@ def ood_sequences(
         raise ValueError(f"dataset must be 'mnist' or 'fashion'; got {dataset!r}.")
     if context not in ("auto", "train", "test"):
         raise ValueError(f"context must be 'auto', 'train' or 'test'; got {context!r}.")
+    n_per_class = None if n_per_class is None else check_count(n_per_class, "n_per_class")
     fashion = dataset == "fashion"
     test = load_mnist("test", fashion=fashion, root=root, download=download)
     queries = [np.flatnonzero(test.labels == c) for c in (0, 1)]

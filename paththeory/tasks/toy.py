@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from paththeory._checks import check_count, check_finite, check_nonnegative
 from paththeory.model import Architecture, Readout, ScoreAttention
 
 N_FEATURES = 40
@@ -56,13 +57,13 @@ class NeedleData:
     y: np.ndarray
 
 
-def _check_sizes(n_features: int, seq_len: int, needle: int) -> None:
-    if n_features < 1:
-        raise ValueError(f"n_features must be >= 1; got {n_features}.")
-    if seq_len < 2:
-        raise ValueError(f"seq_len must be >= 2 tokens; got {seq_len}.")
-    if not 0 <= needle < seq_len:
+def _check_sizes(n_features: int, seq_len: int, needle: int) -> tuple[int, int, int]:
+    """``(n_features, seq_len, needle)`` as ints: >= 1 feature, >= 2 tokens, a needle position among them."""
+    n_features, seq_len = check_count(n_features, "n_features"), check_count(seq_len, "seq_len", minimum=2)
+    needle = check_count(needle, "needle", minimum=0)
+    if needle >= seq_len:
         raise ValueError(f"needle must be a token position in [0, {seq_len - 1}]; got {needle}.")
+    return n_features, seq_len, needle
 
 
 def token_dim(n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> int:
@@ -72,6 +73,7 @@ def token_dim(n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> int:
 
 def signal_direction(n_features: int = N_FEATURES, seed: int = SIGNAL_SEED) -> np.ndarray:
     """The unit signal direction ``u``, uniform on the sphere: ``[d]``."""
+    n_features, seed = check_count(n_features, "n_features"), check_count(seed, "seed", minimum=0)
     u = np.random.default_rng(seed).standard_normal(n_features)
     return u / np.linalg.norm(u)
 
@@ -99,12 +101,11 @@ def sample_task(
     Returns:
       :class:`NeedleData` with ``x[P, seq_len, n_features + seq_len]`` float64.
     """
-    _check_sizes(n_features, seq_len, needle)
-    if n_examples < 2 or n_examples % 2:
+    n_features, seq_len, needle = _check_sizes(n_features, seq_len, needle)
+    n_examples, seed = check_count(n_examples, "n_examples", minimum=2), check_count(seed, "seed", minimum=0)
+    if n_examples % 2:
         raise ValueError(f"n_examples must be an even number >= 2 (half per class); got {n_examples}.")
-    for name, value in (("signal", signal), ("noise", noise)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0; got {value}.")
+    signal, noise = check_nonnegative(signal, "signal"), check_nonnegative(noise, "noise")
     half = n_examples // 2
     y = np.concatenate([np.ones(half), -np.ones(half)])
     scale = np.full((seq_len, 1), float(noise))
@@ -128,16 +129,17 @@ def _positional_head(position_scores: np.ndarray, n_features: int) -> np.ndarray
 
 def self_head(*, beta: float = BETA, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN) -> np.ndarray:
     """Every query attends to its own position: position block ``beta I``."""
-    return _positional_head(beta * np.eye(seq_len), n_features)
+    n_features, seq_len, _ = _check_sizes(n_features, seq_len, 0)
+    return _positional_head(check_finite(beta, "beta") * np.eye(seq_len), n_features)
 
 
 def needle_head(
     *, beta: float = BETA, n_features: int = N_FEATURES, seq_len: int = SEQ_LEN, needle: int = NEEDLE
 ) -> np.ndarray:
     """Every query attends to the needle key: position block ``beta`` on row ``needle``."""
-    _check_sizes(n_features, seq_len, needle)
+    n_features, seq_len, needle = _check_sizes(n_features, seq_len, needle)
     scores = np.zeros((seq_len, seq_len))
-    scores[needle] = beta
+    scores[needle] = check_finite(beta, "beta")
     return _positional_head(scores, n_features)
 
 
@@ -154,7 +156,8 @@ def scramble_head(
     The needle key scores ``2 beta`` below the lowest other score, so every query gives it a
     weight below ``exp(-2 beta)``: the head is blind to the needle.
     """
-    _check_sizes(n_features, seq_len, needle)
+    n_features, seq_len, needle = _check_sizes(n_features, seq_len, needle)
+    beta, seed = check_finite(beta, "beta"), check_count(seed, "seed", minimum=0)
     scores = beta * np.random.default_rng(seed).standard_normal((seq_len, seq_len))
     scores[needle] = np.delete(scores, needle, axis=0).min() - 2 * beta
     return _positional_head(scores, n_features)

@@ -1,0 +1,37 @@
+"""``jupyter-book build`` with Sphinx's parallel processes: ``python book/_ext/build.py ARGS...``.
+
+Takes the arguments of ``jupyter-book build`` (``make book`` passes ``. -W --keep-going --all``).
+Jupyter Book 1.x builds with one Sphinx process and has no option for more; this runs its own
+command with ``jobs`` set to ``$BOOK_JOBS`` (default 2), so that Sphinx reads, and myst-nb executes,
+that many chapters at once (the extension ``parallel_read.py`` makes the read parallel). The
+chapters are independent notebooks, each executed in its own kernel, so the pages are the same.
+``BOOK_JOBS=1`` builds exactly as ``jupyter-book build`` does.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+
+import jupyter_book.sphinx
+from jupyter_book.cli.main import main
+
+
+def jobs_from_environment() -> int:
+    """``$BOOK_JOBS`` as a positive integer (default 2)."""
+    value = os.environ.get("BOOK_JOBS", "2").strip()
+    if not value.isdigit() or int(value) < 1:
+        sys.exit(f"book/_ext/build.py: BOOK_JOBS must be a positive integer; got {value!r}")
+    return int(value)
+
+
+if __name__ == "__main__":
+    jobs = jobs_from_environment()
+    if "jobs" not in inspect.signature(jupyter_book.sphinx.build_sphinx).parameters:
+        sys.exit("book/_ext/build.py: this Jupyter Book's build_sphinx takes no 'jobs'; "
+                 "run `jupyter-book build` directly (BOOK_JOBS needs Jupyter Book 1.x)")
+    # jupyter-book's `build` command imports build_sphinx from this module when it runs.
+    jupyter_book.sphinx.build_sphinx = functools.partial(jupyter_book.sphinx.build_sphinx, jobs=jobs)
+    sys.exit(main(["build", *sys.argv[1:]]))
