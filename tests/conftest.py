@@ -21,6 +21,24 @@ def random_qk_arch(heads, n0=12, g=4, readout="mean", seed=0, variances=None):
     return pt.Architecture(layers, readout=readout, variances=variances)
 
 
+def assert_gradient_matches_central_differences(f, Us, rng, directions: int = 3, h: float = 1e-6) -> None:
+    """``jax.grad(f)`` at the matrices ``Us`` against central differences of ``f`` along ``directions``
+    random symmetric directions per matrix: relative error below 1e-6 (truncation O(h^2) ~ 1e-12,
+    round-off ~ 1e-16 |f| / h ~ 1e-10)."""
+    import jax
+    import jax.numpy as jnp
+
+    grads = jax.grad(f)([jnp.asarray(u) for u in Us])
+    for l, U in enumerate(Us):
+        for _ in range(directions):
+            D = rng.normal(size=U.shape)
+            D = D + D.T
+            plus = [u if m != l else u + h * D for m, u in enumerate(Us)]
+            minus = [u if m != l else u - h * D for m, u in enumerate(Us)]
+            fd = (float(f(plus)) - float(f(minus))) / (2 * h)
+            assert abs(fd - float(jnp.sum(grads[l] * D))) < 1e-6 * max(1.0, abs(fd))
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

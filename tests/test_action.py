@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import minimize, minimize_scalar
 
 from paththeory import action as act
+from tests.conftest import assert_gradient_matches_central_differences
 
 
 def random_pd(rng, n, scale=1.0):
@@ -33,16 +34,7 @@ def test_action_gradient_matches_finite_differences(heads, rng):
         K = jnp.einsum("man,ab,qbn->mq", feats, us[0], feats)
         return act.action(us, K, jnp.asarray(y), 0.1, widths, heads, variances)
 
-    grads = jax.grad(f)([jnp.asarray(u) for u in Us])
-    h = 1e-6
-    for l, U in enumerate(Us):
-        for _ in range(4):
-            D = rng.normal(size=U.shape)
-            D = D + D.T
-            plus = [u if m != l else u + h * D for m, u in enumerate(Us)]
-            minus = [u if m != l else u - h * D for m, u in enumerate(Us)]
-            fd = (float(f(plus)) - float(f(minus))) / (2 * h)
-            assert abs(fd - float(jnp.sum(grads[l] * D))) < 1e-6 * max(1.0, abs(fd))
+    assert_gradient_matches_central_differences(f, Us, rng, directions=4)
 
 
 def test_readout_root_is_stationary(rng):

@@ -5,7 +5,6 @@ Every case ends in a one-line ValueError or TypeError naming the argument, or in
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
@@ -15,18 +14,10 @@ import pytest
 
 import paththeory as pt
 from paththeory import kernels, model, predict, pruning, sampling, solve, stats
-from paththeory.exercises import model_problem
 from paththeory.tasks import markov, omniglot, toy
+from tests.test_bad_inputs import _problem  # the exercises' model problem, shared
 
 
-@functools.lru_cache(maxsize=None)
-def _problem():
-    """The exercises' model problem: heads (3, 2), 4 inputs of 5 tokens with N0 = 6, mean readout."""
-    arch, params, x = model_problem("mean")
-    params = jax.tree.map(np.asarray, params)
-    feats = np.asarray(pt.path_features(arch, x))
-    y = np.array([1.0, -1.0, 1.0, -1.0])
-    return arch, params, np.asarray(x), feats, y, solve.Theory(arch, feats, y)
 
 
 def _sampler(**kw):

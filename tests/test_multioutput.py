@@ -19,7 +19,7 @@ from paththeory import solve as slv
 from paththeory.hessian import energy_derivatives
 from paththeory.outputs import as_labels, stacked
 from paththeory.predict import predictor
-from tests.conftest import random_qk_arch
+from tests.conftest import assert_gradient_matches_central_differences, random_qk_arch
 
 T = 0.05
 
@@ -66,16 +66,7 @@ def test_action_gradient_matches_finite_differences(heads, C):
     def f(us):
         return act.action(us, dense_kernel(us[0], feats), y, 0.1, widths, heads, variances)
 
-    grads = jax.grad(f)([jnp.asarray(u) for u in Us])
-    h = 1e-6
-    for l, U in enumerate(Us):
-        for _ in range(3):
-            D = rng.normal(size=U.shape)
-            D = D + D.T
-            plus = [u if m != l else u + h * D for m, u in enumerate(Us)]
-            minus = [u if m != l else u - h * D for m, u in enumerate(Us)]
-            fd = (float(f(plus)) - float(f(minus))) / (2 * h)
-            assert abs(fd - float(jnp.sum(grads[l] * D))) < 1e-6 * max(1.0, abs(fd))
+    assert_gradient_matches_central_differences(f, Us, rng, directions=3)
 
 
 def test_matrix_readout_root_is_the_entropy_minimum():
