@@ -625,13 +625,23 @@ def _points(values, name: str) -> list:
     return out
 
 
+def _unconverged_advice(x64: bool | None = None) -> str:
+    """What to change after an unconverged solve: float64 first when JAX runs in float32 (``x64``:
+    whether it runs in float64; default JAX's current setting)."""
+    if not (jax.config.jax_enable_x64 if x64 is None else x64):
+        return ("JAX runs in float32 here (PATHTHEORY_NO_X64 was set, or x64 was switched off after "
+                "`import paththeory`), and the solver's tolerances need float64: unset PATHTHEORY_NO_X64 or call "
+                "jax.config.update('jax_enable_x64', True) before solving; more iterations will not help")
+    return "Raise max_iter, loosen tol, or set rtol where |S/N| is large"
+
+
 def _warn_unconverged(report: dict, widths: tuple[float, ...], temperature: float) -> None:
     target = max(report["tolerance"], report["rtol"] * abs(report["action"]))
     warnings.warn(
         f"the solve at widths {widths}, temperature T = {temperature:g} stopped unconverged "
         f"({report['status']}, {report['iterations']} iterations): max |d(S/N)/dU| = {report['grad_norm']:.3g} "
         f"> {target:.3g} (tol = {report['tolerance']:g}, rtol = {report['rtol']:g}, S/N = {report['action']:.6g}). "
-        "Raise max_iter, loosen tol, or set rtol where |S/N| is large; the Solution has report['converged'] = False.",
+        f"{_unconverged_advice()}; the Solution has report['converged'] = False.",
         ConvergenceWarning,
         stacklevel=3,
     )

@@ -519,3 +519,10 @@ def test_the_two_spellings_each_mean_one_thing():
     assert [s.widths for s in points] == [(10.0,) * 3, (20.0,) * 3, (30.0,) * 3]
     np.testing.assert_allclose(one_point[0].U, per_layer.U, atol=1e-8)
     assert math.isclose(theory.solve(np.float64(10), 0.1).widths[0], 10.0)
+
+
+def test_unconverged_advice_names_float32_when_x64_is_off():
+    """With JAX in float32 (PATHTHEORY_NO_X64) the advice is float64, not more iterations."""
+    assert "max_iter" in solve._unconverged_advice() == solve._unconverged_advice(x64=True)
+    advice = solve._unconverged_advice(x64=False)
+    assert "float32" in advice and "PATHTHEORY_NO_X64" in advice and "max_iter" not in advice
