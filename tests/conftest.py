@@ -73,7 +73,7 @@ from pathlib import Path  # noqa: E402
 
 _WRITE_EVENTS = {"os.mkdir", "os.rename", "os.remove", "os.rmdir", "shutil.rmtree", "shutil.move"}
 _outside: list[str] = []
-_roots: dict[str, tuple[str, ...]] = {"write": (), "tmp": ()}
+_roots: dict[str, tuple[str, ...]] = {"write": (), "tmp": (), "read": ()}
 
 
 def _opens_for_writing(mode, flags) -> bool:
@@ -104,7 +104,7 @@ def _audit(event: str, args: tuple) -> None:
         if _opens_for_writing(args[1], args[2]):
             if not _allowed_write(path):
                 _outside.append(f"writes {path}")
-        elif path.startswith(_roots["tmp"]) and not _allowed_write(path):
+        elif path.startswith(_roots["tmp"]) and not _allowed_write(path) and not path.startswith(_roots["read"]):
             _outside.append(f"reads {path}")
     elif event in _WRITE_EVENTS and _roots["write"]:
         if event.startswith("os.") and isinstance(args[-1], int) and args[-1] >= 0:
@@ -134,11 +134,15 @@ def _files_stay_in_test_folders(tmp_path_factory):
     places = [base, cache_dir(), default_folder(), Path(matplotlib.get_cachedir()), Path(matplotlib.get_configdir())]
     _roots["write"] = tuple({os.path.join(f(p), "") for p in places for f in (os.path.abspath, os.path.realpath)}) + ("/dev/",)
     _roots["tmp"] = (system_tmp + os.sep, "/tmp/")
+    # Reads that are no temporary file even when they lie in the temporary folder (a clone or a HOME
+    # made there): the repository, the home folder's configuration, the interpreter and its packages.
+    readable = [Path(__file__).resolve().parents[1], Path.home(), sys.prefix, sys.base_prefix, *sys.path]
+    _roots["read"] = tuple({os.path.join(f(str(p)), "") for p in readable if str(p) for f in (os.path.abspath, os.path.realpath)})
     if not getattr(sys, "_paththeory_audit", False):  # an audit hook cannot be removed: add it once
         sys.addaudithook(_audit)
         sys._paththeory_audit = True
     yield
-    _roots["write"] = _roots["tmp"] = ()
+    _roots["write"] = _roots["tmp"] = _roots["read"] = ()
     tempfile.tempdir = old_tempdir
     if old_env is None:
         os.environ.pop("TMPDIR", None)
