@@ -63,6 +63,7 @@ import numpy as np
 import optax
 
 from paththeory import _io
+from paththeory._checks import check_sign_labels
 from paththeory.model import Architecture, QKAttention, _check_head_mask, effective_weights, network_output
 
 Params = dict  # {"Q", "K": [L, H, G, N0], "V0": [n, N0], "V": tuple of [H, n, n], "a": [n]}
@@ -214,9 +215,9 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
     if missing:
         raise ValueError(f"params lacks {missing}: pass a Checkpoint or the params of paththeory.training "
                          "(init_params, train), whose queries and keys are trained too.")
-    y = np.asarray(y, dtype=np.float64)
-    if np.ndim(x) != 3 or len(x) != len(y) or len(y) == 0 or not np.all(np.abs(y) == 1):
-        raise ValueError(f"x must be [P >= 1, T, N0] and y [P] in {{-1, +1}}; got {np.shape(x)} and {y.shape}.")
+    if np.ndim(x) != 3 or np.ndim(y) != 1 or len(x) != len(y) or len(y) == 0:
+        raise ValueError(f"x must be [P >= 1, T, N0] and y [P] in {{-1, +1}}; got {np.shape(x)} and {np.shape(y)}.")
+    y = check_sign_labels(y, "y")
     if not np.all(np.isfinite(x)):
         raise ValueError("x contains NaN or infinite tokens; clean the input before calling.")
     if head_mask is not None:  # checked here: inside the compiled forward pass the mask is not inspected
