@@ -37,6 +37,9 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
 
     ``absolute=False`` sums the signed entries ``U_{pi sigma}`` instead of their magnitudes (a variant
     the book compares with the paper's rule; anti-correlated paths then lower a head's score).
+    With ``C`` outputs, ``U`` is ``C n_paths`` square (blocks ``U^{cc'}``, output index slowest, as the
+    theory and :func:`paththeory.sampling.sample_posterior` return it) and a pair of paths counts the
+    entries of every output block, ``sum_{cc'} |U^{cc'}_{pi sigma}|`` (or the signed sum).
     ``U`` must be symmetric positive semi-definite, like every order parameter; normalising scores
     whose largest value is not positive (``U = 0``, or signed scores) raises a ValueError (pass
     ``normalise=False`` for the raw scores, all zero for ``U = 0``).
@@ -48,8 +51,14 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     """
     heads = _check_heads(heads)
     normalise, absolute = check_flag(normalise, "normalise"), check_flag(absolute, "absolute")
-    u = check_order_parameter(U, "U", int(np.prod(heads)), semi=True)
+    n_paths = int(np.prod(heads))
+    if np.ndim(U) == 2 and (np.shape(U)[0] % n_paths or np.shape(U)[0] == 0):
+        raise ValueError(f"U must be [n_paths, n_paths] with n_paths = {n_paths} for heads {heads}, or C n_paths "
+                         f"square for C outputs; got shape {np.shape(U)}.")
+    n_outputs = np.shape(U)[0] // n_paths if np.ndim(U) == 2 else 1
+    u = check_order_parameter(U, "U", n_outputs * n_paths, semi=True)
     u = np.abs(u) if absolute else u
+    u = u.reshape(n_outputs, n_paths, n_outputs, n_paths).sum(axis=(0, 2))  # summed over output blocks
     tensor = u.reshape(tuple(heads) * 2)
     L = len(heads)
     scores = []

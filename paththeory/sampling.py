@@ -24,6 +24,16 @@ every other weight, a funnel that forces tiny steps.
 and Appendix B.1), and the sampled order parameter ``U_{pi sigma} = < w^pi . w^sigma > / n_0``
 (the paper's Eq. 13).
 
+**C outputs.** Labels ``[P]`` (one output, as in the paper) or ``[P, C]`` go through the same code:
+the readout ``a`` becomes ``[n_L, C]``, one standardised column ``b_c`` per output, and given ``Phi``
+the label columns are independent, ``Y_{:, c} ~ N(0, T I_P + Phi Phi^T)``, so the marginal likelihood
+is ``-1/2 [tr(Y^T C^{-1} Y) + C log det C + P C log 2 pi]`` with one Cholesky factor for all outputs.
+Each output has its effective weights ``w^{c pi}`` (those of ``a_c``); the sampled order parameter is
+``U^{cc'}_{pi sigma} = < w^{c pi} . w^{c' sigma} > / n_0``, ``(C n_paths)`` square with the output index
+slowest (the packing of :mod:`paththeory.outputs` and of the theory's ``U``). The mean predictor is
+``[P_test, C]`` and ``var`` holds the unbiased output-output covariance ``[P_test, C, C]``. ``[P]``
+labels give ``[P_test]`` arrays, exactly as a ``[P, 1]`` spelling would.
+
 **Diagnostics.** Rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021, as Stan and ArviZ
 compute them, :func:`rank_rhat_ess`) of the identifiable summaries (entries of
 ``w^pi . w^sigma / n_0`` and test predictions; raw weights are not identifiable: their signs
@@ -88,6 +98,7 @@ from paththeory._checks import (
     check_targets,
 )
 from paththeory.model import Architecture, effective_weights, sample_prior
+from paththeory.outputs import as_labels
 
 Array = jax.Array
 ChainMethod = Literal["auto", "sequential", "vectorized"]
@@ -142,28 +153,45 @@ def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], 
 
 
 def _check_design(phi: Array, y: Array) -> None:
-    """Raise unless ``phi`` is ``[P, n_L]`` and ``y`` is ``[P]``."""
-    if jnp.ndim(phi) != 2 or jnp.shape(y) != (jnp.shape(phi)[0],):
-        raise ValueError(f"phi must be [P, n_L] and y [P] with the same P; got {tuple(jnp.shape(phi))} and "
-                         f"{tuple(jnp.shape(y))}.")
+    """Raise unless ``phi`` is ``[P, n_L]`` and ``y`` is ``[P]`` or ``[P, C]``."""
+    if jnp.ndim(phi) != 2 or jnp.ndim(y) not in (1, 2) or jnp.shape(y)[0] != jnp.shape(phi)[0]:
+        raise ValueError(f"phi must be [P, n_L] and y [P] or [P, C] with the same P; got {tuple(jnp.shape(phi))} "
+                         f"and {tuple(jnp.shape(y))}.")
 
 
 def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
-    """``log N(y; 0, T I + Phi Phi^T)``: the likelihood with the readout integrated out. ``phi [P, n_L]``."""
+    """``sum_c log N(Y_{:, c}; 0, T I + Phi Phi^T)``: the likelihood with the readout integrated out.
+
+    ``phi [P, n_L]``; ``y [P]`` (one output) or ``[P, C]`` (the columns are independent given ``Phi``).
+    """
     _check_design(phi, y)
     solve, logdet = _gaussian_factor(phi, temperature)
-    return -0.5 * (y @ solve(y) + logdet + y.shape[0] * math.log(2.0 * math.pi))
+    n_outputs = y.size // y.shape[0]
+    return -0.5 * (jnp.vdot(y, solve(y)) + n_outputs * logdet + y.size * math.log(2.0 * math.pi))
 
 
 def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
-    """One exact draw of ``b = a / sigma_a`` given ``Phi``: ``[n_L]`` (Matheron's rule)."""
+    """One exact draw of ``b = a / sigma_a`` given ``Phi`` (Matheron's rule): ``[n_L]`` for ``y [P]``,
+    ``[n_L, C]`` for ``y [P, C]`` (one column per output)."""
     _check_design(phi, y)
     key = check_key(key)
     solve, _ = _gaussian_factor(phi, temperature)
     k_e, k_d = jax.random.split(key)
-    e = jax.random.normal(k_e, (phi.shape[1],), phi.dtype)
+    e = jax.random.normal(k_e, (phi.shape[1],) + y.shape[1:], phi.dtype)
     d = jax.random.normal(k_d, y.shape, phi.dtype)
     return e + phi.T @ solve(y - phi @ e - math.sqrt(temperature) * d)
+
+
+def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Array:
+    """``w^{c pi}`` of every output, ``[C n_paths, n_0]`` with the output index slowest.
+
+    ``b``: standardised readout ``[n_L]`` (one output) or ``[n_L, C]``; output ``c`` has readout
+    ``a_c = sigma_a b_{:, c}`` and the effective weights of :func:`paththeory.effective_weights`.
+    """
+    columns = jnp.reshape(b, (b.shape[0], -1)).T  # [C, n_L]
+    sd_a = math.sqrt(arch.variances[-1])
+    w = jax.vmap(lambda bc: effective_weights(arch, {**params, "a": sd_a * bc}))(columns)
+    return w.reshape(-1, w.shape[-1])
 
 
 def posterior_model(
@@ -178,7 +206,8 @@ def posterior_model(
     """NumPyro model of the posterior (the paper's Eq. 8): Normal priors, likelihood ``Normal(f, sqrt(T))``.
 
     Sites ``V0 [n_0, N0]``, ``V1..VL [H_l, n_l, n_{l-1}]`` and, unless ``integrate_readout``,
-    ``a [n_L]``. ``features``: path features ``[P, n_paths, N0]``; their dtype sets the precision.
+    ``a [n_L]`` (``[n_L, C]`` for labels ``y [P, C]``). ``features``: path features ``[P, n_paths, N0]``;
+    their dtype sets the precision.
     """
     zero = jnp.zeros((), features.dtype)
     sd = [math.sqrt(v) for v in arch.variances]
@@ -191,7 +220,7 @@ def posterior_model(
     if integrate_readout:
         numpyro.factor("y", marginal_log_likelihood(readout_design(arch, params, features), y, temperature))
     else:
-        a = numpyro.sample("a", dist.Normal(zero, sd[-1]).expand((widths[-1],)).to_event(1))
+        a = numpyro.sample("a", dist.Normal(zero, sd[-1]).expand((widths[-1],) + y.shape[1:]).to_event(y.ndim))
         f = readout_design(arch, params, features) @ a / sd[-1]
         numpyro.sample("y", dist.Normal(f, math.sqrt(temperature)), obs=y)
 
@@ -329,11 +358,13 @@ class PosteriorSamples:
     """Result of :func:`sample_posterior`.
 
     Attributes:
-      mean, var: sampled mean predictor and unbiased variance of ``f`` on the test inputs ``[P_test]``.
-      U: sampled order parameter ``<w^pi . w^sigma> / n_0`` ``[n_paths, n_paths]``.
-      f_draws: ``[chains, draws, P_test]`` test outputs of the kept draws (complete chains only
+      mean, var: sampled mean predictor and unbiased variance of ``f`` on the test inputs ``[P_test]``;
+        with ``C`` outputs the means ``[P_test, C]`` and output-output covariances ``[P_test, C, C]``.
+      U: sampled order parameter ``<w^pi . w^sigma> / n_0`` ``[n_paths, n_paths]``; with ``C`` outputs
+        ``<w^{c pi} . w^{c' sigma}> / n_0``, ``C n_paths`` square with the output index slowest.
+      f_draws: ``[chains, draws, P_test]`` (``[..., P_test, C]``) test outputs of the kept draws (complete chains only
         when a run stopped early and at least one chain completed).
-      U_draws: ``[chains, draws, n_paths, n_paths]`` per-draw ``w^pi . w^sigma / n_0``.
+      U_draws: ``[chains, draws, C n_paths, C n_paths]`` per-draw ``w^{c pi} . w^{c' sigma} / n_0``.
       chains: one :class:`ChainReport` per started chain.
       diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s, and
         ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`diagnostics_summary`
@@ -433,9 +464,9 @@ def _check_inputs(arch: Architecture, features, y, features_test, temperature) -
             f"features must be path features [P, n_paths={arch.n_paths}, N0] (paththeory.path_features); "
             f"got shape {xi.shape}."
         )
-    yy = check_targets(y, "y", ndim=1)
-    if yy.shape[0] != xi.shape[0]:
-        raise ValueError(f"y has {yy.shape[0]} labels but features has {xi.shape[0]} examples.")
+    check_targets(y, "y", ndim=(1, 2))
+    labels = as_labels(y, xi.shape[0])  # [P, C]; refuses NaN, C = 0, wrong rows and class indices
+    yy = labels if np.ndim(y) == 2 else labels[:, 0]
     xt = xi if features_test is None else as_float_array(features_test, "features_test", ndim=3)
     if xt.shape[1:] != xi.shape[1:]:
         raise ValueError(f"features_test must be [P_test, {xi.shape[1]}, {xi.shape[2]}]; got {xt.shape}.")
@@ -468,7 +499,7 @@ def sample_posterior(
     Args:
       arch: the architecture (its attention is already inside ``features``).
       features: training path features ``[P, n_paths, N0]`` (:func:`paththeory.path_features`).
-      y: training labels ``[P]``.
+      y: training labels ``[P]``, or ``[P, C]`` for ``C`` outputs (one-hot or simplex-coded classes).
       width: common width ``N`` or the widths ``(n_0..n_L)``, whole numbers (the network's).
       temperature: Gibbs temperature ``T`` (likelihood variance).
       features_test: test path features ``[P_test, n_paths, N0]``; predictions are on the
@@ -532,8 +563,9 @@ def sample_posterior(
         def initial_point(key: Array) -> dict:
             prior = sample_prior(arch, widths, xi.shape[2], key)
             z = {"V0": prior["V0"], **{f"V{l + 1}": v for l, v in enumerate(prior["V"])}}
-            if not integrate_readout:
-                z["a"] = prior["a"]
+            if not integrate_readout:  # C outputs: the prior's readout, then C - 1 more prior columns
+                extra = sd_a * jax.random.normal(jax.random.fold_in(key, 2), (widths[-1], yy.size // yy.shape[0] - 1))
+                z["a"] = prior["a"] if yy.ndim == 1 else jnp.concatenate([prior["a"][:, None], extra], axis=1)
             if init == "uniform":  # NumPyro's init_to_uniform: U(-2, 2) in every coordinate
                 keys = jax.random.split(jax.random.fold_in(key, 1), len(z))
                 z = {k: jax.random.uniform(kk, v.shape, minval=-2.0, maxval=2.0) for kk, (k, v) in zip(keys, z.items())}
@@ -552,7 +584,7 @@ def sample_posterior(
                 b = draw_readout(readout_design(arch, params, args[0]), args[1], temperature, key)
             else:
                 b = z["a"] / sd_a
-            w = effective_weights(arch, {**params, "a": sd_a * b})
+            w = output_effective_weights(arch, params, b)  # [C n_paths, n_0]
             return w @ w.T / widths[0], readout_design(arch, params, xt_j) @ b
 
         vectorized = chain_method == "vectorized"
@@ -625,6 +657,7 @@ def sample_posterior(
         widths=widths, temperature=temperature, dtype=dtype, num_warmup=num_warmup, num_samples=num_samples,
         num_chains=num_chains, chain_method=chain_method, init=init,
         integrate_readout=integrate_readout, max_tree_depth=max_tree_depth, n_test=xt.shape[0], n_paths=arch.n_paths,
+        n_outputs=None if yy.ndim == 1 else yy.shape[1],
         target_accept_prob=target_accept_prob, time_limit=time_limit, seed=seed,
     ))
 
@@ -654,13 +687,15 @@ def _collect(
         f_draws = np.stack([np.stack(records[c]["f"][:n_draws]) for c in use])
         u_draws = np.stack([np.stack(records[c]["U"][:n_draws]) for c in use])
     else:  # stopped during warm-up: nothing to summarise
-        f_draws = np.zeros((0, 0, settings["n_test"]))
-        u_draws = np.zeros((0, 0, settings["n_paths"], settings["n_paths"]))
-    n_paths = u_draws.shape[-1]
+        n_out = settings.get("n_outputs")
+        f_draws = np.zeros((0, 0, settings["n_test"]) + (() if n_out is None else (n_out,)))
+        size = settings["n_paths"] * (n_out or 1)
+        u_draws = np.zeros((0, 0, size, size))
+    n_paths = u_draws.shape[-1]  # C n_paths with C outputs
     iu = np.triu_indices(n_paths)
-    summaries = np.concatenate([u_draws[:, :, iu[0], iu[1]], f_draws], axis=2)
+    summaries = np.concatenate([u_draws[:, :, iu[0], iu[1]], f_draws.reshape(f_draws.shape[:2] + (int(np.prod(f_draws.shape[2:])),))], axis=2)
     r_hat, ess = rank_rhat_ess(summaries) if n_draws else (np.full(1, np.nan),) * 2
-    flat_f = f_draws.reshape(-1, f_draws.shape[-1])
+    flat_f = f_draws.reshape((-1,) + f_draws.shape[2:])  # [draws, P_test] or [draws, P_test, C]
     ess_min = float(np.min(ess))
     nanstat = lambda fn, xs: float(fn(xs)) if len(xs) and not np.all(np.isnan(xs)) else float("nan")  # noqa: E731
     n_u = len(iu[0])
@@ -682,11 +717,10 @@ def _collect(
         complete=stopped is None,
         stopped=stopped,
     )
-    nan = np.nan
     return PosteriorSamples(
-        mean=flat_f.mean(axis=0) if n_draws else np.full(f_draws.shape[-1], nan),
-        var=flat_f.var(axis=0, ddof=1) if flat_f.shape[0] > 1 else np.full(flat_f.shape[1], nan),
-        U=u_draws.reshape(-1, n_paths, n_paths).mean(axis=0) if n_draws else np.full((n_paths, n_paths), nan),
+        mean=flat_f.mean(axis=0) if n_draws else np.full(f_draws.shape[2:], np.nan),
+        var=_output_covariance(flat_f),
+        U=u_draws.reshape(-1, n_paths, n_paths).mean(axis=0) if n_draws else np.full((n_paths, n_paths), np.nan),
         f_draws=f_draws,
         U_draws=u_draws,
         chains=reports,
@@ -694,3 +728,15 @@ def _collect(
         stopped=stopped,
         settings=settings,
     )
+
+
+def _output_covariance(flat_f: np.ndarray) -> np.ndarray:
+    """Unbiased variance over draws of ``flat_f [draws, P_test]``, or the output-output covariance
+    ``[P_test, C, C]`` of ``flat_f [draws, P_test, C]``; NaN with fewer than two draws."""
+    n = flat_f.shape[0]
+    if flat_f.ndim == 2:
+        return flat_f.var(axis=0, ddof=1) if n > 1 else np.full(flat_f.shape[1:], np.nan)
+    if n < 2:
+        return np.full(flat_f.shape[1:] + flat_f.shape[-1:], np.nan)
+    centred = flat_f - flat_f.mean(axis=0)
+    return np.einsum("dpc,dpe->pce", centred, centred) / (n - 1)

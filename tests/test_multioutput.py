@@ -293,3 +293,154 @@ def test_bench_baseline_reaches_the_solver_minimum(problem):
     Us, gmax, steps = bench.baseline_adam(theory, 8.0, T, 0.1, 20_000)
     assert gmax < 1e-5 and steps < 20_000
     np.testing.assert_allclose(Us[0], theory.solve(8.0, T).U, atol=1e-3)
+
+
+# --------------------------------------------------------------------------- NUTS with C outputs
+
+
+def _tiny_sampling_problem(p: int = 5, n_test: int = 3):
+    """One layer, two random heads, 3 features, 2 tokens (tests/test_sampling.py's tiny problem)."""
+    from tests.test_sampling import _tiny_problem
+
+    return _tiny_problem(p=p, n_test=n_test)
+
+
+def test_sampler_one_output_spellings_agree():
+    """Labels [P] and [P, 1] give the same draws (same seed): C = 1 is the single-output sampler."""
+    from paththeory import sampling
+
+    arch, feats, y, test = _tiny_sampling_problem()
+    kw = dict(features_test=test, num_warmup=30, num_samples=30, num_chains=1, seed=2, progress_bar=False)
+    one = sampling.sample_posterior(arch, feats, y, 2, 0.5, **kw)
+    col = sampling.sample_posterior(arch, feats, y[:, None], 2, 0.5, **kw)
+    assert one.mean.shape == (3,) and one.var.shape == (3,) and col.mean.shape == (3, 1) and col.var.shape == (3, 1, 1)
+    np.testing.assert_allclose(col.U, one.U, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(col.f_draws[..., 0], one.f_draws, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(col.var[:, 0, 0], one.var, rtol=1e-10)
+
+
+def test_multi_output_marginal_likelihood_is_the_vec_gaussian():
+    """log N(vec Y; 0, I_C (x) (T I + Phi Phi^T)) by scipy, both Cholesky branches."""
+    from scipy.stats import multivariate_normal
+
+    from paththeory import sampling
+
+    rng = np.random.default_rng(4)
+    p, temp, c = 6, 0.3, 3
+    for n in (3, 9):
+        phi, Y = rng.normal(size=(p, n)), rng.normal(size=(p, c))
+        cov = np.kron(np.eye(c), temp * np.eye(p) + phi @ phi.T)
+        expected = multivariate_normal(np.zeros(p * c), cov).logpdf(stacked(Y))
+        np.testing.assert_allclose(float(sampling.marginal_log_likelihood(phi, Y, temp)), expected, rtol=1e-12)
+
+
+def test_multi_output_readout_draws_have_the_conditional_moments():
+    """Matheron draws [n_L, C]: each column N(M^-1 Phi^T y_c, T M^-1), columns independent (5-sigma MC bounds)."""
+    from paththeory import sampling
+
+    rng = np.random.default_rng(6)
+    p, n, c, temp, draws = 6, 3, 2, 0.3, 40000
+    phi, Y = rng.normal(size=(p, n)), rng.normal(size=(p, c))
+    b = np.asarray(jax.vmap(lambda k: sampling.draw_readout(phi, Y, temp, k))(
+        jax.random.split(jax.random.PRNGKey(3), draws)))  # [draws, n, C]
+    m = temp * np.eye(n) + phi.T @ phi
+    mean, cov = np.linalg.solve(m, phi.T @ Y), temp * np.linalg.inv(m)
+    sd = np.sqrt(np.diag(cov))
+    assert np.all(np.abs(b.mean(0) - mean) < 5 * sd[:, None] / np.sqrt(draws))
+    full = np.cov(b.reshape(draws, -1).T)  # [(n C), (n C)], output index fastest
+    expected = np.kron(cov, np.eye(c))
+    scale = np.sqrt(np.outer(np.repeat(sd, c), np.repeat(sd, c)))
+    assert np.all(np.abs(full - expected) < 5 * scale * np.sqrt(2.0 / draws))
+
+
+def test_output_effective_weights_reproduce_every_output_of_the_network():
+    """Result 2's estimator uses w^{c pi}: sum_pi w^{c pi} . V0 xi^pi / (sigma_0 sqrt n_0) is network output c."""
+    from paththeory import sampling
+
+    arch = random_qk_arch((2, 2), n0=6, readout="mean", seed=1, variances=(0.7, 1.1, 0.9, 1.3))
+    x = np.random.default_rng(0).normal(size=(4, 3, 6))
+    params = pt.sample_prior(arch, (5, 4, 3), 6, jax.random.PRNGKey(1))
+    b = np.random.default_rng(2).normal(size=(3, 2))  # n_L = 3, C = 2
+    w = np.asarray(sampling.output_effective_weights(arch, params, jnp.asarray(b))).reshape(2, arch.n_paths, 5)
+    z = np.einsum("in,bpn->bpi", np.asarray(params["V0"]), np.asarray(pt.path_features(arch, x)))
+    for c in range(2):
+        f_paths = np.einsum("pi,bpi->b", w[c], z) / np.sqrt(0.7 * 5)
+        direct = pt.network_output(arch, {**params, "a": np.sqrt(1.3) * b[:, c]}, x)
+        np.testing.assert_allclose(f_paths, direct, rtol=1e-10, atol=1e-12)
+
+
+def test_result_two_estimator_is_exact_at_the_prior():
+    """Without data, <w^{c pi} . w^{d sigma}> / n_0 = sigma_a^2 prod sigma_l^2 delta_cd delta_pi_sigma at any
+    finite width (an exact case of Result 2): 4000 prior draws, 5-sigma Monte-Carlo bound."""
+    from paththeory import sampling
+
+    arch = random_qk_arch((2, 2), n0=6, seed=1, variances=(0.7, 1.1, 0.9, 1.3))
+    widths, c, draws = (3, 4, 2), 2, 4000
+
+    def overlap(key):
+        k1, k2 = jax.random.split(key)
+        params = pt.sample_prior(arch, widths, 6, k1)
+        w = sampling.output_effective_weights(arch, params, jax.random.normal(k2, (widths[-1], c)))
+        return w @ w.T / widths[0]
+
+    u = np.asarray(jax.vmap(overlap)(jax.random.split(jax.random.PRNGKey(0), draws)))
+    mean, se = u.mean(0), u.std(0) / np.sqrt(draws)
+    expected = arch.gp_scale * np.eye(c * arch.n_paths)
+    assert np.all(np.abs(mean - expected) < 5 * se + 1e-12)
+
+
+def test_head_scores_sum_every_output_block():
+    """Multi-output head scores against a loop over all pairs ((c, pi), (d, sigma)) through the head."""
+    import itertools
+
+    from paththeory.pruning import head_scores
+
+    rng = np.random.default_rng(8)
+    heads, c = (2, 3), 3
+    U = random_pd(rng, c * 6) - 0.5  # signed entries, still positive definite
+    U = U @ U.T
+    paths = list(itertools.product(range(2), range(3)))
+    for absolute in (True, False):
+        expected = [np.zeros(h) for h in heads]
+        for (a, pa), (b, pb) in itertools.product(itertools.product(range(c), range(6)), repeat=2):
+            for l, h in enumerate(heads):
+                for head in range(h):
+                    if paths[pa][l] == head or paths[pb][l] == head:
+                        entry = U[a * 6 + pa, b * 6 + pb]
+                        expected[l][head] += abs(entry) if absolute else entry
+        got = head_scores(U, heads, normalise=False, absolute=absolute)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+    with pytest.raises(ValueError, match="C n_paths square"):
+        head_scores(np.eye(10), heads)
+
+
+def test_sampler_matches_the_multi_output_theory_at_small_size():
+    """Three classes, P = 24, N = 30 (C |Pi| / N = 0.4), T = 0.1, 2 x 150 NUTS draws against the saddle point.
+
+    The theory drops O(C |Pi| / N) corrections and the draws add Monte-Carlo noise: measured (seed 0)
+    the relative error of U is 6 % with a noise of 6 %, of the mean 11 %, of the covariance 22 %, while
+    the GP's U is 43 % away. The bounds: U within 15 % (and within 1/3 of the GP's distance), mean
+    within 20 %, covariance within 35 %, and the output-output blocks of U (c != d) correlated with the
+    theory's above 0.9."""
+    from paththeory import sampling
+    from paththeory.tasks import multiclass as mc
+
+    kw = dict(n_features=12, seq_len=6)
+    arch = mc.four_paths(**kw)
+    train, test = mc.sample_task(24, seed=1, **kw), mc.sample_task(30, seed=2, **kw)
+    ft, fe = np.asarray(pt.path_features(arch, train.x)), np.asarray(pt.path_features(arch, test.x))
+    sol = slv.Theory(arch, ft, train.y).solve(30, 0.1)
+    mean, cov = predictor(sol.U, ft, train.y, fe, 0.1)
+    res = sampling.sample_posterior(arch, ft, train.y, 30, 0.1, features_test=fe, num_warmup=100,
+                                    num_samples=150, num_chains=2, seed=0, progress_bar=False)
+    assert res.diagnostics["r_hat_max"] < 1.1 and res.U.shape == (12, 12)
+    assert res.mean.shape == (30, 3) and res.var.shape == (30, 3, 3)
+
+    def err(a, b):
+        return np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b))
+
+    assert err(res.U, sol.U) < min(0.15, err(arch.gp_scale * np.eye(12), sol.U) / 3)
+    assert err(res.mean, mean) < 0.2 and err(res.var, cov) < 0.35
+    off = ~np.kron(np.eye(3, dtype=bool), np.ones((4, 4), bool))
+    assert np.corrcoef(res.U[off], sol.U[off])[0, 1] > 0.9

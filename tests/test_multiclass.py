@@ -1,0 +1,107 @@
+"""The C-class hidden-Markov-chain task (paththeory.tasks.multiclass) against independent oracles.
+
+Oracles: the stationary distribution of a circulant chain (uniform: occupancies equal across
+classes), the transition probabilities the chains were drawn with (counted back from the states),
+the attention the heads should give on noise-free sequences (worked out by hand in the module's
+docstring), and the geometry of the simplex code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import paththeory as pt
+from paththeory.tasks import multiclass as mc
+
+SMALL = dict(n_features=12, seq_len=8)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+def test_transition_probabilities_are_distinct_points_of_the_simplex(n_classes):
+    p = mc.transition_probs(n_classes)
+    assert p.shape == (n_classes, 3) and np.all(p > 0)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-15)
+    gaps = np.linalg.norm(p[:, None] - p[None], axis=-1)[np.triu_indices(n_classes, 1)]
+    assert gaps.min() > 0.1
+
+
+@pytest.mark.parametrize("n_classes", [3, 5])
+def test_occupancies_are_equal_across_classes_and_transitions_are_not(n_classes):
+    """Per class: state frequencies 1/3 within 5 binomial SEs; step frequencies = transition_probs within 5 SEs."""
+    data = mc.sample_task(600 * n_classes, n_classes=n_classes, seed=3, **SMALL)
+    probs = mc.transition_probs(n_classes)
+    for c in range(n_classes):
+        states = data.states[data.classes == c]
+        occupancy = np.bincount(states.ravel(), minlength=3) / states.size
+        se = np.sqrt((1 / 3) * (2 / 3) / states.shape[0])  # positions of one chain are correlated: one SE per chain
+        assert np.all(np.abs(occupancy - 1 / 3) < 5 * se), (c, occupancy)
+        counts = mc.transition_counts(states)
+        freq = counts.sum(axis=0) / counts.sum()
+        se_t = np.sqrt(probs[c] * (1 - probs[c]) / counts.sum())
+        assert np.all(np.abs(freq - probs[c]) < 5 * se_t), (c, freq, probs[c])
+    assert np.ptp(probs[:, 0]) > 0.3  # the classes differ in their "same" probability
+
+
+def test_labels_simplex_and_one_hot():
+    classes = np.array([0, 1, 2, 1])
+    s = mc.encode_labels(classes, 3)
+    np.testing.assert_allclose(np.linalg.norm(s, axis=1), 1.0)
+    np.testing.assert_allclose(s[0] @ s[1], -0.5)  # -1 / (C - 1)
+    np.testing.assert_allclose(s.sum(axis=1), 0.0, atol=1e-15)
+    onehot = mc.encode_labels(classes, 3, "onehot")
+    np.testing.assert_array_equal(onehot, np.eye(3)[classes])
+    for labels in (s, onehot):
+        np.testing.assert_array_equal(np.argmax(labels, axis=1), classes)
+    data = mc.sample_task(6, n_classes=3, coding="onehot", **SMALL)
+    assert data.y.shape == (6, 3) and data.classes.tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_detector_heads_attend_to_the_previous_token_exactly_on_their_transition():
+    """Noise-free chains: query t >= 2 attends to t - 1 if the step s_{t-1} -> s_t is the head's type, to
+    bos otherwise. The target's score beats each of the other T keys by at least beta / 2 (the scores in
+    the module's docstring), so its weight is at least 1 / (1 + T exp(-beta / 2))."""
+    arch = mc.four_paths(**SMALL)
+    data = mc.sample_task(30, seed=5, sigma=0.0, **SMALL)
+    attn = np.asarray(pt.attention_matrices(arch, data.x)[0])  # [B, H, key, query]
+    steps = np.diff(data.states, axis=1) % 3  # step into token t + 2 (tokens: bos, s_1, ..., s_T)
+    for head, kind in enumerate((0, 1)):  # same, forward
+        for t in range(2, SMALL["seq_len"] + 1):
+            match = steps[:, t - 2] == kind
+            target = np.where(match, t - 1, 0)
+            weight = attn[np.arange(30), head, target, t]
+            bound = 1.0 / (1.0 + SMALL["seq_len"] * np.exp(-mc.BETA / 2))
+            assert np.all(weight >= bound - 1e-12), (head, t, weight.min(), bound)
+
+
+def test_paths_are_named_and_theory_accepts_both_codings():
+    from paththeory.solve import Theory
+
+    arch = mc.four_paths(**SMALL)
+    assert arch.n_paths == len(mc.PATH_NAMES) == 4
+    for coding in ("simplex", "onehot"):
+        data = mc.sample_task(12, coding=coding, **SMALL)
+        sol = Theory(arch, pt.path_features(arch, data.x), data.y).solve(20, 0.1)
+        assert sol.U.shape == (12, 12) and sol.report["converged"]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(n_examples=7), "multiple of n_classes"),
+    (dict(n_examples=6, n_classes=1), "at least 2"),
+    (dict(n_examples=6, strength=1.2), "strength"),
+    (dict(n_examples=6, n_features=10), "multiple of 6"),
+    (dict(n_examples=6, coding="binary"), "coding"),
+    (dict(n_examples=6, sigma=-1.0), "sigma"),
+])
+def test_bad_inputs_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        mc.sample_task(**{"seq_len": 4, **kwargs})
+
+
+def test_bad_labels_and_heads_are_refused():
+    with pytest.raises(ValueError, match="whole numbers in 0..2"):
+        mc.encode_labels([0, 3], 3)
+    with pytest.raises(ValueError, match="kind"):
+        mc.transition_head("backward")
+    with pytest.raises(ValueError, match="summing to 1"):
+        mc.hidden_chains(2, [0.5, 0.5, 0.5], 4, np.random.default_rng(0))
