@@ -43,6 +43,38 @@ def needs_files() -> Iterator[None]:
             raise
 
 
+def markdown_table(header, rows) -> str:
+    """A Markdown table (for ``IPython.display.Markdown``): ``header`` a sequence of column
+    titles, ``rows`` sequences of cells of the same length; a ``|`` in a cell is escaped.
+
+    Example:
+      >>> print(markdown_table(["width", "accuracy"], [["N = 10", "0.970"]]))
+      | width | accuracy |
+      |---|---|
+      | N = 10 | 0.970 |
+    """
+    header = [str(c) for c in header]
+    body = [[str(c) for c in row] for row in rows]
+    if not header or any(len(row) != len(header) for row in body):
+        raise ValueError(f"every row needs {len(header)} cells, one per column of the header.")
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *map(line, body)])
+
+
+def run_time(seconds: float, profile: str) -> str:
+    """The closing line of a chapter, for readers: how long this page took to compute, and with
+    which sizes (:func:`paththeory.profiles.describe`).
+
+    Example:
+      >>> run_time(367.4, "smoke")
+      'Computing this page took 367 s with the smoke sizes.'
+    """
+    return f"Computing this page took {seconds:.0f} s with the {profile} sizes."
+
+
 def notice_html(reason: str) -> str:
     """The notice: a warning box with ``reason`` and what happens to the rest of the chapter."""
     text = html.escape(" ".join(reason.split()))

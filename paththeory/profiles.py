@@ -86,12 +86,22 @@ def choose(settings: Mapping[str, T], profile: str | None = None) -> T:
     return settings[name]
 
 
+#: What each profile means for a reader of a page computed with it (:func:`describe`).
+FOR_READERS: dict[str, str] = {
+    "smoke": "small sizes that compute each chapter in minutes on a CPU, so its numbers are "
+             "noisier than the paper's (set PATHTHEORY_PROFILE=colab on a GPU for larger runs)",
+    "colab": "reduced sizes that compute each chapter in at most 20 minutes on one GPU",
+    "paper": "the sizes of the paper, which take hours on one GPU",
+}
+
+
 def describe(profile: str | None = None) -> str:
-    """One line for the chapters, e.g. ``"profile smoke: CPU continuous integration; ..."``.
+    """One sentence for the top of a chapter: which sizes the page was computed with, and what
+    that means for its numbers.
 
     Example:
-      >>> describe("smoke")
-      'profile smoke: CPU continuous integration; tiny sizes, a few minutes per chapter'
+      >>> describe("paper")
+      'This page was computed with the paper sizes: the sizes of the paper, which take hours on one GPU.'
     """
     name = current_profile(profile)
-    return f"profile {name}: {PROFILES[name]}"
+    return f"This page was computed with the {name} sizes: {FOR_READERS[name]}."

@@ -293,6 +293,32 @@ class StaticExplorer:
         return self.html
 
 
+def explorer_table(view: StaticExplorer, width: float, labels: Sequence[str]) -> str:
+    """A Markdown table of the explorer's panels at ``width``, one row per temperature: the
+    diagonal of ``U*`` (one column per path, named by ``labels``), its most negative entry, the
+    test accuracies of the theory and of the GP, and the gap between them in points.
+
+    Raises ``ValueError`` when ``width`` is not one of the explorer's widths.
+    """
+    from paththeory.chapter import markdown_table
+
+    if float(width) not in view.widths:
+        raise ValueError(f"width {width:g} is not one of the explorer's widths {view.widths}.")
+    labels = list(labels)
+    rows = []
+    for t in view.temperatures:
+        panel = view.panels[(float(width), t)]
+        U = np.asarray(panel.solution.U)
+        if U.shape[0] != len(labels):
+            raise ValueError(f"labels name {len(labels)} paths; U* has {U.shape[0]}.")
+        i, j = np.unravel_index(np.argmin(np.where(np.eye(len(U), dtype=bool), np.inf, U)), U.shape)
+        gap = 100 * (panel.accuracy_theory - panel.accuracy_gp)
+        rows.append([f"{t:g}", *(f"{u:.2f}" for u in np.diag(U)), f"{labels[i]}–{labels[j]}: {U[i, j]:.2f}",
+                     f"{panel.accuracy_theory:.3f}", f"{panel.accuracy_gp:.3f}", f"{gap:+.1f}"])
+    head = ["T", *(f"U* {name}" for name in labels), "most negative U*", "theory", "GP", "gap (points)"]
+    return markdown_table(head, rows)
+
+
 _SCRIPT = """<script>
 (function () {
   var root = document.getElementById("%(id)s");

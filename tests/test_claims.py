@@ -243,3 +243,28 @@ def test_fig2_claims_follow_the_markov_results():
     assert "Not reproduced here" in reproduction_summary(bad) and "-5.0 points" in reproduction_summary(bad)
     assert "Not decided by this build's noise" in reproduction_summary(noisy)
     assert {r["id"]: r for r in good}["finite_vs_gp_good_denoising:two_path"]["source"] == "App. G.2.2, Fig. 5c"
+
+
+def test_the_network_interpretation_follows_the_results():
+    from paththeory.experiments.claims import network_interpretation
+
+    good, bad = results(good=True), results(good=False)
+    text = network_interpretation(good)
+    assert "the theory is ahead of the GP on held-out (+6.0 points, paired SE 1.0), Fashion-MNIST" in text
+    assert "The trained network's U shares the theory's pattern (Mantel r = 0.80" in text
+    assert "The theory's U is block-structured by first-layer head (mean |U| within blocks" in text
+    assert "head scores rank the single-head drops (Spearman rho = +0.90" in text
+    assert "Pruning lowest score first keeps more accuracy than random orders" in text
+    text = network_interpretation(bad)
+    assert "the theory is behind it on held-out (-6.0 points" in text
+    assert "is anti-correlated with the theory's" in text and "is not measurably block-structured" in text
+    assert "rank in reverse" in text and "keeps less accuracy than random orders" in text
+    noisy = results(good=True)
+    noisy["finite_vs_gp"]["mnist"]["10"] = {"difference": 0.01, "se": 0.01, "n": 1000}
+    assert "within two standard errors of it on MNIST (+1.0 points" in network_interpretation(noisy)
+    similar = {"same_first": 0.96, "different_first": 0.82, "mantel": _mantel(0.8, 0.0001, 1.0)}
+    assert "do carry more similar inputs (mean cosine 0.96 against 0.82)" in network_interpretation(
+        dict(good, path_similarity=similar))
+    unlike = dict(similar, same_first=0.80)
+    assert "do not measurably carry more similar inputs" in network_interpretation(dict(good, path_similarity=unlike))
+    assert network_interpretation({"widths": [10]}) == ""

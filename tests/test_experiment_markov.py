@@ -147,3 +147,47 @@ def test_verdicts_and_summary_follow_the_results(outputs):
         "chain": 0, "time_limit": 1.0, "phase": "sampling", "iteration": 3, "of": 10})
     u_row = next(r for r in fig2_claims(changed) if r["id"] == "u_sampled:four_paths:10")
     assert u_row["verdict"] == "not enough draws"
+
+
+def test_predictor_variance_against_draws_of_known_variance():
+    """Draws from the theory's own Gaussian predictive distribution agree with Eq. 30 within their
+    Monte Carlo error; draws of twice the variance are +100 % off, beyond it."""
+    prob = exp.problem("four_paths", TINY.n_train, TINY.n_test)
+    U = prob.arch.gp_scale * np.eye(4)
+    mean, var = predictor(U, prob.train, prob.y_train, prob.test, 0.01)
+    mean, var = np.asarray(mean), np.asarray(var)
+    rng = np.random.default_rng(0)
+    draws = mean + np.sqrt(var) * rng.normal(size=(2, 400, len(var)))
+    v = exp.variance_vs_samples(U, prob, 0.01, draws)
+    assert v["theory"] == pytest.approx(var.mean(), rel=1e-12)
+    assert v["sampled"] == pytest.approx(draws.reshape(-1, len(var)).var(axis=0, ddof=1).mean(), rel=1e-12)
+    assert abs(v["relative_difference"]) < 3 * v["noise"] < 0.1 and v["r"] > 0.9
+    assert "within two Monte Carlo errors" in exp.variance_sentence(10, v)
+    wide = exp.variance_vs_samples(U, prob, 0.01, mean + math.sqrt(2) * (draws - mean))
+    assert wide["relative_difference"] == pytest.approx(2 * (1 + v["relative_difference"]) - 1, rel=1e-9)
+    assert "beyond two Monte Carlo errors" in exp.variance_sentence(10, wide)
+    assert "+" in exp.variance_sentence(10, wide) and f"{wide['sampled']:.4g}" in exp.variance_sentence(10, wide)
+    with pytest.raises(ValueError, match="f_draws"):
+        exp.variance_vs_samples(U, prob, 0.01, draws[0])
+
+
+def test_results_compare_the_predictor_variance_with_nuts(outputs):
+    results, _ = outputs
+    v = results["variance_vs_samples"]["10"]
+    assert v["theory"] > 0 and v["sampled"] > 0 and v["noise"] > 0
+    assert v["draws"] == TINY.num_chains * TINY.num_samples and v["n"] == TINY.n_test
+    assert results["two_path"]["variance_vs_samples"] == {}
+
+
+def test_captions_say_where_nuts_points_are_drawn(outputs):
+    results, _ = outputs
+    assert exp.nuts_points(results["accuracy"]) == "NUTS samples of the finite network: squares at N = 10."
+    assert exp.nuts_points(results["two_path"]["accuracy"]).startswith("This build draws no NUTS points")
+    stopped = {"samples": {"10": 0.9, "30": None}}
+    assert "squares at N = 10." in exp.nuts_points(stopped) and "N = 30 stopped" in exp.nuts_points(stopped)
+
+
+def test_sizes_table_is_markdown():
+    table = exp.sizes_table(TINY)
+    assert table.splitlines()[1] == "|---|---|"
+    assert "P = 20 / 40" in table and "N = 10: 1 chain of 10 draws" in table and "not sampled" in table

@@ -246,6 +246,44 @@ def test_block_contrast_and_indicator():
         exp.block_contrast(np.eye(3), (1, 3))
 
 
+def test_path_cosines_against_a_loop():
+    rng = np.random.default_rng(3)
+    f = rng.normal(size=(7, 6, 5))
+    cos = exp.path_cosines(f)
+    for a in range(6):
+        for b in range(6):
+            u, v = f[:, a].ravel(), f[:, b].ravel()
+            assert cos[a, b] == pytest.approx(u @ v / np.sqrt((u @ u) * (v @ v)), rel=1e-12)
+    with pytest.raises(ValueError, match="nonzero"):
+        exp.path_cosines(np.zeros((3, 2, 4)))
+
+
+def test_path_similarity_sees_paths_that_share_their_first_head():
+    rng = np.random.default_rng(4)
+    heads = (4, 2)  # paths (h1, h2) in the order 00 01 10 11 20 21 30 31
+    base = rng.normal(size=(4, 40, 8))  # one input per first-layer head
+    f = np.stack([base[i // 2] + 0.2 * rng.normal(size=(40, 8)) for i in range(8)], axis=1)
+    sim = exp.path_similarity(f, heads)
+    cos = exp.path_cosines(f)
+    pairs = [(a, b) for a in range(8) for b in range(8) if a != b]
+    same = [(a, b) for a, b in pairs if a // 2 == b // 2]
+    later = [(a, b) for a, b in pairs if a // 2 != b // 2 and a % 2 == b % 2]
+    none = [(a, b) for a, b in pairs if a // 2 != b // 2 and a % 2 != b % 2]
+    for key, group in (("same_first", same), ("shared_later", later), ("shared_none", none),
+                       ("different_first", later + none)):
+        assert sim[key] == pytest.approx(np.mean([cos[a, b] for a, b in group]))
+    assert sim["same_first"] > 0.9 > 0.3 > abs(sim["different_first"])
+    assert sim["mantel"]["p_greater"] < 0.05
+    sentence = exp.path_similarity_sentence(sim)
+    assert "do carry more similar inputs" in sentence and f"{sim['same_first']:.3f}" in sentence
+    shuffled = f[:, [0, 2, 4, 6, 1, 3, 5, 7]]  # now the paths sharing h1 hold unrelated inputs
+    flipped = exp.path_similarity(shuffled, heads)
+    assert flipped["same_first"] < flipped["different_first"]
+    assert "stays a hypothesis" in exp.path_similarity_sentence(flipped)
+    with pytest.raises(ValueError, match="heads"):
+        exp.path_similarity(f, (2, 2))
+
+
 def test_agreement_numbers():
     heads = (2, 2)
     th = np.diag([4.0, 1.0, 2.0, 1.0]) + 0.5

@@ -64,4 +64,6 @@ def test_choose_rejects_missing_and_misspelt_entries():
 
 
 def test_describe_names_the_profile():
-    assert describe("paper") == f"profile paper: {PROFILES['paper']}"
+    for name in PROFILES:
+        assert describe(name).startswith(f"This page was computed with the {name} sizes: ")
+        assert "continuous integration" not in describe(name)

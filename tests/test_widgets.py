@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from paththeory.plots import COLUMN_WIDTH  # noqa: E402
+from paththeory.predict import accuracy, predictor  # noqa: E402
 from paththeory.solve import Theory  # noqa: E402
 from paththeory.widgets import (  # noqa: E402
     draw_panel,
@@ -156,3 +157,26 @@ def test_static_explorer_rejects_an_empty_grid(setup):
         static_explorer(theory, f_test, y_test, widths=(), temperatures=(T,))
     with pytest.raises(ValueError, match="temperatures"):
         static_explorer(theory, f_test, y_test, widths=(3,), temperatures=())
+
+
+def test_explorer_table_prints_the_panels_it_shows(setup):
+    from paththeory.widgets import explorer_table, static_explorer
+
+    theory, f_test, y_test = setup
+    ex = static_explorer(theory, f_test, y_test, widths=(3, 30), temperatures=(1.0, T), dpi=30)
+    n = theory.arch.n_paths
+    labels = [f"p{i}" for i in range(n)]
+    lines = explorer_table(ex, 3, labels).splitlines()
+    assert lines[0].startswith("| T | U* p0 |") and len(lines) == 4
+    for line, t in zip(lines[2:], (1.0, T)):
+        panel = ex.panels[(3.0, t)]
+        U = np.asarray(panel.solution.U)
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[0] == f"{t:g}" and cells[1:1 + n] == [f"{u:.2f}" for u in np.diag(U)]
+        off = np.where(np.eye(n, dtype=bool), np.inf, U)
+        assert cells[1 + n].endswith(f"{off.min():.2f}")
+        assert cells[-1] == f"{100 * (panel.accuracy_theory - panel.accuracy_gp):+.1f}"
+        mean, _ = predictor(U, theory.features, np.asarray(theory.y), f_test, t)
+        assert cells[-3] == f"{accuracy(mean, y_test):.3f}"
+    with pytest.raises(ValueError, match="not one of the explorer's widths"):
+        explorer_table(ex, 10, labels)

@@ -525,6 +525,72 @@ def network_summary(results: dict) -> str:
             + ("" if steps is None else f", trained for {steps} steps") + ".")
 
 
+def _listing(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def network_interpretation(results: dict) -> str:
+    """A paragraph reading an Omniglot ``results.json`` for one network, each sentence chosen by a
+    result: the theory against the GP at the smallest width on every split, the trained network's
+    ``U`` against the theory's, the block structure of ``U`` with the similarity of the paths'
+    inputs (``path_similarity``, when present), and whether the head scores rank the single-head
+    drops and guide the pruning on held-out characters. Parts missing from ``results`` are left out.
+
+    Example:
+      >>> network_interpretation({"widths": [10], "split_names": {"test": "held-out"},
+      ...     "finite_vs_gp": {"test": {"10": {"difference": 0.05, "se": 0.01, "n": 1000}}}})
+      'At N = 10, the smallest width, the theory is ahead of the GP on held-out (+5.0 points, paired SE 1.0).'
+    """
+    names = results.get("split_names", {})
+    sentences = []
+    if results.get("finite_vs_gp"):
+        width = str(min(results["widths"]))
+        groups: dict[str, list[str]] = {"holds": [], "within noise": [], "fails": []}
+        for split, by_width in results["finite_vs_gp"].items():
+            d = by_width[width]
+            groups[stats.verdict(d["difference"], d["se"])].append(
+                f"{names.get(split, split)} ({100 * d['difference']:+.1f} points, paired SE {100 * d['se']:.1f})")
+        parts = [f"{words} {_listing(groups[key])}" for key, words in (
+            ("holds", "ahead of the GP on"), ("within noise", "within two standard errors of it on"),
+            ("fails", "behind it on")) if groups[key]]
+        sentences.append(f"At N = {width}, the smallest width, the theory is {_listing(parts)}.")
+    comp = results.get("order_parameter_comparison")
+    if comp is not None:
+        ag = comp["agreement"]
+        m = ag["theory_vs_gd"]
+        shares = {"holds": "shares the theory's pattern", "fails": "is anti-correlated with the theory's",
+                  "within noise": "does not measurably share the theory's pattern"}[
+            stats.verdict_from_p(m["p_greater"], m["p_less"])]
+        sentences.append(f"The trained network's U {shares} (Mantel r = {m['r']:.2f}, p = {_p(m['p_greater'])}).")
+        block = ag["block"]["theory"]
+        is_block = stats.verdict_from_p(block["mantel"]["p_greater"], block["mantel"]["p_less"]) == "holds"
+        text = (f"The theory's U {'is' if is_block else 'is not measurably'} block-structured by first-layer "
+                f"head (mean |U| within blocks / between them: {block['contrast']:.2f})")
+        sim = results.get("path_similarity")
+        if sim is not None:
+            alike = sim["same_first"] > sim["different_first"] and sim["mantel"]["p_greater"] < 0.05
+            text += (f", and paths through the same first-layer head {'do' if alike else 'do not measurably'} "
+                     f"carry more similar inputs (mean cosine {sim['same_first']:.2f} against "
+                     f"{sim['different_first']:.2f})")
+        sentences.append(text + ".")
+    test = (results.get("pruning") or {}).get("test")
+    if test is not None:
+        sp = test["spearman"]
+        if sp["rho"] is not None:
+            rank = {"holds": "rank", "fails": "rank in reverse", "within noise": "do not measurably rank"}[
+                stats.verdict_from_p(sp["p_greater"], sp["p_less"])]
+            sentences.append(f"On held-out characters the head scores {rank} the single-head drops "
+                             f"(Spearman rho = {sp['rho']:+.2f}, p = {_p(sp['p_greater'])}).")
+        area = test["area"]
+        ps = area["ascending_vs_random"]
+        keeps = {"holds": "keeps more accuracy than", "fails": "keeps less accuracy than",
+                 "within noise": "keeps no measurably different accuracy from"}[
+            stats.verdict_from_p(ps["p_better"], ps["p_worse"])]
+        sentences.append(f"Pruning lowest score first {keeps} random orders (mean accuracy along the curve "
+                         f"{area['score_ascending']:.3f} against {area['random_mean']:.3f}).")
+    return " ".join(sentences)
+
+
 def verdict_counts(rows: list[dict]) -> dict[str, int]:
     """How many rows end in each verdict."""
     return {v: sum(r["verdict"] == v for r in rows) for v in stats.OUTCOMES}

@@ -33,6 +33,7 @@ from matplotlib.figure import Figure
 
 import paththeory
 from paththeory import _io, stats
+from paththeory.chapter import markdown_table
 from paththeory.experiments import jsonable, sampled_vs_theory
 from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
@@ -97,6 +98,23 @@ VARIANTS: dict[str, tuple[Callable[[], Architecture], tuple[str, ...], float]] =
 def settings(profile: str | None = None) -> Config:
     """The :class:`Config` of ``profile`` (default: the current profile)."""
     return choose(SETTINGS, profile)
+
+
+def sizes_table(cfg: Config) -> str:
+    """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.chapter.markdown_table`)."""
+    def nuts(widths: Sequence[int]) -> str:
+        if not widths:
+            return "not sampled"
+        return (f"N = {', '.join(map(str, widths))}: {cfg.num_chains} chain{'s' if cfg.num_chains > 1 else ''} of {cfg.num_samples} draws "
+                f"after {cfg.num_warmup} warm-up steps each")
+
+    return markdown_table(["what", "size"], [
+        ("training / test sequences", f"P = {cfg.n_train} / {cfg.n_test}"),
+        ("temperature", f"T = {cfg.temperature:g}"),
+        ("widths of the theory", ", ".join(f"{w}" for w in cfg.widths)),
+        ("NUTS samples, four paths", nuts(cfg.sample_widths)),
+        ("NUTS samples, noisier task", nuts(cfg.two_path_sample_widths)),
+    ])
 
 
 @dataclass(frozen=True)
@@ -185,6 +203,49 @@ def sample_accuracy(samples: PosteriorSamples, prob: Problem) -> float | None:
     return accuracy(samples.mean, prob.y_test) if samples.complete else None
 
 
+def variance_vs_samples(U, prob: Problem, temperature: float, f_draws) -> dict:
+    """The theory's predictor variance (the paper's Eq. 30, :func:`paththeory.predict.predictor`)
+    against the variance of NUTS draws of the test outputs ``f_draws`` ``[chains, draws, P_test]``.
+
+    Returns ``theory`` and ``sampled``, the variances averaged over the test sequences (the
+    sampled one pools the chains, unbiased per sequence); ``relative_difference`` =
+    ``sampled / theory - 1``; ``noise``, the batch-means Monte Carlo error of the sampled average
+    (of the per-draw mean squared deviation from the sampled mean), on the scale of
+    ``relative_difference``; and ``r``, the Pearson correlation of the two per-sequence variances.
+    """
+    f = np.asarray(f_draws, dtype=float)
+    if f.ndim != 3 or f.shape[2] != len(prob.y_test) or f.shape[0] * f.shape[1] < 2:
+        raise ValueError(f"f_draws must be [chains, draws, P_test={len(prob.y_test)}] with at least two "
+                         f"draws; got {f.shape}.")
+    _, var = predictor(U, prob.train, prob.y_train, prob.test, temperature)
+    theory = np.asarray(var, dtype=float)
+    pooled = f.reshape(-1, f.shape[2])
+    sampled = pooled.var(axis=0, ddof=1)
+    per_draw = ((f - pooled.mean(axis=0)) ** 2).mean(axis=2)  # [chains, draws]
+    se = float(stats.batch_means_se(per_draw)) if f.shape[1] >= 4 else None
+    mean_theory = float(theory.mean())
+    return {"theory": mean_theory, "sampled": float(sampled.mean()),
+            "relative_difference": float(sampled.mean() / mean_theory - 1),
+            "noise": None if se is None else se / mean_theory,
+            "r": float(np.corrcoef(theory, sampled)[0, 1]), "n": int(f.shape[2]),
+            "draws": int(f.shape[0] * f.shape[1])}
+
+
+def variance_sentence(width: int, v: dict) -> str:
+    """One sentence on :func:`variance_vs_samples` at ``width``: the two averages, their relative
+    difference with its Monte Carlo error, and whether the difference is within two errors."""
+    noise = v["noise"]
+    head = (f"At N = {width} the theory's predictor variance, averaged over the {v['n']} test "
+            f"sequences, is {v['theory']:.4g} and that of the {v['draws']} NUTS draws {v['sampled']:.4g}: "
+            f"the samples' is {100 * v['relative_difference']:+.1f} % off")
+    if noise is None:
+        return head + " (too few draws for a Monte Carlo error)."
+    verdict = ("within two Monte Carlo errors" if abs(v["relative_difference"]) <= 2 * noise
+               else "beyond two Monte Carlo errors")
+    return (f"{head}, with a Monte Carlo error of {100 * noise:.1f} %, {verdict}; across sequences "
+            f"the two variances correlate with r = {v['r']:.2f}.")
+
+
 def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
     """``|v_i . y| / sqrt(P)`` for the top-``k`` PCs of the training kernels ``K_U`` and ``K_GP``
     (the kernel-task alignment of the paper's Sec. 3.2)."""
@@ -218,6 +279,7 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
         "order_parameter_samples": {},
         "sampling_diagnostics": {},
         "sampled_vs_theory": {},
+        "variance_vs_samples": {},
     }
     for i, width in enumerate(sample_widths):
         t = time.perf_counter()
@@ -228,12 +290,15 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
         out["accuracy"]["samples"][str(width)] = sample_accuracy(res, prob)
         out["order_parameter_samples"][str(width)] = res.U if res.complete else None
         out["sampled_vs_theory"][str(width)] = None
+        out["variance_vs_samples"][str(width)] = None
         if res.complete:  # a run cut by its time limit gives no number (its diagnostics say where it stopped)
             theory_u = out["order_parameter"][str(width)]
             se = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
             out["sampled_vs_theory"][str(width)] = {
                 "accuracy": stats.paired_difference(np.asarray(res.mean) * prob.y_test > 0, theory_correct[str(width)]),
                 **sampled_vs_theory(theory_u, res.U, se, prob.arch.gp_scale)}
+            out["variance_vs_samples"][str(width)] = variance_vs_samples(theory_u, prob, cfg.temperature,
+                                                                         res.f_draws)
         summary = res.to_dict()
         out["sampling_diagnostics"][str(width)] = {**summary["diagnostics"], "chains": summary["chains"],
                                                    "settings": summary["settings"]}
@@ -353,6 +418,22 @@ def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
     """``{"N": value}`` -> sorted widths and values (None -> NaN)."""
     items = sorted((int(k), np.nan if v is None else v) for k, v in d.items())
     return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
+
+
+def nuts_points(accuracy: dict) -> str:
+    """The part of an accuracy figure's caption that depends on the run: where
+    :func:`plot_accuracy` or :func:`plot_two_path` drew NUTS squares (``accuracy``: a results
+    ``accuracy`` entry, whose ``samples`` maps widths to accuracies, ``None`` for a stopped run)."""
+    drawn = sorted(int(w) for w, a in accuracy["samples"].items() if a is not None)
+    stopped = sorted(int(w) for w, a in accuracy["samples"].items() if a is None)
+    if drawn:
+        text = f"NUTS samples of the finite network: squares at N = {', '.join(map(str, drawn))}."
+    else:
+        text = "This build draws no NUTS points in this figure: its profile samples no network here."
+    if stopped:
+        text += (f" The sampling run at N = {', '.join(map(str, stopped))} stopped at its time limit "
+                 "and has no point.")
+    return text
 
 
 def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]]) -> None:

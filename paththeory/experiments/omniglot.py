@@ -63,6 +63,7 @@ from scipy.stats import rankdata
 import paththeory
 from paththeory import _io, action, hessian, kernels, predict, solve, stats, training
 from paththeory._checks import check_count, check_nonnegative
+from paththeory.chapter import markdown_table
 from paththeory.data import load_mnist, load_omniglot, load_one_shot_runs
 from paththeory.experiments import jsonable, sampled_vs_theory
 from paththeory.experiments.claims import fig3_claims
@@ -79,6 +80,7 @@ from paththeory.experiments.omniglot_base import (
     character_split,
     correctness,
     gp_grid,
+    sizes_table,
 )
 from paththeory.experiments.omniglot_figures import (
     plot_accuracy,
@@ -499,6 +501,63 @@ def block_contrast(U, heads: Sequence[int]) -> float:
     return float(within / between)
 
 
+def path_cosines(features) -> np.ndarray:
+    """``[n_paths, n_paths]`` cosine similarity of the attentioned inputs ``xi^pi`` of two paths over
+    a whole set: ``sum_mu xi^pi_mu . xi^sigma_mu / sqrt(sum_mu |xi^pi_mu|^2 sum_mu |xi^sigma_mu|^2)``,
+    the trace of the path-path kernel ``C^{pi sigma}`` normalised by those of the two paths
+    (``features``: ``[P, n_paths, N0]``, as :func:`paththeory.path_features` returns)."""
+    f = np.asarray(features, dtype=float)
+    if f.ndim != 3 or f.shape[1] < 2:
+        raise ValueError(f"features must be [examples, paths >= 2, N0]; got shape {f.shape}.")
+    flat = f.transpose(1, 0, 2).reshape(f.shape[1], -1)
+    norms = np.linalg.norm(flat, axis=1)
+    if not np.all(norms > 0):
+        raise ValueError("every path needs a nonzero attentioned input to have a cosine similarity.")
+    gram = flat @ flat.T
+    return gram / np.outer(norms, norms)
+
+
+def path_similarity(features, heads: Sequence[int], seed: int = 0) -> dict:
+    """Do paths that share their first-layer head carry similar inputs? The :func:`path_cosines`
+    of the paths, their mean over distinct pairs with the same ``h_1`` (``same_first``) and with
+    different ``h_1`` (``different_first``), the latter split into pairs that share a head of a
+    later layer (``shared_later``) and pairs that share none (``shared_none``; ``None`` when no
+    such pair exists), and a Mantel test of the cosines against the same-``h_1`` indicator.
+    This tests the chapter's explanation of the block structure of ``U``."""
+    cos = path_cosines(features)
+    paths = np.array(list(itertools.product(*(range(h) for h in heads))))
+    if len(paths) != cos.shape[0] or heads[0] < 2:
+        raise ValueError(f"features have {cos.shape[0]} paths; heads {tuple(heads)} give {len(paths)} "
+                         "(and H_1 must be at least 2).")
+    same = same_first_head(heads).astype(bool)
+    distinct = ~np.eye(len(paths), dtype=bool)
+    later = (paths[:, None, 1:] == paths[None, :, 1:]).any(axis=2) & ~same
+
+    def mean(mask: np.ndarray) -> float | None:
+        return float(cos[mask].mean()) if mask.any() else None
+
+    return {"cosine": cos, "same_first": mean(same & distinct), "different_first": mean(~same),
+            "shared_later": mean(later), "shared_none": mean(~same & ~later),
+            "mantel": stats.mantel_test(cos, same.astype(float), seed=seed)}
+
+
+def path_similarity_sentence(sim: dict, alpha: float = 0.05) -> str:
+    """One sentence on :func:`path_similarity`: whether the paths through the same first-layer
+    head are more alike than the others (mean cosines and the Mantel test's one-sided p-value)."""
+    same, other, p = sim["same_first"], sim["different_first"], sim["mantel"]["p_greater"]
+    later = "-" if sim["shared_later"] is None else f"{sim['shared_later']:.3f}"
+    numbers = (f"the attentioned inputs of two paths through the same first-layer head have a mean "
+               f"cosine similarity of {same:.3f}, those of two paths through different first-layer "
+               f"heads {other:.3f}, and {later} when those share a head of a later layer (Mantel "
+               f"test of the cosines against the same-head indicator: p = {p:.3g})")
+    if same > other and p < alpha:
+        return (f"On the training sequences {numbers}: paths that share their first-layer head do "
+                "carry more similar inputs, as the explanation of the block structure requires.")
+    return (f"On the training sequences {numbers}: paths that share their first-layer head do not carry "
+            "measurably more similar inputs, so the explanation of the block structure stays a "
+            "hypothesis that these inputs do not support.")
+
+
 def agreement(comp: dict, heads: Sequence[int], gp_scale: float, seed: int = 0) -> dict:
     """Numbers for the comparison of the order parameters of :func:`compare_order_parameters`.
 
@@ -605,18 +664,17 @@ def header(cfg: Config, network: training.Checkpoint, seqs: Sequences, profile: 
 
 
 def accuracy_table(results: dict) -> str:
-    """A text table: theory accuracy per width (with its selected T), the GP and the trained network, per split."""
+    """A Markdown table of test accuracies, one column per evaluation split: the theory at every
+    width (with its validation-selected T), the GP (with its T) and the trained network."""
     splits = [s for s in results["splits"] if s != "validation"]
-    lines = [f"{'':>12}" + "".join(f"{s:>15}" for s in splits)]
-    for w in results["widths"]:
-        t = results["temperature"]["theory"][str(w)]
-        lines.append(f"N={w:<5} T={t:<4g}" + "".join(f"{results['accuracy']['theory'][s][str(w)]:>15.3f}"
-                                                       for s in splits))
-    lines.append(f"GP     T={results['temperature']['gp']:<4g}" + "".join(f"{results['accuracy']['gp'][s]:>15.3f}"
-                                                                        for s in splits))
+    names = results.get("split_names", {})
+    rows = [(f"theory, N = {w} (T = {results['temperature']['theory'][str(w)]:g})",
+             [results["accuracy"]["theory"][s][str(w)] for s in splits]) for w in results["widths"]]
+    rows.append((f"GP (T = {results['temperature']['gp']:g})", [results["accuracy"]["gp"][s] for s in splits]))
     if "gd_accuracy" in results:
-        lines.append(f"{'trained net':<12}" + "".join(f"{results['gd_accuracy'][s]:>15.3f}" for s in splits))
-    return "\n".join(lines)
+        rows.append(("trained network", [results["gd_accuracy"][s] for s in splits]))
+    return markdown_table(["predictor", *(names.get(s, s) for s in splits)],
+                          [[label, *(f"{a:.3f}" for a in accs)] for label, accs in rows])
 
 
 def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
@@ -664,6 +722,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     seqs = build_sequences(cfg, network, root=root)
     features = build_features(arch, seqs)
     results = header(cfg, network, seqs, name)
+    results["path_similarity"] = jsonable(path_similarity(features["train"], arch.heads, cfg.seed))
     lap("data_and_features")
     sweep = sweep_for(cfg, arch, features, seqs.y, cache=cache_path)
     results.update(theory_stage(cfg, arch, features, seqs.y, sweep))
