@@ -373,7 +373,7 @@ def _model_gp_kernel_truth():
     return gp_kernel(arch, pt.path_features(arch, x))
 
 
-# --------------------------------------------------------------------------- the derivation chapter
+# --------------------------------------------------------------------------- the derivation chapters
 
 READOUT_SETUP = {"trace": 2.5, "widths": (10.0, 10.0, 30.0), "heads": (2, 3), "variances": (1.0, 1.0, 0.8, 1.5)}
 GP_SETUP = {"heads": (2, 3), "variances": (1.0, 0.6, 1.7, 2.1)}
@@ -386,13 +386,13 @@ def _derivation_readout_root_truth() -> float:
     return float(readout_order_parameter(s["trace"], s["widths"], s["heads"], s["variances"]))
 
 
-def _derivation_gp_point_truth():
+def _depth_gp_point_truth():
     from paththeory.action import gp_order_parameters
 
     return list(gp_order_parameters(GP_SETUP["heads"], GP_SETUP["variances"]))
 
 
-def _derivation_single_path_truth() -> float:
+def _depth_single_path_truth() -> float:
     from paththeory.action import single_path_entropy_minimum
 
     return float(single_path_entropy_minimum(2.0, 3))
@@ -565,18 +565,18 @@ EXERCISES: dict[str, Exercise] = {
         "Revisit the readout order parameter: n_{L-1} = widths[-2], n_L = widths[-1], H_L = heads[-1], "
         "sigma_L^2 = variances[-2], sigma_a^2 = variances[-1]; U_a is the positive root.",
         rtol=1e-8),
-    "derivation.gp_point": Exercise(
+    "depth.gp_point": Exercise(
         "the GP point of every order parameter",
         Answer("arrays", ((6, 6), (3, 3)), "[U^(1), U^(2)]"),
-        _derivation_gp_point_truth,
+        _depth_gp_point_truth,
         lambda t: f"U^(1) = {t[0][0, 0]:.4g} I (6 x 6) and U^(2) = {t[1][0, 0]:.4g} I (3 x 3).",
         "Revisit the GP limit of the order parameters: U^(l) is a multiple of the identity over the paths "
         "through layers l..L, and the factor is sigma_a^2 times the sigma_m^2 of the layers m >= l.",
         rtol=1e-6),
-    "derivation.single_path": Exercise(
+    "depth.single_path": Exercise(
         "the single-path entropy minimum by numerical minimisation",
         Answer("number", meaning="the minimum of the entropy over the inner order parameters"),
-        _derivation_single_path_truth,
+        _depth_single_path_truth,
         lambda t: f"min over the inner order parameters = {t:.6f} = 4 * 2^(1/4) - ln 2.",
         "Revisit the single-path entropy: fix U^(1) = 2, minimise over U^(2) and U^(3) (positive: optimise "
         "their logs), with unit widths and variances, and store the minimum value, not the minimiser.",
@@ -1371,11 +1371,12 @@ def exercises_page(book_dir: str | Path) -> str:
     return f"""\
 # Exercises
 
-Every chapter of the theory and of the paper's experiments ends with three exercises. Each
-states a task, which the package solves in a few lines; on the chapter's page, **Show
-solution** under the task opens a worked solution together with the output of its check. In a
-notebook, `check("<id>", answer)` says whether an answer is right and, if not, gives a hint
-without giving the answer away.
+Every chapter of the paper's experiments ends with three exercises, and so do the theory's
+{{doc}}`model` and {{doc}}`gp_vs_finite`; the derivation chapters {{doc}}`derivation` and
+{{doc}}`depth` share three. Each states a task, which the package solves in a few lines; on
+the chapter's page, **Show solution** under the task opens a worked solution together with
+the output of its check. In a notebook, `check("<id>", answer)` says whether an answer is
+right and, if not, gives a hint without giving the answer away.
 
 {table}
 

@@ -156,14 +156,14 @@ ROWS: tuple[Row, ...] = (
     Row("Eq. 11", "U minimises the action S(U)", "derivation", "derivation-one-layer",
         ("paththeory.solve.Theory.solve", "paththeory.solve.solve", "paththeory.solve.sweep"),
         reason="the minimum reached from the GP point; the action is not convex, so it is not "
-               "proven global (a multi-start test in the chapter)", cites=("Eq. 11",)),
+               "proven global (a multi-start test in the solver chapter)", cites=("Eq. 11",)),
     Row("Eq. 12", "the action: an entropy plus an energy, the negative log evidence of the labels",
         "derivation", "derivation-one-layer",
         ("paththeory.action.action", "paththeory.action.entropy", "paththeory.action.energy"),
         reason="the book's entropy enters with a plus sign and is least at the GP point; the "
                "paper's wording implies the opposite sign (the same U*)", cites=("Eq. 12",)),
     Row("Eq. 13", "Result 2: U is the posterior mean overlap of the paths' effective weights",
-        "derivation", "derivation-result-2",
+        "order_parameter", "derivation-result-2",
         ("paththeory.model.effective_weights", "paththeory.sampling.sample_posterior",
          "paththeory.training.gd_order_parameter"),
         reason="derived by a shorter route than App. D and checked by Monte Carlo; the NUTS and "
@@ -178,15 +178,15 @@ ROWS: tuple[Row, ...] = (
     Row("Eq. 31", "the kernel at any depth (Eq. 10 again)", "model", "model-path-kernels",
         ("paththeory.kernels.kernel_matrix",), cites=("Eq. 31",)),
     Row("Eq. 32", "the action at any depth, with one order parameter per layer and a scalar one "
-        "for the readout", "derivation", "derivation-any-depth",
+        "for the readout", "depth", "derivation-any-depth",
         ("paththeory.action.action", "paththeory.action.entropy_with_readout",
          "paththeory.action.readout_order_parameter", "paththeory.action.gp_order_parameters"),
         reason="its entropy checked against the chain of exact Gamma and Wishart densities",
         cites=("Eqs. 32–34",)),
     Row("Eq. 33", "a function of one matrix used to write the action's entropy terms (read from "
-        "the prose; the symbols were lost)", "derivation", "derivation-any-depth",
+        "the prose; the symbols were lost)", "depth", "derivation-any-depth",
         ("paththeory.action.entropy",), cites=("Eqs. 32–34",)),
-    Row("Eq. 34", "the energy term (so named in App. H.2.1)", "derivation", "derivation-any-depth",
+    Row("Eq. 34", "the energy term (so named in App. H.2.1)", "depth", "derivation-any-depth",
         ("paththeory.action.energy", "paththeory.hessian.energy_derivatives"), cites=("Eqs. 32–34",)),
     # ------------------------------------------------------------------ figures
     Row("Fig. 1a", "a diagram of the attention paths", "model", "model-attention-paths",
@@ -348,7 +348,7 @@ ROWS: tuple[Row, ...] = (
         "model", "",
         ("paththeory.model.Architecture", "paththeory.model.path_features"), cites=("App. A",)),
     Row("App. B", "the results at any depth: predictor statistics and action (B.1, Eqs. 29–34), "
-        "the meaning of U (B.2)", "derivation", "derivation-any-depth",
+        "the meaning of U (B.2)", "depth", "derivation-any-depth",
         ("paththeory.action.action", "paththeory.predict.predictor"), cites=("App. B.1",)),
     Row("App. C.1", "the partition function with a source term (Eqs. 36–40)", "derivation",
         "derivation-partition-function", cites=("App. C.1",)),
@@ -361,13 +361,13 @@ ROWS: tuple[Row, ...] = (
         cites=("App. C.2.2",)),
     Row("App. C.3", "the auxiliary variables integrated: the predictor and the action",
         "derivation", "derivation-step-predictor", ("paththeory.predict.predictor",)),
-    Row("App. D", "the derivation of Result 2 with a second source term", "derivation",
+    Row("App. D", "the derivation of Result 2 with a second source term", "order_parameter",
         "derivation-result-2", ("paththeory.model.effective_weights",), status="variant",
         reason="a shorter route: given the effective weights the output is Gaussian in the input "
                "projection, so U's posterior is a Wishart prior times the label evidence",
         cites=("App. D",)),
     Row("App. E", "the action minimised numerically, by Adam, over a grid of widths and "
-        "temperatures", "derivation", "derivation-solver",
+        "temperatures", "solver", "derivation-solver",
         ("paththeory.solve.Theory.solve", "paththeory.bench.baseline_adam", "paththeory.bench.compare"),
         status="variant",
         reason="L-BFGS on Cholesky factors with one exact-Hessian restart; Adam on free symmetric "
@@ -438,7 +438,7 @@ ROWS: tuple[Row, ...] = (
         numbers=("authors' repository", "this book's choice"),
         numbers_note="P = 100 as in the authors' Markov task; everything else: this book's choice"),
     Row("Book: saddle point", "which terms the saddle point drops, and when they are small",
-        "derivation", "derivation-saddle-validity", status="the book's own",
+        "depth", "derivation-saddle-validity", status="the book's own",
         reason="the paper states its limit; the book counts the dropped terms (|Π|/N)"),
     Row("Book: pruning tests", "random and reverse pruning orders, and how the score depends on "
         "the width, the rule and the training set", "pruning", "pruning-score-sensitivity",

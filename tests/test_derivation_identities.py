@@ -1,9 +1,11 @@
-"""The steps of the derivation chapter that can be checked with numbers (book/derivation.md):
-the single-path closed form and its AM-GM argument, the Jacobian of the congruence that rescales
-the Wishart overlap, the trace and log-det bookkeeping of the depth-l entropy, the entropy as
-minus twice the log prior density of the overlaps (Result 2 by induction), the matrix quadratic
-for U^(2) with its commuting root and the envelope argument for U_a, and the conditional overlap
-of the effective weights at two layers."""
+"""The steps of the derivation chapters that can be checked with numbers (book/derivation.md,
+book/depth.md, book/order_parameter.md): the Gaussian and Gamma identities, the single-path closed
+form and its AM-GM argument, the GP point as the unique minimum of the entropy, the Jacobian of the
+congruence that rescales the Wishart overlap, the trace and log-det bookkeeping of the depth-l
+entropy, the entropy as minus twice the log prior density of the overlaps (Result 2 by induction),
+the matrix quadratic for U^(2) with its commuting root and the envelope argument for U_a, the
+conditional overlap of the effective weights at two layers, the spectral form of the energy and
+the invariance of the mean predictor under (U, T) -> (cU, cT)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import integrate, special
 from scipy import stats as st
 
 import paththeory as pt
 from paththeory import action as act
+from paththeory.kernels import kernel_matrix
+from paththeory.predict import predictor
 from paththeory.solve import Theory
 
 
@@ -154,3 +159,75 @@ def test_conditional_overlap_of_effective_weights_at_two_layers(two_layer_soluti
     overlaps = np.einsum("dpi,dqi->dpq", ws, ws) / ws.shape[2]
     z = np.abs(overlaps.mean(0) - target) / (overlaps.std(0) / np.sqrt(len(overlaps)))
     assert z.max() < 5
+
+
+def test_gaussian_integral_with_a_complex_linear_term():
+    """Lemma (Gaussian integral) at P = 1 with b = -y + i t k: the real and imaginary parts of
+    int dtau exp(-K tau^2 / 2 + i tau b) against sqrt(2 pi / K) exp(-b^2 / 2K)."""
+    K, y, t, k = 1.7, 0.6, 0.4, 0.9
+    b = -y + 1j * t * k
+    f = lambda tau: np.exp(-K * tau**2 / 2 + 1j * tau * b)
+    re = integrate.quad(lambda tau: f(tau).real, -np.inf, np.inf, epsabs=1e-13)[0]
+    im = integrate.quad(lambda tau: f(tau).imag, -np.inf, np.inf, epsabs=1e-13)[0]
+    exact = np.sqrt(2 * np.pi / K) * np.exp(-b**2 / (2 * K))
+    assert abs(re + 1j * im - exact) < 1e-10
+
+
+@pytest.mark.parametrize("n,q", [(3.0, 0.5), (10.0, 7.0), (41.0, 120.0)])
+def test_gamma_identity(n, q):
+    """Lemma (Gamma identity), in logs: (1 + s q / n)^(-n/2) against the normalised integral of
+    U^(n/2 - 1) exp(-n U / 2 s - U q / 2) over U > 0."""
+    s = 1.3
+    rate = n / (2 * s) + q / 2
+    peak = (n / 2 - 1) / rate
+    f = lambda u: u ** (n / 2 - 1) * np.exp(-rate * u)
+    integral = sum(integrate.quad(f, lo, hi, epsabs=0, epsrel=1e-12, limit=200)[0]
+                   for lo, hi in ((0, peak), (peak, np.inf)))
+    rhs = n / 2 * np.log(n / (2 * s)) - special.gammaln(n / 2) + np.log(integral)
+    assert abs(rhs - (-n / 2 * np.log1p(s * q / n))) < 1e-9
+
+
+def test_gp_point_is_the_unique_minimum_of_the_entropy():
+    """Corollary (the GP point): at unequal widths and variances the entropy, with U_a at its
+    root, is higher at random positive-definite points and at small perturbations of the GP
+    point than at the GP point."""
+    heads, widths, variances = (2, 3), (5.0, 7.0, 13.0), (1.0, 0.6, 1.7, 2.1)
+    gp = [jnp.asarray(u) for u in act.gp_order_parameters(heads, variances)]
+    at_gp = float(act.entropy(gp, widths, heads, variances))
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        far = [jnp.asarray(_pd(6, rng)), jnp.asarray(_pd(3, rng))]
+        assert float(act.entropy(far, widths, heads, variances)) > at_gp
+        near = []
+        for u in gp:
+            d = rng.normal(size=u.shape) * 1e-2
+            near.append(u + jnp.asarray(d + d.T))
+        assert float(act.entropy(near, widths, heads, variances)) > at_gp
+
+
+def test_energy_in_the_eigenbasis_of_the_kernel(two_layer_solution):
+    """E(U) = sum_i [ln(eta_i + T) + (phi_i . y)^2 / (eta_i + T)] for K_U = sum_i eta_i phi_i phi_i^T."""
+    arch, _ = two_layer_solution
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(30, 6, 10))
+    y = np.sign(x[:, 0, 0])
+    K = np.asarray(kernel_matrix(_pd(4, rng), pt.path_features(arch, x)))
+    eta, phi = np.linalg.eigh(K)
+    for T in (1e-3, 0.05, 2.0):
+        spectral = np.sum(np.log(eta + T) + (phi.T @ y) ** 2 / (eta + T))
+        assert abs(float(act.energy(K, y, T)) - spectral) < 1e-9 * abs(spectral)
+
+
+@pytest.mark.parametrize("c", [0.01, 7.0])
+def test_mean_predictor_is_invariant_under_scaling_u_and_t_together(two_layer_solution, c):
+    """Corollary (scaling U and T): mean(cU, cT) = mean(U, T) and var(cU, cT) = c var(U, T)."""
+    arch, _ = two_layer_solution
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(25, 6, 10))
+    y = np.sign(x[:, 0, 0])
+    f = np.asarray(pt.path_features(arch, x))
+    U, T = _pd(4, rng), 0.1
+    mean, var = predictor(U, f[:20], y[:20], f[20:], T)
+    mean_c, var_c = predictor(c * U, f[:20], y[:20], f[20:], c * T)
+    np.testing.assert_allclose(mean_c, mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(var_c, c * np.asarray(var), rtol=1e-8, atol=1e-12)
