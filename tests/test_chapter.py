@@ -116,3 +116,11 @@ def test_under_ci_a_reduced_chapter_fails_the_build(tiny_book):
     log = run.stdout + run.stderr
     assert run.returncode != 0
     assert "WARNING: paththeory: 1 chapter(s) reduced for a missing file: needs" in log
+
+
+def test_markdown_table_and_run_time_for_readers():
+    table = chapter.markdown_table(["split", "accuracy"], [["held-out", "0.912"], ["a|b", 1]])
+    assert table.splitlines() == ["| split | accuracy |", "|---|---|", "| held-out | 0.912 |", "| a\\|b | 1 |"]
+    with pytest.raises(ValueError, match="2 cells"):
+        chapter.markdown_table(["a", "b"], [["only one"]])
+    assert chapter.run_time(12.6, "colab") == "Computing this page took 13 s with the colab sizes."
