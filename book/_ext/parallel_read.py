@@ -9,6 +9,12 @@ reading is safe. Two extensions that Jupyter Book loads into every build declare
 
 Neither keeps per-document state that a parallel read would lose, so this extension declares both
 safe. With ``make book`` (``BOOK_JOBS`` processes, see book/_ext/build.py) two chapters execute at once.
+
+``sphinx_proof`` (the theory's definitions, lemmas and propositions) declares itself safe, but its
+``prf`` domain does not implement ``merge_domaindata``, and Sphinx refuses to merge the results of
+the reading processes without it. The domain holds no data of its own: the proofs of every page
+live in ``env.proof_list``, which sphinx_proof merges itself (its ``env-merge-info`` handler). So
+the merge this extension gives the domain has nothing to do.
 """
 
 from __future__ import annotations
@@ -24,6 +30,23 @@ def _declare(app, config) -> None:
             ext.parallel_read_safe = True
 
 
+#: Domains whose data stays empty (their extension merges its state itself) but which lack
+#: ``merge_domaindata``.
+DOMAINS_WITHOUT_DATA = ("prf",)
+
+
+def _merge_nothing(self, docnames, otherdata) -> None:
+    """``Domain.merge_domaindata`` for a domain that keeps no per-document data."""
+
+
+def _give_domains_a_merge(app) -> None:
+    for name in DOMAINS_WITHOUT_DATA:
+        domain = app.registry.domains.get(name)
+        if domain is not None and "merge_domaindata" not in vars(domain):
+            domain.merge_domaindata = _merge_nothing
+
+
 def setup(app) -> dict:
     app.connect("config-inited", _declare)
+    app.connect("builder-inited", _give_domains_a_merge)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
