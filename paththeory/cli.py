@@ -19,6 +19,8 @@ from typing import NoReturn, Sequence
 from paththeory import __version__, _io
 
 EXPERIMENTS = ("markov", "omniglot")
+#: The chapters ``paththeory reproduce`` runs: the paper's experiments, then the book's own.
+REPRODUCIBLE = (*EXPERIMENTS, "multiclass")
 DEBUG_ENV_VAR = "PATHTHEORY_DEBUG"
 #: Errors whose message alone tells a user what to fix; any other error also names its type.
 USER_ERRORS = (ValueError, TypeError, OSError)
@@ -215,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("reproduce", help="run a chapter's experiment and write results.json, features.npz, figures",
                          description="Run a chapter's experiment and write results.json, features.npz and figures.")
-    rep.add_argument("experiment", choices=EXPERIMENTS, help="the chapter: markov (Fig. 2) or omniglot (Fig. 3)")
+    rep.add_argument("experiment", choices=REPRODUCIBLE,
+                     help="the chapter: markov (Fig. 2), omniglot (Fig. 3) or multiclass (Many outputs)")
     rep.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
                      help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
     rep.add_argument("--out", required=True, type=output_folder, help="output folder (created if missing)")

@@ -446,6 +446,13 @@ ROWS: tuple[Row, ...] = (
          "paththeory.experiments.pruning.score_sensitivity"),
         status="the book's own", reason="tests the paper does not make, marked so in the claims tables",
         numbers=("this book's choice",), numbers_note="1,000 random orders, P = 150 and 300"),
+    Row("Book: many outputs", "the theory with C outputs (the paper's outlook), checked against NUTS on a "
+        "three-class Markov-chain task", "many_outputs", "many-outputs-derivation",
+        ("paththeory.solve.Theory", "paththeory.sampling.sample_posterior",
+         "paththeory.tasks.multiclass.sample_task", "paththeory.experiments.multiclass.run"),
+        status="the book's own", reason="the paper names the extension and leaves it undone",
+        profile="smoke: NUTS at two widths (2 short chains); colab and paper: three and four widths",
+        numbers=("this book's choice",), numbers_note="the task, P, T, the widths and the draws"),
 )
 
 
