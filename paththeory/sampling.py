@@ -464,8 +464,8 @@ def _check_inputs(arch: Architecture, features, y, features_test, temperature) -
             f"features must be path features [P, n_paths={arch.n_paths}, N0] (paththeory.path_features); "
             f"got shape {xi.shape}."
         )
-    check_targets(y, "y", ndim=(1, 2))
     labels = as_labels(y, xi.shape[0])  # [P, C]; refuses NaN, C = 0, wrong rows and class indices
+    check_targets(y, "y", ndim=(1, 2))  # and booleans
     yy = labels if np.ndim(y) == 2 else labels[:, 0]
     xt = xi if features_test is None else as_float_array(features_test, "features_test", ndim=3)
     if xt.shape[1:] != xi.shape[1:]:

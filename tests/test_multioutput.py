@@ -444,3 +444,17 @@ def test_sampler_matches_the_multi_output_theory_at_small_size():
     assert err(res.mean, mean) < 0.2 and err(res.var, cov) < 0.35
     off = ~np.kron(np.eye(3, dtype=bool), np.ones((4, 4), bool))
     assert np.corrcoef(res.U[off], sol.U[off])[0, 1] > 0.9
+
+
+@pytest.mark.parametrize("labels,message", [
+    (np.array([[1.0, np.nan]] * 5), "NaN|finite"),
+    (np.zeros((5, 0)), "C = 0"),
+    (np.array([0.0, 1.0, 2.0, 1.0, 0.0]), "class indices"),
+    (np.eye(3)[[0, 1, 2, 0]], "rows of labels"),
+])
+def test_sampler_refuses_bad_labels(labels, message):
+    from paththeory import sampling
+
+    arch, feats, _, _ = _tiny_sampling_problem()
+    with pytest.raises(ValueError, match=message):
+        sampling.sample_posterior(arch, feats, labels, 2, 0.5, num_warmup=1, num_samples=1, progress_bar=False)
