@@ -184,6 +184,37 @@ def test_first_code_cell_installs_on_colab_and_is_hidden(md):
     assert first.source.strip() == INSTALL_CELL, f"{md.name}: the install cell must read\n{INSTALL_CELL}"
 
 
+#: The widest line of code a chapter shows: wider lines are cut behind a scrollbar on the page.
+CODE_WIDTH = 88
+
+
+def long_code_lines(md: Path, width: int = CODE_WIDTH) -> list[str]:
+    """``"name: cell i, line j (n characters)"`` for every line of a shown code cell of ``md``
+    wider than ``width`` (cells tagged ``remove-cell`` are not on the page)."""
+    found = []
+    for i, cell in enumerate(jupytext.read(md).cells):
+        if cell.cell_type != "code" or "remove-cell" in cell.metadata.get("tags", []):
+            continue
+        for j, line in enumerate(cell.source.splitlines(), 1):
+            if len(line) > width:
+                found.append(f"{md.name}: cell {i}, line {j} ({len(line)} characters)")
+    return found
+
+
+@pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
+def test_code_cells_fit_the_page(md):
+    long = long_code_lines(md)
+    assert not long, f"code lines over {CODE_WIDTH} characters:\n" + "\n".join(long)
+
+
+def test_the_code_width_check_sees_a_long_line(tmp_path):
+    md = _write_pair(tmp_path)
+    text = md.read_text()
+    assert not long_code_lines(md)
+    md.write_text(text.replace("x = 1", "x = " + "1 + " * 30 + "1"))
+    assert long_code_lines(md) == [f"{md.name}: cell 1, line 1 (125 characters)"]
+
+
 def test_the_repository_address_is_the_same_everywhere():
     import re
 
@@ -204,6 +235,7 @@ def test_build_configuration_is_strict():
     assert {"**/*.ipynb", ".venv", "_build", "README.md"} <= set(config["exclude_patterns"])
     assert config["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
     assert config["repository"] == {"url": paththeory.REPOSITORY, "path_to_book": "", "branch": "main"}
+    assert config["sphinx"]["config"]["nb_merge_streams"] is True  # one output box per cell's prints
 
 
 # --------------------------------------------------------------------------- the pair checker itself
