@@ -31,12 +31,12 @@ def test_energy_derivatives_match_autodiff(shape, rng):
     A = rng.normal(size=(n, n))
     U = jnp.asarray(A @ A.T / n + 0.5 * np.eye(n))
     y = jnp.asarray(rng.normal(size=shape[0]))
-    grad, hess = energy_derivatives(feats, kernel_matrix(U, feats), y, 0.2)
+    grad, hess = jax.jit(energy_derivatives)(feats, kernel_matrix(U, feats), y, 0.2)
     energy = plain_energy(feats, y, 0.2)
     # d/dU of E(sym U) is the symmetrised gradient; its Hessian is H symmetrised in (a,b) and in (c,d).
-    np.testing.assert_allclose(0.5 * (grad + grad.T), jax.grad(energy)(U), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(0.5 * (grad + grad.T), jax.jit(jax.grad(energy))(U), rtol=1e-9, atol=1e-11)
     sym = 0.25 * (hess + hess.transpose(1, 0, 2, 3) + hess.transpose(0, 1, 3, 2) + hess.transpose(1, 0, 3, 2))
-    np.testing.assert_allclose(sym, jax.hessian(energy)(U), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(sym, jax.jit(jax.hessian(energy))(U), rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("heads", [(2, 2), (2, 1, 2)])
@@ -51,7 +51,7 @@ def test_theta_hessian_matches_finite_differences(heads, rng):
     data = slv._Data(kernel_operator(feats), y, jnp.asarray(0.1), widths, feats)
     opts = dict(sizes=theory.sizes, scales=theory.scales, heads=arch.heads, variances=arch.variances)
     theta = jnp.asarray(0.3 * rng.normal(size=sum(s * (s + 1) // 2 for s in theory.sizes)))
-    H = slv._hessian(theta, data, **opts)
+    H = jax.jit(slv._hessian, static_argnames=tuple(opts))(theta, data, **opts)  # as the solver runs it
     grad = jax.jit(lambda t: slv._objective_and_grads(t, data, **opts)[1])
     h = 1e-5
     fd = np.stack([(grad(theta.at[k].add(h)) - grad(theta.at[k].add(-h))) / (2 * h) for k in range(theta.size)])

@@ -45,6 +45,7 @@ def _network(heads, rng, n=5, n0=6):
     return arch, jax.tree.map(np.asarray, params)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("heads", [(2, 3), (3, 2, 2)])
 def test_path_weights_reproduce_the_pruned_forward_pass(heads, rng):
     """Pruning by paths (contributions times path_weights) against the layer-by-layer network with a

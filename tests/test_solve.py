@@ -26,7 +26,7 @@ def independent_gradient(arch, feats, y, sol):
         return act.action(us, kernel_matrix(us[0], feats), jnp.asarray(y), sol.temperature, sol.widths,
                           arch.heads, arch.variances)
 
-    return max(float(jnp.max(jnp.abs(0.5 * (g + g.T)))) for g in jax.grad(f)(Us))
+    return max(float(jnp.max(jnp.abs(0.5 * (g + g.T)))) for g in jax.jit(jax.grad(f))(Us))  # jit: eager is slow
 
 
 def test_solution_is_positive_definite_and_stationary(small_problem):
@@ -88,6 +88,7 @@ def test_permuting_heads_permutes_solution(small_problem, rng):
     np.testing.assert_allclose(sol_swapped.U, sol.U[np.ix_(perm, perm)], atol=1e-7)
 
 
+@pytest.mark.slow
 def test_sweep_warm_start_agrees_with_cold_start_and_backends(small_problem, monkeypatch):
     arch, feats, y, *_ = small_problem
     widths = [4, 16, 64]
@@ -102,6 +103,7 @@ def test_sweep_warm_start_agrees_with_cold_start_and_backends(small_problem, mon
         np.testing.assert_allclose(b.U, cold.U, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_mixed_precision_reaches_the_double_precision_minimum():
     """The float32 first phase changes the path, not the answer: same U* and a float64 gradient <= tol."""
     rng = np.random.default_rng(11)
@@ -156,6 +158,7 @@ def test_bad_input_raises_value_errors(small_problem):
     Theory(arch, feats, y).solve(500, 0.0)  # T = 0 is fine for a non-singular kernel
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("heads", [(3, 3, 3), (8, 8)])
 def test_many_paths_positive_definite_stationary_and_equivariant(heads, rng):
     """The deeper (27 paths, 378 entries of U) and wider (64 paths, 2,080 entries) networks of the

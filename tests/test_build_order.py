@@ -1,0 +1,45 @@
+"""The book's parallel build hands out one page at a time, longest chapter first (book/_ext/build.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "_ext" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _toc_files() -> set[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = {toc["root"]}
+    for part in toc["parts"]:
+        files.update(entry["file"] for entry in part["chapters"])
+    return files
+
+
+def test_every_chapter_of_the_execution_order_is_in_the_toc():
+    build = _build_module()
+    assert len(set(build.EXECUTION_ORDER)) == len(build.EXECUTION_ORDER)
+    assert set(build.EXECUTION_ORDER) <= _toc_files()
+
+
+def test_one_page_per_batch_listed_chapters_first_then_sphinx_order():
+    build = _build_module()
+    pages = sorted(_toc_files() | {"book/unlisted_b", "book/unlisted_a"})
+    batches = build.one_page_per_batch(pages, 2)
+    assert all(len(batch) == 1 for batch in batches)
+    order = [batch[0] for batch in batches]
+    assert sorted(order) == pages  # every page once
+    listed = [name for name in build.EXECUTION_ORDER]
+    assert order[: len(listed)] == listed
+    rest = order[len(listed):]
+    assert rest == sorted(rest)  # the others keep Sphinx's (sorted) order
+    assert order.index("book/omniglot") < order.index("book/pruning")
