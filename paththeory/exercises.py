@@ -956,6 +956,7 @@ class _MarkdownContext:
                 for m in re.finditer(r"^\(([^)\s]+)\)=\s*\n+(?:#+ (.+)|```+\{admonition\} (.+)|:::+\{admonition\} (.+))?",
                                      text, re.MULTILINE):
                     labels[m.group(1)] = next((g.strip() for g in m.groups()[1:] if g), None)
+                labels.update(_theorem_labels(text))
             for bib in book.glob("*.bib"):
                 citations.update(_read_bib(bib.read_text()))
         return cls(titles, citations, labels, tuple(chapters))
@@ -1001,10 +1002,25 @@ _ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "atten
                 "admonition", "dropdown", "topic", "sidebar", "margin", "epigraph", "card"}
 
 
+#: The ``:label:`` option of a directive: ``(name, label)`` of ``{name}`` directives.
+_DIRECTIVE_LABEL = r"^[`:]{3,}\{([\w:-]+)\}[ \t]*(.*)\n(?:[ \t]*:[\w-]+:.*\n)*?[ \t]*:label:[ \t]*(\S+)"
+
+
 def _equation_numbers(text: str) -> dict:
     """``{label: number}`` of the labelled equations (``$$ ... $$ (label)``, ``{math}`` ``:label:``) in order."""
-    labels = re.findall(r"^\s*\$\$[ \t]*\(([^)\s]+)\)[ \t]*$|^\s*:label:[ \t]*(\S+)", text, re.MULTILINE)
-    return {lab: i + 1 for i, lab in enumerate(a or b for a, b in labels)}
+    found = re.finditer(r"^\s*\$\$[ \t]*\(([^)\s]+)\)[ \t]*$|" + _DIRECTIVE_LABEL, text, re.MULTILINE)
+    labels = [m.group(1) or m.group(4) for m in found if m.group(1) or m.group(2) == "math"]
+    return {lab: i + 1 for i, lab in enumerate(labels)}
+
+
+def _theorem_labels(text: str) -> dict:
+    """``{label: "Kind (title)"}`` of the sphinx-proof directives (``{prf:lemma} Title``) of a page."""
+    out = {}
+    for m in re.finditer(_DIRECTIVE_LABEL, text, re.MULTILINE):
+        if m.group(1).startswith("prf:"):
+            kind, title = m.group(1)[4:].capitalize(), m.group(2).strip()
+            out[m.group(3)] = f"{kind} ({title})" if title else kind
+    return out
 
 
 def _role(m: re.Match, ctx: _MarkdownContext) -> str:
@@ -1025,7 +1041,7 @@ def _role(m: re.Match, ctx: _MarkdownContext) -> str:
         doc = target.split("/")[-1].removesuffix(".md").removesuffix(".ipynb")
         label = text or ctx.titles.get(doc, doc)
         return f"[{label}]({doc}.ipynb)" if doc in ctx.chapters else f"*{label}*"
-    if name in ("ref", "numref", "term", "abbr"):
+    if name in ("ref", "numref", "term", "abbr", "prf:ref"):
         if text:
             return text
         return ctx.labels.get(target) or target

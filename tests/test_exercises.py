@@ -293,6 +293,37 @@ def test_myst_to_markdown():
     assert "(sec-a)=" not in out and "comment" not in out
 
 
+def test_myst_to_markdown_names_theorems_and_numbers_only_equations(tmp_path):
+    """sphinx-proof directives: a ``{prf:ref}`` names the result's kind and title, and their
+    ``:label:`` options do not count as equations."""
+    page = "\n".join([
+        "# A page",
+        "",
+        "```{prf:lemma} Gamma identity",
+        ":label: lem-a",
+        "",
+        "A statement.",
+        "```",
+        "",
+        "```{math}",
+        ":label: eq-b",
+        "y = 2",
+        "```",
+        "",
+        "$$",
+        "x = 1",
+        "$$ (eq-a)",
+        "",
+        "By {prf:ref}`lem-a`, {eq}`eq-a` and {eq}`eq-b`.",
+    ])
+    (tmp_path / "page.md").write_text(page)
+    ctx = exercises._MarkdownContext.from_book(tmp_path, chapters=("page",))
+    ctx.equations = exercises._equation_numbers(page)
+    out = exercises.myst_to_markdown(page, ctx)
+    assert "By Lemma (Gamma identity), (2) and (1)." in out
+    assert "> **Lemma (Gamma identity)**\n>\n> A statement." in out
+
+
 # --------------------------------------------------------------------------- the chapters' source and the page
 
 
