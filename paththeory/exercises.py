@@ -288,11 +288,11 @@ def markov_problem(n_train: int = 100, n_test: int = 1000):
 
 
 def _gp_accuracy(problem, paths: list[int], temperature: float) -> float:
-    from paththeory.predict import accuracy, predictor
+    from paththeory.predict import accuracy, mean_predictor
 
     arch, f_train, y_train, f_test, y_test = problem
     U = arch.gp_scale * np.diag(np.isin(np.arange(arch.n_paths), paths).astype(float))
-    return accuracy(predictor(U, f_train, y_train, f_test, temperature)[0], y_test)
+    return accuracy(mean_predictor(U, f_train, y_train, f_test, temperature), y_test)
 
 
 OMNIGLOT_SPLITS = ("train", "validation", "test")

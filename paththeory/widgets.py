@@ -35,7 +35,7 @@ from matplotlib.figure import Figure
 from paththeory._checks import as_float_array
 from paththeory.kernels import check_features, kernel_matrix
 from paththeory.plots import COLUMN_WIDTH, book_style, matrix_heatmap, stamp_profile
-from paththeory.predict import accuracy, pc_label_overlap, predictor
+from paththeory.predict import accuracy, mean_predictor, pc_label_overlap
 from paththeory.solve import Solution, Theory
 
 N_PCS = 30
@@ -101,8 +101,7 @@ def panel_data(theory: Theory, features_test, y_test, solution: Solution, n_pcs:
     t = solution.temperature
 
     def test_accuracy(U) -> float:
-        mean, _ = predictor(U, theory.features, y, feats, t)
-        return accuracy(mean, labels)
+        return accuracy(mean_predictor(U, theory.features, y, feats, t), labels)
 
     return Panel(
         solution=solution,

@@ -25,6 +25,29 @@ def test_predictor_equals_weight_space_posterior(rng):
     np.testing.assert_allclose(var, np.einsum("pi,ij,pj->p", phit, post_cov, phit), atol=1e-10)
 
 
+@pytest.mark.parametrize("outputs", [None, 1, 3])
+def test_mean_predictor_equals_dense_kernel_regression(outputs, rng):
+    """The mean computed in weight space (:func:`predict.mean_predictor`, and :func:`predict.predictor`'s
+    mean) against ``k_*^T (K + T I)^{-1} vec(Y)`` from the dense path-path kernels, labels ``[P]`` and ``[P, C]``."""
+    P, n, d, Pt = 12, 3, 4, 7
+    c = outputs or 1
+    ftr, fte = rng.normal(size=(P, n, d)), rng.normal(size=(Pt, n, d))
+    y = rng.normal(size=P) if outputs is None else rng.normal(size=(P, c))
+    A = rng.normal(size=(c * n, c * n))
+    U = A @ A.T + 0.5 * np.eye(c * n)
+    T = 0.3
+    paths = lambda fa, fb: np.einsum("man,qbn->maqb", fa, fb)  # C^{ab}(x, x'), no package code
+    blocks = U.reshape(c, n, c, n)
+    kernel = lambda fa, fb: np.einsum("cadb,maqb->cmdq", blocks, paths(fa, fb)).reshape(c * len(fa), c * len(fb))
+    alpha = np.linalg.solve(kernel(ftr, ftr) + T * np.eye(c * P), np.asarray(y).T.reshape(-1))
+    expected = (kernel(ftr, fte).T @ alpha).reshape(c, Pt).T
+    expected = expected[:, 0] if outputs is None else expected
+    np.testing.assert_allclose(predict.mean_predictor(U, ftr, y, fte, T), expected, atol=1e-10)
+    np.testing.assert_allclose(predict.predictor(U, ftr, y, fte, T, batch_size=3)[0], expected, atol=1e-10)
+    with pytest.raises(ValueError, match="features_test"):
+        predict.mean_predictor(U, ftr, y, fte[:, :2], T)
+
+
 def test_accuracies_and_overlap(rng):
     y = np.array([1.0, -1.0, 1.0, -1.0])
     assert predict.accuracy([0.5, -0.1, -0.2, -3.0], y) == 0.75

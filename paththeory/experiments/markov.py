@@ -39,7 +39,7 @@ from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
 from paththeory.plots import COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
-from paththeory.predict import accuracy, pc_label_overlap, predictor
+from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior
 from paththeory.solve import Solution, Theory
@@ -165,8 +165,7 @@ class TheoryPoint:
 def correct(U, prob: Problem, temperature: float) -> np.ndarray:
     """Whether the mean predictor with order parameter ``U`` classifies each test sequence of
     ``prob`` correctly: ``[P_test]`` bool, whose mean is the accuracy (the paper's Eq. 29)."""
-    mean, _ = predictor(U, prob.train, prob.y_train, prob.test, temperature)
-    return np.asarray(mean) * prob.y_test > 0
+    return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature)) * prob.y_test > 0
 
 
 def theory_curve(prob: Problem, widths: Sequence[int], temperature: float) -> list[TheoryPoint]:

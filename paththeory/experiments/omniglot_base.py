@@ -18,7 +18,7 @@ from paththeory import training
 from paththeory.chapter import markdown_table
 from paththeory.data import load_omniglot
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
-from paththeory.predict import predictor
+from paththeory.predict import mean_predictor
 from paththeory.tasks.omniglot import encode_images, icl_sequences, split_characters
 
 PAPER_WIDTHS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -186,8 +186,7 @@ def _evaluation(features: dict[str, np.ndarray], y: dict[str, np.ndarray], split
 def correctness(U, temperature: float, features: dict, y: dict, splits: Sequence[str] = EVAL_SPLITS) -> dict:
     """Whether the mean predictor ``k_*^T (K + T I)^{-1} y`` gets each sequence right: ``{split: [n] bool}`` (the paper's Eq. 29)."""
     f_eval, y_eval, bounds = _evaluation(features, y, splits)
-    mean, _ = predictor(U, features["train"], y["train"], f_eval, temperature)
-    right = np.asarray(mean) * y_eval > 0
+    right = np.asarray(mean_predictor(U, features["train"], y["train"], f_eval, temperature)) * y_eval > 0
     return {s: right[a:b] for s, a, b in bounds}
 
 
