@@ -28,8 +28,9 @@ from jupyter_book.cli.main import main
 #: profile, printed by .ci/run, decide), so the short ones fill in at the end. ``book/omniglot``
 #: starts before ``book/pruning``, which then finds the theory sweep omniglot left in the cache.
 #: A page not listed starts after these, in Sphinx's order.
-EXECUTION_ORDER = ("book/beyond", "book/omniglot", "book/pruning", "book/derivation", "book/markov",
-                   "book/gp_vs_finite", "book/model", "book/intro")
+EXECUTION_ORDER = ("book/omniglot", "book/beyond", "book/pruning", "book/markov", "book/many_outputs",
+                   "book/gp_vs_finite", "book/model", "book/depth", "book/order_parameter", "book/intro",
+                   "book/solver", "book/derivation")
 
 
 def one_page_per_batch(docnames: list[str], nproc: int, maxbatch: int = 10) -> list[list[str]]:
