@@ -3,7 +3,8 @@
 Usage: python .ci/check_html.py _build/html
 Reads the text a reader sees (the article of each page, without scripts and styles) and
 reports every page with one of FORBIDDEN: internal document references, machine-local
-paths, Python tracebacks, and MyST roles or fences that were printed instead of rendered.
+paths, Python tracebacks, and MyST roles or fences that were printed instead of rendered; and
+every page whose MathJax is not the copy shipped with the book (formulas offline, LOCAL_MATHJAX).
 Exits 1 and lists ``page: what`` for each problem; prints one summary line otherwise.
 """
 
@@ -25,6 +26,9 @@ FORBIDDEN: tuple[tuple[str, re.Pattern], ...] = (
     ("raw MyST fence", re.compile(r"```\{|:::\{")),
 )
 
+#: The MathJax every page must load: the copy in book/_static/mathjax (its README), not a CDN's.
+LOCAL_MATHJAX = "_static/mathjax/tex-chtml-full.js"
+
 #: Sphinx's generated pages, which hold no chapter text.
 SKIP = {"genindex.html", "search.html", "py-modindex.html"}
 
@@ -41,13 +45,30 @@ def visible_text(html: str) -> str:
     return main.get_text(" ")
 
 
+def mathjax_problem(page: Path, html: str) -> str | None:
+    """What is wrong with the page's MathJax, if anything: loaded from elsewhere, or the local file missing."""
+    soup = BeautifulSoup(html, "html.parser")
+    sources = [tag["src"] for tag in soup.find_all("script", src=True) if "mathjax" in tag["src"].lower()]
+    remote = [src for src in sources if "//" in src]
+    if remote:
+        return f"MathJax from {remote[0]} (not the shipped copy {LOCAL_MATHJAX})"
+    for src in sources:
+        if not (page.parent / src.split("?")[0]).is_file():
+            return f"MathJax script {src} is not in the built site"
+    return None
+
+
 def problems(site: Path) -> list[str]:
-    """``"page: what (excerpt)"`` for every forbidden string on every page of ``site``."""
+    """``"page: what (excerpt)"`` for every forbidden string, and every page whose MathJax is not the
+    shipped copy, in ``site``."""
     found = []
     pages = sorted(p for p in site.rglob("*.html") if p.name not in SKIP and "_static" not in p.parts
                    and "_sources" not in p.parts)
     for page in pages:
-        text = visible_text(page.read_text(errors="replace"))
+        html = page.read_text(errors="replace")
+        if (problem := mathjax_problem(page, html)) is not None:
+            found.append(f"{page.relative_to(site)}: {problem}")
+        text = visible_text(html)
         for name, pattern in FORBIDDEN:
             for match in pattern.finditer(text):
                 excerpt = " ".join(text[max(0, match.start() - 40):match.end() + 40].split())

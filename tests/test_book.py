@@ -323,6 +323,26 @@ def test_html_check_flags_internal_material(tmp_path, bad):
     assert check.main(["check_html", str(tmp_path)]) == 0
 
 
+def test_html_check_wants_the_shipped_mathjax_on_every_page(tmp_path):
+    """Formulas render offline: each page loads MathJax from the book's own _static (book/_static/mathjax),
+    which _config.yml names and which ships in the repository."""
+    check = _check_html()
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    assert "_static/" + config["mathjax_path"] == check.LOCAL_MATHJAX
+    assert (ROOT / "book" / check.LOCAL_MATHJAX.replace("_static/", "_static/", 1)).is_file()
+    assert (ROOT / "book" / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    page = '<html><head><script src="{}"></script></head><body><article><p>Fine.</p></article></body></html>'
+    (tmp_path / "index.html").write_text(page.format(check.LOCAL_MATHJAX))
+    (tmp_path / "_static" / "mathjax").mkdir(parents=True)
+    (tmp_path / check.LOCAL_MATHJAX).write_text("// MathJax")
+    assert check.problems(tmp_path) == []
+    (tmp_path / "cdn.html").write_text(page.format("https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"))
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "missing.html").write_text(page.format("_static/mathjax/tex-chtml-full.js"))
+    found = check.problems(tmp_path)
+    assert [line.split(":")[0] for line in found] == ["book/missing.html", "cdn.html"], found
+
+
 def test_live_widgets_do_not_run_in_the_book_build():
     """The ipywidgets explorer opens comms with the kernel; the build skips it (a hang was seen there,
     issue 16) and shows the pre-rendered explorer instead. Jupyter and Colab still run it."""
