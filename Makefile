@@ -37,7 +37,7 @@ pdf: install
 	@echo "The book as one PDF: _build/paththeory.pdf"
 
 test: install
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 clean:
 	rm -rf _build

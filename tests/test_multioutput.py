@@ -129,10 +129,10 @@ def test_energy_derivatives_match_autodiff():
         A = dense_kernel(0.5 * (u + u.T), feats) + 0.2 * jnp.eye(P * C)
         return jnp.linalg.slogdet(A)[1] + y @ jnp.linalg.solve(A, y)
 
-    grad, hess = energy_derivatives(feats, dense_kernel(U, feats), y, 0.2)
-    np.testing.assert_allclose(0.5 * (grad + grad.T), jax.grad(energy)(U), rtol=1e-9, atol=1e-11)
+    grad, hess = jax.jit(energy_derivatives)(feats, dense_kernel(U, feats), y, 0.2)
+    np.testing.assert_allclose(0.5 * (grad + grad.T), jax.jit(jax.grad(energy))(U), rtol=1e-9, atol=1e-11)
     sym = 0.25 * (hess + hess.transpose(1, 0, 2, 3) + hess.transpose(0, 1, 3, 2) + hess.transpose(1, 0, 3, 2))
-    np.testing.assert_allclose(sym, jax.hessian(energy)(U), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(sym, jax.jit(jax.hessian(energy))(U), rtol=1e-9, atol=1e-11)
 
 
 def test_theta_hessian_matches_finite_differences(problem):
@@ -143,7 +143,7 @@ def test_theta_hessian_matches_finite_differences(problem):
                      jnp.asarray(feats))
     opts = dict(sizes=theory.sizes, scales=theory.scales, heads=arch.heads, variances=arch.variances)
     theta = jnp.asarray(0.3 * np.random.default_rng(6).normal(size=sum(s * (s + 1) // 2 for s in theory.sizes)))
-    H = slv._hessian(theta, data, **opts)
+    H = jax.jit(slv._hessian, static_argnames=tuple(opts))(theta, data, **opts)  # as the solver runs it
     grad = jax.jit(lambda t: slv._objective_and_grads(t, data, **opts)[1])
     h = 1e-5
     fd = np.stack([(grad(theta.at[k].add(h)) - grad(theta.at[k].add(-h))) / (2 * h) for k in range(theta.size)])
@@ -160,7 +160,7 @@ def independent_gradient(arch, feats, Y, sol):
     def f(us):
         return act.action(us, dense_kernel(us[0], feats), y, sol.temperature, sol.widths, arch.heads, arch.variances)
 
-    return max(float(jnp.max(jnp.abs(0.5 * (g + g.T)))) for g in jax.grad(f)([jnp.asarray(u) for u in
+    return max(float(jnp.max(jnp.abs(0.5 * (g + g.T)))) for g in jax.jit(jax.grad(f))([jnp.asarray(u) for u in
                                                                                 sol.order_parameters]))
 
 

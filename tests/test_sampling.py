@@ -138,6 +138,7 @@ def test_bad_input_raises():
         sampling.sample_posterior(arch, feats, y, 2, 0.0)
 
 
+@pytest.mark.slow
 def test_nuts_agrees_with_theory_on_markov_task():
     """At N = 10 the theory is a saddle point with O(1/N) corrections: U within 20 % (Frobenius)."""
     from paththeory.predict import accuracy, predictor
