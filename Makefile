@@ -6,7 +6,7 @@
 #               TEST_WORKERS processes (pytest-xdist, one test file per process at a time)
 # `make install` alone sets up .venv; it reinstalls only when pyproject.toml changes.
 # `make pdf` builds the whole book as one HTML page and prints it to _build/paththeory.pdf with
-# headless Chromium (CHROMIUM=...; the mathematics needs internet for MathJax).
+# headless Chromium (CHROMIUM=...; MathJax ships with the book, book/_static/mathjax: no internet needed).
 
 PYTHON ?= python3
 CHROMIUM ?= chromium
