@@ -53,8 +53,8 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     normalise, absolute = check_flag(normalise, "normalise"), check_flag(absolute, "absolute")
     n_paths = int(np.prod(heads))
     if np.ndim(U) == 2 and (np.shape(U)[0] % n_paths or np.shape(U)[0] == 0):
-        raise ValueError(f"U must be [n_paths, n_paths] with n_paths = {n_paths} for heads {heads}, or C n_paths "
-                         f"square for C outputs; got shape {np.shape(U)}.")
+        raise ValueError(f"U must be [{n_paths}, {n_paths}] (n_paths = {n_paths} for heads {heads}), or C n_paths "
+                         f"square ([{n_paths} C, {n_paths} C]) for C outputs; got shape {np.shape(U)}.")
     n_outputs = np.shape(U)[0] // n_paths if np.ndim(U) == 2 else 1
     u = check_order_parameter(U, "U", n_outputs * n_paths, semi=True)
     u = np.abs(u) if absolute else u

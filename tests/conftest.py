@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import hypothesis.configuration
 from hypothesis import settings
 
 # Hypothesis keeps no example database: it would be written into the working folder (.hypothesis/),
 # outside pytest's temporary folders (see the audit below).
 settings.register_profile("paththeory", database=None)
 settings.load_profile("paththeory")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's tmp_path plugin has set up its session folder
+def pytest_configure(config):
+    """Hypothesis caches the constants it reads in the sources under its home folder (./.hypothesis by
+    default), already while collecting: point it into pytest's session folder before that."""
+    hypothesis.configuration.set_hypothesis_home_dir(config._tmp_path_factory.getbasetemp() / "hypothesis")
 
 import paththeory as pt
 
