@@ -171,10 +171,10 @@ ROWS: tuple[Row, ...] = (
     # ------------------------------------------------------------------ equations of App. B.1
     Row("Eq. 29", "the mean predictor at any depth", "derivation", "derivation-step-predictor",
         ("paththeory.predict.predictor",), cites=("Eqs. 29–30",)),
-    Row("Eq. 30", "the variance of the predictor", "derivation", "derivation-step-predictor",
-        ("paththeory.predict.predictor",), status="reduced",
-        reason="derived and evaluated, but no chapter compares it with the NUTS samples",
-        cites=("Eqs. 29–30",)),
+    Row("Eq. 30", "the variance of the predictor", "markov", "markov-variance",
+        ("paththeory.predict.predictor", "paththeory.experiments.markov.variance_vs_samples"),
+        reason="derived in the derivation chapter; compared with the NUTS samples' variance at every "
+               "sampled width of the Markov task", cites=("Eq. 30",)),
     Row("Eq. 31", "the kernel at any depth (Eq. 10 again)", "model", "model-path-kernels",
         ("paththeory.kernels.kernel_matrix",), cites=("Eq. 31",)),
     Row("Eq. 32", "the action at any depth, with one order parameter per layer and a scalar one "
