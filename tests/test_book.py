@@ -178,6 +178,16 @@ if "google.colab" in sys.modules:
 
 
 @pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
+def test_a_figure_cell_shows_only_its_figure(md):
+    """myst-nb gives a figure cell's label to each of its displayed outputs: a table displayed beside
+    the figure repeats the label (a duplicate-target warning, which fails the strict build)."""
+    for cell in jupytext.read(md).cells:
+        if cell.cell_type == "code" and "figure" in cell.metadata.get("mystnb", {}):
+            name = cell.metadata["mystnb"]["figure"].get("name")
+            assert "display(" not in cell.source, f"{md.name}: figure cell {name} also displays; split the cell"
+
+
+@pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
 def test_first_code_cell_installs_on_colab_and_is_hidden(md):
     first = next(c for c in jupytext.read(md).cells if c.cell_type == "code")
     assert "remove-cell" in first.metadata.get("tags", [])
