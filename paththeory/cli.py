@@ -1,4 +1,5 @@
-"""Command line: ``paththeory bench``, ``paththeory reproduce CHAPTER``, ``paththeory train omniglot``.
+"""Command line: ``paththeory bench``, ``paththeory reproduce CHAPTER``, ``paththeory train omniglot``,
+``paththeory notebooks``.
 
 Also available as ``python -m paththeory ...``. A bad argument, a missing file or any other error
 ends the command with one line on stderr and a non-zero exit status; ``paththeory --debug ...``
@@ -117,6 +118,26 @@ def _train(args: argparse.Namespace) -> int:
     return train_command(args.rest, command_line=" ".join(["paththeory", "train", "omniglot", *args.rest]))
 
 
+def _notebooks(args: argparse.Namespace) -> int:
+    from paththeory import notebooks
+
+    root = Path(args.root)
+    if not (root / "_toc.yml").is_file():
+        raise FileNotFoundError(f"{root} has no _toc.yml; run from the repository root or give --root.")
+    if args.check:
+        stale = notebooks.stale_notebooks(root)
+        for line in stale:
+            print(line)
+        if stale:
+            print(f"run `{notebooks.REGENERATE}` from the repository root to regenerate them")
+            return 1
+        print(f"{notebooks.NOTEBOOKS_DIR}/: {len(notebooks.toc_chapters(root))} notebooks, up to date")
+        return 0
+    written = notebooks.write_colab_notebooks(root)
+    print(f"wrote {len(written)} notebooks in {root / notebooks.NOTEBOOKS_DIR}")
+    return 0
+
+
 def train_parser() -> argparse.ArgumentParser:
     """The options of ``paththeory train omniglot``: every :class:`~paththeory.training.TrainConfig` field."""
     from paththeory.training import AUGMENTATIONS, TrainConfig
@@ -233,6 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("rest", nargs=argparse.REMAINDER, metavar="...",
                        help="options of the task (paththeory train omniglot --help lists them)")
     train.set_defaults(func=_train)
+
+    nbs = sub.add_parser("notebooks", help="write the Colab notebooks (plain Markdown) of the book's chapters",
+                         description="Write notebooks/<chapter>.ipynb for every notebook chapter of _toc.yml: "
+                                     "plain Markdown, captions kept, links to the web book, solutions kept.")
+    nbs.add_argument("--root", default=".", help="the repository root (default: the current folder)")
+    nbs.add_argument("--check", action="store_true",
+                     help="write nothing; list the stale notebooks and exit 1 if any")
+    nbs.set_defaults(func=_notebooks)
     return parser
 
 

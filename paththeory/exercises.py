@@ -17,7 +17,8 @@ show. An answer of the wrong kind (``None``, a string, NaN, a dict, a wrong shap
 * :func:`check`, :func:`hint`, :func:`solution`; :data:`EXERCISES` lists every exercise.
 * :func:`student_version` / :func:`write_student_notebooks`: notebooks for a course, in plain
   Markdown (no MyST markup), with every solution replaced by a stub that raises
-  ``NotImplementedError``.
+  ``NotImplementedError``; :func:`plain_notebook` converts a chapter, with or without its solutions
+  (the Colab notebooks of :mod:`paththeory.notebooks` keep them).
 * :func:`mark_exercise_cells`: puts a chapter's exercise cells in the form above.
 * :func:`exercises_page` / :func:`write_exercises_page`: the book's page listing the exercises.
 """
@@ -29,7 +30,7 @@ import functools
 import math
 import numbers
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -856,7 +857,7 @@ def student_version(notebook, book_dir: str | Path | None = None, chapters=()):
     cells are converted from MyST to plain Markdown (:func:`myst_to_markdown`, with the chapter
     titles and references of ``book_dir`` if given; ``{doc}`` links to ``chapters`` point to their
     student notebooks); cell metadata other than the ``exercise`` tag is dropped, and a note on
-    how to do the exercises follows the title.
+    how to do the exercises follows the title. :func:`plain_notebook` does the conversion.
 
     Example:
       >>> import nbformat
@@ -866,31 +867,68 @@ def student_version(notebook, book_dir: str | Path | None = None, chapters=()):
       raise NotImplementedError("Exercise model.n_paths: replace this line with your solution (the task is above; paththeory.exercises.hint('model.n_paths') gives a hint)")
       check("model.n_paths", answer)
     """
+    import nbformat
+
+    out = plain_notebook(notebook, _MarkdownContext.from_book(book_dir, chapters), solutions=False)
+    cells = out.cells
+    if any(BEGIN in c.source for c in notebook.cells):
+        at = 1 if cells and cells[0].cell_type == "markdown" and cells[0].source.lstrip().startswith("#") else 0
+        cells.insert(at, nbformat.v4.new_markdown_cell(_STUDENT_NOTE))
+    return out
+
+
+def figure_caption(cell) -> str | None:
+    """The caption of a figure cell (its ``mystnb: figure: caption`` metadata), or ``None``."""
+    figure = (cell.get("metadata", {}).get("mystnb") or {}).get("figure") or {}
+    caption = figure.get("caption") if isinstance(figure, dict) else None
+    return str(caption).strip() if caption else None
+
+
+def plain_notebook(notebook, context: _MarkdownContext | None = None, *, solutions: bool = False):
+    """A copy of an ``nbformat`` notebook in plain Markdown (no MyST markup), as Jupyter and Colab render it.
+
+    The Markdown cells are converted by :func:`myst_to_markdown` with ``context`` (chapter titles,
+    citations, labels and, if it has a ``base_url``, links to the published book); a figure's
+    caption becomes a Markdown cell under its code cell. Outputs are removed. With
+    ``solutions=False`` (the student notebooks) every solution is replaced by a stub
+    (:func:`strip_solution`) and cell metadata other than the ``exercise`` tag is dropped; with
+    ``solutions=True`` (the full edition) the solutions and the cells' tags are kept.
+
+    Example:
+      >>> import nbformat
+      >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("(sec)=\\n# Title {cite}`x`")])
+      >>> print(plain_notebook(nb).cells[0].source)
+      # Title x
+    """
     import copy
 
     import nbformat
 
-    context = _MarkdownContext.from_book(book_dir, chapters)
-    context.equations = _equation_numbers("\n".join(c.source for c in notebook.cells if c.cell_type == "markdown"))
+    ctx = copy.copy(context) if context is not None else _MarkdownContext({}, {}, {})
+    ctx.solutions = solutions
+    ctx.equations = _equation_numbers("\n".join(c.source for c in notebook.cells if c.cell_type == "markdown"))
     out = copy.deepcopy(notebook)
     cells = []
     for cell in out.cells:
-        tags = cell.metadata.get("tags", [])
+        tags = list(cell.metadata.get("tags", []))
+        caption = None
         if cell.cell_type == "markdown":
-            cell.source = myst_to_markdown(cell.source, context)
+            cell.source = myst_to_markdown(cell.source, ctx)
             cell.metadata = {}
             if not cell.source.strip():
                 continue
         elif cell.cell_type == "code":
-            if BEGIN in cell.source:
+            caption = figure_caption(cell)
+            if BEGIN in cell.source and not solutions:
                 cell.source = strip_solution(cell.source)
             cell.outputs, cell.execution_count = [], None
-            cell.metadata = {"tags": ["exercise"]} if "exercise" in tags else {}
+            if solutions:
+                cell.metadata = {"tags": tags} if tags else {}
+            else:
+                cell.metadata = {"tags": ["exercise"]} if "exercise" in tags else {}
         cells.append(cell)
-    has_exercises = any(BEGIN in c.source for c in notebook.cells)
-    if has_exercises:
-        at = 1 if cells and cells[0].cell_type == "markdown" and cells[0].source.lstrip().startswith("#") else 0
-        cells.insert(at, nbformat.v4.new_markdown_cell(_STUDENT_NOTE))
+        if caption and solutions:
+            cells.append(nbformat.v4.new_markdown_cell("**Figure.** " + myst_to_markdown(caption, ctx)))
     out.cells = cells
     out.metadata.pop("jupytext", None)
     return out
@@ -943,12 +981,23 @@ class _MarkdownContext:
     labels: dict
     chapters: tuple = ()
     equations: dict | None = None
+    #: The published book's address: with it, ``{doc}``, ``{ref}``, ``{numref}``, ``{prf:ref}``
+    #: and other pages' ``{eq}`` become links to its pages (``<base_url>/<book folder>/<page>.html#<anchor>``).
+    base_url: str | None = None
+    #: ``{label: (page, anchor)}`` of every target of the book (labels, theorems, equations, figures).
+    anchors: dict = field(default_factory=dict)
+    #: The book folder's path in the published book (``book``).
+    folder: str = "book"
+    #: Whether the notebook keeps its worked solutions (the full edition) or stubs them (students).
+    solutions: bool = False
 
     @classmethod
-    def from_book(cls, book_dir, chapters=()) -> _MarkdownContext:
-        titles, labels, citations = {}, {}, {}
+    def from_book(cls, book_dir, chapters=(), base_url: str | None = None) -> _MarkdownContext:
+        titles, labels, citations, anchors = {}, {}, {}, {}
+        folder = "book"
         if book_dir is not None:
             book = Path(book_dir)
+            folder = book.name
             for md in book.glob("*.md"):
                 text = md.read_text()
                 head = re.search(r"^# (.+)$", text, re.MULTILINE)
@@ -956,10 +1005,21 @@ class _MarkdownContext:
                 for m in re.finditer(r"^\(([^)\s]+)\)=\s*\n+(?:#+ (.+)|```+\{admonition\} (.+)|:::+\{admonition\} (.+))?",
                                      text, re.MULTILINE):
                     labels[m.group(1)] = next((g.strip() for g in m.groups()[1:] if g), None)
-                labels.update(_theorem_labels(text))
+                    anchors[m.group(1)] = (md.stem, m.group(1))
+                theorems = _theorem_labels(text)
+                labels.update(theorems)
+                anchors.update({lab: (md.stem, lab) for lab in theorems})
+                anchors.update({lab: (md.stem, f"equation-{lab}") for lab in _equation_numbers(text)})
+                anchors.update({m.group(1): (md.stem, m.group(1))
+                                for m in re.finditer(r"^\s+name:\s*['\"]?(fig-[\w-]+)", text, re.MULTILINE)})
             for bib in book.glob("*.bib"):
                 citations.update(_read_bib(bib.read_text()))
-        return cls(titles, citations, labels, tuple(chapters))
+        return cls(titles, citations, labels, tuple(chapters), base_url=base_url, anchors=anchors, folder=folder)
+
+    def url(self, page: str, anchor: str = "") -> str:
+        """The published book's address of ``page`` (and of ``anchor`` on it, as docutils writes ids)."""
+        anchor = re.sub(r"[^a-z0-9]+", "-", anchor.lower()).strip("-")
+        return f"{self.base_url.rstrip('/')}/{self.folder}/{page}.html" + (f"#{anchor}" if anchor else "")
 
 
 def _bib_field(body: str, name: str) -> str | None:
@@ -1031,7 +1091,12 @@ def _role(m: re.Match, ctx: _MarkdownContext) -> str:
         return f"${content}$"
     if name in ("eq",):
         number = (ctx.equations or {}).get(target)
-        return f"({number})" if number else f"the equation '{target}' of the book"
+        if number:
+            return f"({number})"
+        if ctx.base_url and target in ctx.anchors:
+            page, anchor = ctx.anchors[target]
+            return f"[the equation of *{ctx.titles.get(page, page)}*]({ctx.url(page, anchor)})"
+        return f"the equation '{target}' of the book"
     if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "footcite"):
         refs = [ctx.citations.get(k.strip(), k.strip()) for k in target.split(",")]
         if name in ("cite:p", "cite:ps", "footcite"):
@@ -1040,11 +1105,14 @@ def _role(m: re.Match, ctx: _MarkdownContext) -> str:
     if name == "doc":
         doc = target.split("/")[-1].removesuffix(".md").removesuffix(".ipynb")
         label = text or ctx.titles.get(doc, doc)
+        if ctx.base_url:
+            return f"[{label}]({ctx.url(doc)})"
         return f"[{label}]({doc}.ipynb)" if doc in ctx.chapters else f"*{label}*"
     if name in ("ref", "numref", "term", "abbr", "prf:ref"):
-        if text:
-            return text
-        return ctx.labels.get(target) or target
+        shown = text or ctx.labels.get(target) or ("the figure" if target.startswith("fig-") else target)
+        if ctx.base_url and target in ctx.anchors and name != "abbr":
+            return f"[{shown}]({ctx.url(*ctx.anchors[target])})"
+        return shown
     if name in ("sup", "sub"):
         return f"<{name}>{content}</{name}>"
     return text or content
@@ -1161,7 +1229,8 @@ def myst_to_markdown(text: str, context: _MarkdownContext | None = None) -> str:
 
     Admonitions become block quotes with a bold title, ``$$ ... $$ (label)`` equations get a
     ``\\tag{n}`` and ``{eq}`` references their number, ``{cite}`` becomes "Author (year)",
-    ``{doc}`` a link to the chapter's notebook or its title, ``(label)=`` targets and ``%``
+    ``{doc}`` a link to the chapter's notebook or its title (with the context's ``base_url``,
+    references become links to the published book), ``(label)=`` targets and ``%``
     comments are dropped, and other roles keep their text.
 
     Example:
@@ -1173,7 +1242,8 @@ def myst_to_markdown(text: str, context: _MarkdownContext | None = None) -> str:
     ctx = context or _MarkdownContext({}, {}, {})
     if ctx.equations is None:
         ctx.equations = _equation_numbers(text)
-    text = re.sub(r"\s+".join(map(re.escape, HOW_EXERCISES_WORK.split())), _HOW_IN_A_NOTEBOOK, text)
+    how = _HOW_WITH_SOLUTIONS if ctx.solutions else _HOW_IN_A_NOTEBOOK
+    text = re.sub(r"\s+".join(map(re.escape, HOW_EXERCISES_WORK.split())), how, text)
     text = "\n".join(_convert_lines(text.split("\n"), ctx)).strip("\n")
     return re.sub(r"\n{3,}", "\n\n", text)
 
@@ -1186,6 +1256,9 @@ HOW_EXERCISES_WORK = (
     "check; in the student notebooks (see {doc}`exercises`) the solution is a stub for you to replace.")
 _HOW_IN_A_NOTEBOOK = ("In this notebook each solution is a stub for you to replace; the worked solutions are on the "
                       "book's pages.")
+_HOW_WITH_SOLUTIONS = ("In this notebook each exercise cell holds a worked solution, between `### BEGIN SOLUTION` and "
+                       "`### END SOLUTION`: replace it with your own to try the exercise; the student notebooks "
+                       "(`paththeory.exercises.write_student_notebooks`) have stubs instead.")
 _OLD_SENTENCES = {
     r"Click the toggle to see a solution\.": HOW_EXERCISES_WORK,
     r"\(or raises an `AssertionError` saying what was expected\)":

@@ -1,0 +1,142 @@
+"""The Colab notebooks: every chapter of the book as a plain Jupyter notebook, solutions kept.
+
+The chapters are MyST Markdown (``book/<chapter>.md``), paired by jupytext with
+``book/<chapter>.ipynb`` for the book's build; Colab renders neither MyST roles nor directives.
+:func:`write_colab_notebooks` writes ``notebooks/<chapter>.ipynb`` for every chapter of
+``_toc.yml`` that is a notebook: its code cells (the install cell first, collapsed on Colab and in
+JupyterLab), its text in plain Markdown (:func:`paththeory.exercises.plain_notebook`), each
+figure's caption in a Markdown cell under the figure, every cross-reference as a link to the
+published book at :data:`BOOK_URL`, and the exercises with their worked solutions. Cell ids
+follow from the chapter and the cell's position, so two generations are identical.
+
+The Colab button of a page opens :func:`colab_url` (``book/_ext/colab_notebooks.py`` points it
+there). After changing a chapter, run ``python -m paththeory notebooks`` from the repository
+root; ``python -m paththeory notebooks --check`` lists the stale notebooks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+#: The published web book: the Colab notebooks' links to pages, sections, equations and figures.
+BOOK_URL = "https://paththeory.github.io/paththeory"
+#: The folder, relative to the repository root, of the Colab notebooks.
+NOTEBOOKS_DIR = "notebooks"
+#: The command that regenerates them.
+REGENERATE = "python -m paththeory notebooks"
+COLAB_URL = "https://colab.research.google.com"
+
+
+def toc_chapters(root: str | Path = ".") -> list[str]:
+    """The notebook chapters of ``<root>/_toc.yml`` in order (the root page first): those whose
+    ``.md`` is a jupytext notebook (has a ``kernelspec``), i.e. the pages with a Colab button."""
+    import yaml
+
+    root = Path(root)
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or ():
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("chapters"))
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", ()):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    out = []
+    for file in files:
+        md = root / f"{file}.md"
+        if md.exists() and "\nkernelspec:" in md.read_text().split("\n---", 1)[0]:
+            out.append(Path(file).name)
+    return out
+
+
+def _cell_id(chapter: str, index: int) -> str:
+    return hashlib.sha1(f"{chapter}:{index}".encode()).hexdigest()[:12]
+
+
+def colab_notebook(md_path: str | Path, base_url: str = BOOK_URL):
+    """The Colab notebook (an ``nbformat`` notebook) of the MyST chapter ``md_path``: plain
+    Markdown, captions under their figures, links to ``base_url``, solutions kept, stable cell ids."""
+    import jupytext
+
+    from paththeory.exercises import _MarkdownContext, plain_notebook
+
+    md = Path(md_path)
+    context = _MarkdownContext.from_book(md.parent, base_url=base_url)
+    nb = plain_notebook(jupytext.reads(md.read_text(), fmt="md:myst"), context, solutions=True)
+    for i, cell in enumerate(nb.cells):
+        cell.id = _cell_id(md.stem, i)
+    install = next((c for c in nb.cells if c.cell_type == "code"), None)
+    if install is not None and "google.colab" in install.source:  # hidden, as on the page: collapsed
+        install.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})
+    nb.metadata = {"kernelspec": nb.metadata.get("kernelspec", {}), "colab": {"provenance": []},
+                   "paththeory": {"source": f"{md.parent.name}/{md.name}", "regenerate": REGENERATE}}
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    return nb
+
+
+def notebook_text(md_path: str | Path, base_url: str = BOOK_URL) -> str:
+    """The ``.ipynb`` text of :func:`colab_notebook` (what :func:`write_colab_notebooks` writes)."""
+    import nbformat
+
+    return nbformat.writes(colab_notebook(md_path, base_url)).rstrip("\n") + "\n"
+
+
+def write_colab_notebooks(root: str | Path = ".", out_dir: str | Path | None = None,
+                          base_url: str = BOOK_URL) -> list[Path]:
+    """Write ``<out_dir>/<chapter>.ipynb`` (default ``<root>/notebooks``) for every notebook chapter of
+    ``<root>/_toc.yml`` (:func:`toc_chapters`); remove notebooks there of chapters no longer listed.
+    Returns the paths written."""
+    from paththeory import _io
+
+    root = Path(root)
+    out = _io.check_output_folder(out_dir if out_dir is not None else root / NOTEBOOKS_DIR)
+    chapters = toc_chapters(root)
+    if not chapters:
+        raise ValueError(f"{root / '_toc.yml'} lists no notebook chapter; give the repository root.")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for chapter in chapters:
+        path = out / f"{chapter}.ipynb"
+        text = notebook_text(root / "book" / f"{chapter}.md", base_url)
+        if not path.exists() or path.read_text() != text:
+            _io.write_text(path, text)
+        written.append(path)
+    for old in out.glob("*.ipynb"):
+        if old.stem not in chapters:
+            old.unlink()
+    return written
+
+
+def stale_notebooks(root: str | Path = ".", base_url: str = BOOK_URL) -> list[str]:
+    """``"notebooks/<chapter>.ipynb: why"`` for every Colab notebook that is missing, out of date
+    with its chapter, or left over; empty when ``notebooks/`` is up to date."""
+    root = Path(root)
+    out = root / NOTEBOOKS_DIR
+    chapters = toc_chapters(root)
+    problems = []
+    for chapter in chapters:
+        path = out / f"{chapter}.ipynb"
+        if not path.exists():
+            problems.append(f"{NOTEBOOKS_DIR}/{chapter}.ipynb: missing")
+        elif path.read_text() != notebook_text(root / "book" / f"{chapter}.md", base_url):
+            problems.append(f"{NOTEBOOKS_DIR}/{chapter}.ipynb: out of date with book/{chapter}.md")
+    problems += [f"{NOTEBOOKS_DIR}/{p.name}: no such chapter in _toc.yml"
+                 for p in sorted(out.glob("*.ipynb")) if p.stem not in chapters]
+    return problems
+
+
+def colab_url(pagename: str, repository_url: str, branch: str = "main", colab: str = COLAB_URL) -> str:
+    """The Colab address of the plain notebook of page ``pagename`` (``book/<chapter>``).
+
+    Example:
+      >>> colab_url("book/model", "https://github.com/paththeory/paththeory")
+      'https://colab.research.google.com/github/paththeory/paththeory/blob/main/notebooks/model.ipynb'
+    """
+    org_repo = repository_url.rstrip("/").removesuffix(".git").split("github.com/")[-1]
+    return f"{colab.rstrip('/')}/github/{org_repo}/blob/{branch}/{NOTEBOOKS_DIR}/{Path(pagename).name}.ipynb"
