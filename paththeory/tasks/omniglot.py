@@ -121,18 +121,25 @@ def encode_images(images: np.ndarray, normalisation: str | tuple[float, float] =
 # --------------------------------------------------------------------------- tokens
 
 
-def positional_encoding(n_positions: int = N_TOKENS, dim: int = 3 * PIXELS_PER_PATCH) -> np.ndarray:
+def positional_encoding(
+    n_positions: int = N_TOKENS, dim: int = 3 * PIXELS_PER_PATCH, *, standardise_over: int | None = None
+) -> np.ndarray:
     """Sinusoidal encoding ``[n_positions, dim]``, globally standardised (as in the authors' repository).
 
     ``pe[p, 2i] = sin(p w_i)``, ``pe[p, 2i+1] = cos(p w_i)``, ``w_i = 10000^(-2i/dim)``, then
-    ``(pe - mean) / (std + 1e-6)`` with mean and unbiased std over all entries.
+    ``(pe - mean) / (std + 1e-6)`` with mean and unbiased std over all entries, or over the first
+    ``standardise_over`` positions only: ``positional_encoding(n, standardise_over=48)`` keeps the
+    48 positions of the 2-way sequences exactly and continues the same sinusoids beyond them.
     """
     n_positions, dim = check_count(n_positions, "n_positions"), check_count(dim, "dim")
     if dim % 2:
         raise ValueError(f"dim must be even for the sin/cos pairs; got {dim}.")
+    ref = n_positions if standardise_over is None else check_count(standardise_over, "standardise_over")
+    if ref > n_positions:
+        raise ValueError(f"standardise_over must be <= n_positions = {n_positions}; got {ref}.")
     angle = np.arange(n_positions)[:, None] * 10000.0 ** (-np.arange(0, dim, 2) / dim)
     pe = np.stack([np.sin(angle), np.cos(angle)], axis=-1).reshape(n_positions, dim)
-    return (pe - pe.mean()) / (pe.std(ddof=1) + 1e-6)
+    return (pe - pe[:ref].mean()) / (pe[:ref].std(ddof=1) + 1e-6)
 
 
 def label_vectors(dim: int = 3 * PIXELS_PER_PATCH, seed: int = 0) -> np.ndarray:
@@ -171,11 +178,16 @@ def assemble_tokens(
         raise ValueError(f"images must hold indices into patches, whole numbers in [0, {len(patches) - 1}].")
     if not (np.issubdtype(image_labels.dtype, np.integer) and np.all((image_labels >= 0) & (image_labels <= QUERY_LABEL))):
         raise ValueError(f"image_labels must hold label ids 0, 1 (contexts) or {QUERY_LABEL} (the query).")
-    dim = PIXELS_PER_PATCH * channels
-    pe, label_vecs = _embedding(dim, label_seed)
-    x = np.repeat(patches[images], channels, axis=-1)  # [P, 3, 16, dim], features (p1, p2, c)
+    pe, label_vecs = _embedding(PIXELS_PER_PATCH * channels, label_seed)
+    return _tokens(patches, images, image_labels, label_vecs, pe, channels)
+
+
+def _tokens(patches, images, image_labels, label_vecs, pe, channels: int) -> np.ndarray:
+    """``x[P, m 16, dim]`` of ``m`` images per sequence: patch pixels repeated ``channels`` times,
+    plus the label vector ``label_vecs[image_labels]`` on each image's tokens, plus ``pe``."""
+    x = np.repeat(patches[images], channels, axis=-1)  # [P, m, 16, dim], features (p1, p2, c)
     x += label_vecs[image_labels][:, :, None, :]
-    x = x.reshape(len(images), N_TOKENS, dim)
+    x = x.reshape(len(images), images.shape[1] * PATCHES_PER_IMAGE, -1)
     x += pe
     return x
 
@@ -429,3 +441,123 @@ def ood_sequences(
     image_labels = np.broadcast_to(np.array([0, 1, QUERY_LABEL]), (n, 3))
     y = np.repeat([-1.0, 1.0], n_per_class)
     return assemble_tokens(patches, images, image_labels, channels=channels, label_seed=label_seed), y
+
+
+# --------------------------------------------------------------------------- N-way sequences
+
+
+class NWayIndex(NamedTuple):
+    """``C``-way sequences as image indices: ``images[P, C + 1]`` (the ``C`` contexts, then the query),
+    their label ids ``labels[P, C + 1]`` (a permutation of ``0..C-1`` on the contexts, ``C`` on the
+    query) and ``classes[P]``, the label id of the context of the query's class (the target)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    classes: np.ndarray
+
+
+def _check_ways(n_ways: int, available: int, what: str) -> int:
+    n_ways = check_count(n_ways, "n_ways")
+    if n_ways < 2:
+        raise ValueError(f"n_ways must be at least 2 (one class is no classification); got {n_ways}.")
+    if n_ways > available:
+        raise ValueError(f"n_ways = {n_ways} needs {n_ways} distinct classes, but {what} hold only {available}.")
+    return n_ways
+
+
+def nway_label_vectors(n_ways: int, dim: int = 3 * PIXELS_PER_PATCH, seed: int = 0) -> np.ndarray:
+    """Label vectors ``[C + 1, dim]`` for ``C``-way sequences: rows ``0, 1`` and the query's row ``C``
+    are the 2-way vectors ``E_0, E_1, E_2`` of :func:`label_vectors` (``seed``); rows ``2..C-1`` are
+    fresh N(0, 1) vectors drawn like them from the generator seeded ``[seed, 1]`` (the same prefix for
+    every ``C``). A network trained on 2-way sequences has never seen rows ``2..C-1``."""
+    n_ways = _check_ways(n_ways, n_ways, "")
+    base = label_vectors(dim, seed)
+    extra = np.random.default_rng([check_count(seed, "seed", minimum=0), 1]).standard_normal((n_ways - 2, dim))
+    return np.concatenate([base[:2], extra, base[2:]])
+
+
+def _arrange_nway(contexts: np.ndarray, query: np.ndarray, rng: np.random.Generator) -> NWayIndex:
+    """Random context order and label permutation; ``contexts[:, 0]`` is of the query's class."""
+    n, c = contexts.shape
+    order = np.argsort(rng.random((n, c)), axis=1)  # column j shows context order[:, j]
+    label_of = np.argsort(rng.random((n, c)), axis=1)  # label id of each (unshuffled) context
+    images = np.concatenate([np.take_along_axis(contexts, order, 1), query[:, None]], axis=1)
+    labels = np.concatenate([np.take_along_axis(label_of, order, 1), np.full((n, 1), c)], axis=1)
+    return NWayIndex(images, labels, label_of[:, 0])
+
+
+def nway_indices(
+    labels: np.ndarray, rng: Rng, n: int, n_ways: int, *, characters: np.ndarray | None = None
+) -> NWayIndex:
+    """``n`` random ``C``-way 1-shot sequences (``C = n_ways``) as indices into the images ``labels``
+    describes: ``C`` distinct characters, one context drawing of each, and a query that is another
+    drawing of one of them (each equally likely); random context order and label permutation.
+    ``n_ways = 2`` gives the sequences of :func:`icl_indices` (not balanced). Arguments as there."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be a 1-d integer array of character ids; got {labels.dtype} {labels.shape}.")
+    n = check_count(n, "n")
+    chars = np.unique(labels if characters is None else characters)
+    if not np.all(np.isin(chars, labels)):
+        raise ValueError(f"characters {np.setdiff1d(chars, labels)[:10]} have no images in labels.")
+    members = np.flatnonzero(np.isin(labels, chars))
+    members = members[np.argsort(labels[members], kind="stable")]
+    counts = np.bincount(np.searchsorted(chars, labels[members]), minlength=len(chars))
+    n_ways = _check_ways(n_ways, len(chars), "the characters given")
+    if counts.min() < 2:
+        raise ValueError("every character needs at least 2 drawings (a context and a query).")
+    starts = np.cumsum(counts) - counts
+    rng = np.random.default_rng(rng)
+    picked = np.argsort(rng.random((n, len(chars))), axis=1)[:, :n_ways]  # column 0: the query's class
+    drawing = rng.integers(counts[picked])
+    query = (drawing[:, 0] + rng.integers(1, counts[picked[:, 0]])) % counts[picked[:, 0]]
+    return _arrange_nway(members[starts[picked] + drawing], members[starts[picked[:, 0]] + query], rng)
+
+
+def one_shot_run_nway_indices(runs: OneShotRuns, rng: Rng, n_ways: int, n: int | None = None) -> NWayIndex:
+    """``C``-way sequences from the one-shot runs, as indices into :func:`one_shot_run_images`: the query
+    is a run's test item, the contexts the training drawings of its class and of ``C - 1`` other
+    classes of the run drawn at random. ``n=None`` takes every (run, test item) once (``R 20``
+    sequences; at ``C = 20`` these are the official runs, each scored 20-way), else ``n`` of them
+    without replacement. Random context order and label permutation."""
+    if not isinstance(runs, OneShotRuns):
+        raise TypeError(f"runs must be a paththeory.data.OneShotRuns (load_one_shot_runs()); got {type(runs).__name__}.")
+    n_runs, n_classes = runs.answers.shape
+    n_ways = _check_ways(n_ways, n_classes, "the one-shot runs")
+    total = n_runs * n_classes
+    n = total if n is None else check_count(n, "n")
+    if n > total:
+        raise ValueError(f"n must be between 1 and {total} (every run's test items); got {n}.")
+    rng = np.random.default_rng(rng)
+    run, item = np.unravel_index(rng.permutation(total)[:n], (n_runs, n_classes))
+    answer = runs.answers[run, item]
+    others = np.argsort(rng.random((n, n_classes - 1)), axis=1)[:, : n_ways - 1]
+    others = others + (others >= answer[:, None])  # skip the query's own class
+    first = run * n_classes  # index of the run's first drawing
+    contexts = first[:, None] + np.concatenate([answer[:, None], others], axis=1)
+    return _arrange_nway(contexts, total + first + item, rng)
+
+
+def assemble_nway_tokens(
+    patches: np.ndarray, index: NWayIndex, *, channels: int = 3, label_seed: int = 0
+) -> np.ndarray:
+    """Tokens of ``C``-way sequences: ``x[P, 16 (C + 1), 64 channels]``, built as :func:`assemble_tokens`
+    with :func:`nway_label_vectors` and the sinusoidal positions continued beyond the 48 of the 2-way
+    sequences (:func:`positional_encoding` standardised over those 48). At ``C = 2`` these are exactly
+    the tokens of :func:`assemble_tokens`."""
+    channels, label_seed = check_count(channels, "channels"), check_count(label_seed, "label_seed", minimum=0)
+    patches = np.asarray(patches)
+    if patches.ndim != 3 or patches.shape[1:] != (PATCHES_PER_IMAGE, PIXELS_PER_PATCH):
+        raise ValueError(f"patches must be [n, 16, 64] (encode_images); got {patches.shape}.")
+    images, image_labels = np.asarray(index.images), np.asarray(index.labels)
+    if images.ndim != 2 or images.shape[1] < 3 or image_labels.shape != images.shape:
+        raise ValueError(f"index.images and index.labels must both be [P, C + 1], C >= 2; got {images.shape} "
+                         f"and {image_labels.shape}.")
+    n_ways = images.shape[1] - 1
+    if not (np.issubdtype(images.dtype, np.integer) and np.all((images >= 0) & (images < len(patches)))):
+        raise ValueError(f"index.images must hold indices into patches, whole numbers in [0, {len(patches) - 1}].")
+    if not (np.issubdtype(image_labels.dtype, np.integer) and np.all((image_labels >= 0) & (image_labels <= n_ways))):
+        raise ValueError(f"index.labels must hold label ids 0..{n_ways - 1} (contexts) or {n_ways} (the query).")
+    dim = PIXELS_PER_PATCH * channels
+    pe = positional_encoding(images.shape[1] * PATCHES_PER_IMAGE, dim, standardise_over=N_TOKENS)
+    return _tokens(patches, images, image_labels, nway_label_vectors(n_ways, dim, label_seed), pe, channels)

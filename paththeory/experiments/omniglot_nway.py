@@ -1,0 +1,276 @@
+"""Omniglot, N-way: the multi-output theory on ``C``-way one-shot sequences (the book's own; issue 23).
+
+The network of :mod:`paththeory.experiments.omniglot` was trained on 2-way sequences (two context
+images with the label vectors ``E_0``, ``E_1``, then a query with ``E_2``; 48 tokens). Here its
+queries and keys are kept and the Bayesian value and readout weights of the theory, with ``C``
+outputs, are fitted to ``C``-way sequences built the same way
+(:func:`paththeory.tasks.omniglot.nway_indices`, :func:`~paththeory.tasks.omniglot.one_shot_run_nway_indices`):
+one context drawing per class with its label vector, then the query. What the network never saw:
+
+* label vectors: ``E_0``, ``E_1`` and the query's ``E_2`` are the network's; classes ``2..C-1`` get
+  fresh N(0, 1) vectors drawn like them (:func:`~paththeory.tasks.omniglot.nway_label_vectors`);
+* positions: a ``C``-way sequence has ``16 (C + 1)`` tokens; the first 48 positions keep the trained
+  encoding exactly and later ones continue the same sinusoids, standardised as the first 48
+  (:func:`~paththeory.tasks.omniglot.positional_encoding`); the query sits at the end, beyond the
+  positions of training.
+
+Labels are simplex-coded in ``R^C`` (:func:`paththeory.tasks.multiclass.encode_labels`; the output
+index is the label id, not the character), the predicted class is the argmax of the mean outputs
+(:func:`paththeory.experiments.multiclass.correct`), and the temperature of each width and of the GP is
+chosen on validation characters (:func:`paththeory.experiments.omniglot.select_temperature`).
+Theory and GP are scored on the same sequences of held-out characters and of the one-shot runs
+(evaluation alphabets), so their difference has a paired standard error.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from paththeory import stats, training
+from paththeory.chapter import markdown_table
+from paththeory.data import load_one_shot_runs
+from paththeory.experiments import jsonable
+from paththeory.experiments.multiclass import correct
+from paththeory.experiments.omniglot import select_temperature
+from paththeory.experiments.omniglot_base import _characters
+from paththeory.model import path_features
+from paththeory.predict import mean_predictor
+from paththeory.profiles import choose, current_profile
+from paththeory.solve import Theory
+from paththeory.tasks.multiclass import encode_labels
+from paththeory.tasks.omniglot import (
+    PATCHES_PER_IMAGE,
+    assemble_nway_tokens,
+    encode_images,
+    nway_indices,
+    one_shot_run_images,
+    one_shot_run_nway_indices,
+)
+
+#: Evaluation splits: validation characters (temperature selection), held-out characters, the runs.
+SPLITS = ("validation", "test", "one_shot_runs")
+SPLIT_NAMES = {"validation": "validation characters", "test": "held-out characters",
+               "one_shot_runs": "evaluation alphabets (one-shot runs)"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one profile: ``ways`` (``C``), ``n_train[i]`` training sequences for ``ways[i]`` (so the
+    kernel is ``C P`` square), ``n_validation`` and ``n_test`` sequences per character split, ``n_runs``
+    one-shot-run queries (at most 400), the theory's ``widths`` and the ``temperatures`` searched by
+    theory and GP alike."""
+
+    ways: tuple[int, ...]
+    n_train: tuple[int, ...]
+    n_validation: int
+    n_test: int
+    n_runs: int
+    widths: tuple[int, ...]
+    temperatures: tuple[float, ...]
+    tol: float = 1e-6
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.ways) != len(self.n_train) or not self.ways:
+            raise ValueError(f"ways and n_train must pair up; got {self.ways} and {self.n_train}.")
+        if any(c < 2 for c in self.ways) or any(p < 2 for p in self.n_train):
+            raise ValueError(f"ways and n_train must be >= 2; got {self.ways} and {self.n_train}.")
+        if not self.widths or not self.temperatures or min(self.temperatures) <= 0:
+            raise ValueError("give at least one width and one temperature > 0.")
+
+
+#: ``C = 2`` is the control: the 2-way task the network was trained on, through the same code. The
+#: smoke profile leaves it out to stay within a minute on a 2-core CPU (the 20-way sequences, 336
+#: tokens, dominate: their features take about 0.05 s each there).
+SETTINGS = {
+    "smoke": Config((5, 20), (120, 30), 40, 80, 100, (10, 1000), (0.5,)),
+    "colab": Config((2, 5, 20), (600, 600, 150), 500, 1000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0)),
+    "paper": Config((2, 5, 20), (600, 600, 300), 1000, 2000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0)),
+}
+
+
+def settings(profile: str | None = None) -> Config:
+    """The :class:`Config` of ``profile`` (default: the current profile)."""
+    return choose(SETTINGS, profile)
+
+
+def feature_batch(n_ways: int, n_heads: int, budget: int = 2**27) -> int:
+    """Sequences per :func:`~paththeory.model.path_features` batch so that one layer's attention
+    (``n_heads (16 (C + 1))^2`` float64 per sequence) stays within ``budget`` bytes."""
+    n_tokens = PATCHES_PER_IMAGE * (n_ways + 1)
+    return max(1, budget // (8 * n_heads * n_tokens**2))
+
+
+def split_correct(mean, classes: dict, splits=SPLITS) -> dict:
+    """Argmax correctness ``{split: [n_s] bool}`` of outputs ``mean [sum n_s, C]``, the splits stacked
+    in the order of ``splits``, against ``classes[split] [n_s]``."""
+    mean = np.asarray(mean)
+    sizes = [len(classes[s]) for s in splits]
+    if mean.ndim != 2 or len(mean) != sum(sizes):
+        raise ValueError(f"mean must be [{sum(sizes)}, C] (the splits {tuple(splits)} stacked); got {mean.shape}.")
+    stops = np.cumsum(sizes)
+    return {s: correct(mean[b - n:b], classes[s]) for s, n, b in zip(splits, sizes, stops)}
+
+
+def score(right, reference=None) -> dict:
+    """Accuracy of 0/1 correctness ``right [n]``, its binomial SE and, given ``reference [n]`` (another
+    predictor on the same items), the paired difference ``right - reference`` with its SE."""
+    right = np.asarray(right, dtype=float)
+    acc = float(right.mean())
+    out = {"accuracy": acc, "se": stats.standard_error(acc, right.size)}
+    if reference is not None:
+        out["gain"] = stats.paired_difference(right, np.asarray(reference, dtype=float))
+    return out
+
+
+def images(network: training.Checkpoint, root=None) -> dict:
+    """What every ``C`` draws from, read and encoded once: the network's Omniglot characters
+    (``chars``, their ``patches``, its character ``split``) and the one-shot ``runs`` with their
+    ``run_patches``."""
+    chars, patches, split = _characters(network, root)
+    runs = load_one_shot_runs(root=root)
+    return {"chars": chars, "patches": patches, "split": split, "runs": runs,
+            "run_patches": encode_images(one_shot_run_images(runs))}
+
+
+def nway_problem(cfg: Config, n_ways: int, n_train: int, network: training.Checkpoint, data: dict) -> dict:
+    """Path features of ``n_ways``-way sequences: ``train``, each split of :data:`SPLITS`, with the
+    classes (label ids) ``classes[split]`` and simplex labels ``y_train [P, C]``; ``data`` from
+    :func:`images`."""
+    chars, patches, split = data["chars"], data["patches"], data["split"]
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence([cfg.seed, n_ways]).spawn(4)]
+    index = {name: nway_indices(chars.labels, rng, n, n_ways, characters=ids)
+             for rng, (name, ids, n) in zip(rngs, (("train", split.train, n_train),
+                                                   ("validation", split.validation, cfg.n_validation),
+                                                   ("test", split.test, cfg.n_test)))}
+    run_index = one_shot_run_nway_indices(data["runs"], rngs[3], n_ways, cfg.n_runs)
+    arch, batch = network.architecture, feature_batch(n_ways, max(network.architecture.heads))
+    ch = network.channels
+    features = {k: np.asarray(path_features(arch, assemble_nway_tokens(patches, i, channels=ch), batch))
+                for k, i in index.items()}
+    features["one_shot_runs"] = np.asarray(path_features(
+        arch, assemble_nway_tokens(data["run_patches"], run_index, channels=ch), batch))
+    classes = {k: i.classes for k, i in index.items()} | {"one_shot_runs": run_index.classes}
+    return {"features": features, "classes": classes, "y_train": encode_labels(classes["train"], n_ways),
+            "characters": {k: int(len(getattr(split, k))) for k in ("train", "validation", "test")}}
+
+
+def evaluate_ways(cfg: Config, n_ways: int, n_train: int, network: training.Checkpoint, data: dict) -> dict:
+    """Theory (every width) and GP on ``n_ways``-way sequences, temperatures chosen on validation;
+    ``data`` from :func:`images`."""
+    start = time.perf_counter()
+    prob = nway_problem(cfg, n_ways, n_train, network, data)
+    f, y, classes = prob["features"], prob["y_train"], prob["classes"]
+    f_eval = np.concatenate([f[s] for s in SPLITS])
+    seconds = {"features": time.perf_counter() - start}
+
+    def right(U, t) -> dict:  # {split: [n] bool}
+        return split_correct(mean_predictor(U, f["train"], y, f_eval, t), classes)
+
+    arch = network.architecture
+    t0 = time.perf_counter()
+    gp_U = arch.gp_scale * np.eye(n_ways * arch.n_paths)
+    gp_grid = [right(gp_U, t) for t in cfg.temperatures]
+    seconds["gp"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    grid = Theory(arch, f["train"], y).sweep(list(cfg.widths), list(cfg.temperatures), tol=cfg.tol)
+    seconds["theory_solve"] = time.perf_counter() - t0
+    th_grid = [[right(sol.U, t) for sol in row] for t, row in zip(cfg.temperatures, grid)]
+    seconds["theory_predict"] = time.perf_counter() - t0 - seconds["theory_solve"]
+    temps = list(cfg.temperatures)
+    gp_t = float(select_temperature([g["validation"].mean() for g in gp_grid], temps))
+    gp = gp_grid[temps.index(gp_t)]
+    th_t = select_temperature([[c["validation"].mean() for c in row] for row in th_grid], temps)
+    out = {"n_ways": n_ways, "n_train": n_train, "chance": 1.0 / n_ways, "characters": prob["characters"],
+           "n_eval": {s: int(len(classes[s])) for s in SPLITS}, "temperature": {"gp": gp_t},
+           "ratio": {}, "converged": {}, "theory": {}}
+    for j, (w, t) in enumerate(zip(cfg.widths, th_t)):
+        i = temps.index(float(t))
+        key = str(w)
+        out["temperature"][key] = float(t)
+        out["ratio"][key] = n_ways * arch.n_paths / w
+        out["converged"][key] = bool(grid[i][j].report["converged"])
+        out["theory"][key] = {s: score(th_grid[i][j][s], gp[s]) for s in SPLITS}
+    out["gp"] = {s: score(gp[s]) for s in SPLITS}
+    seconds["total"] = time.perf_counter() - start
+    out["seconds"] = seconds
+    return out
+
+
+def run(profile: str | None = None, *, config: Config | None = None, network: training.Checkpoint | None = None,
+        root=None) -> dict:
+    """Every ``C`` of the profile's :class:`Config` with the shipped network (or ``network``)."""
+    name = current_profile(profile)
+    cfg = config or settings(name)
+    net = network or training.load_checkpoint()
+    start = time.perf_counter()
+    results = {"profile": name, "config": asdict(cfg), "n_paths": net.architecture.n_paths,
+               "trained_ways": 2, "ways": {}}
+    data = images(net, root)
+    results["seconds_images"] = time.perf_counter() - start
+    for c, p in zip(cfg.ways, cfg.n_train):
+        results["ways"][str(c)] = evaluate_ways(cfg, c, p, net, data)
+    results["seconds"] = time.perf_counter() - start
+    return jsonable(results)
+
+
+# --------------------------------------------------------------------------- tables and sentences
+
+
+def _cell(r: dict) -> str:
+    return f"{r['accuracy']:.3f} ± {r['se']:.3f}"
+
+
+def accuracy_table(results: dict, splits=("test", "one_shot_runs")) -> str:
+    """Argmax accuracy ± binomial SE of the GP and the theory per width, and theory minus GP ± paired SE."""
+    widths = [str(w) for w in results["config"]["widths"]]
+    head = ["C", "sequences", "chance", "GP", *(f"theory N = {w}" for w in widths),
+            *(f"N = {w} − GP" for w in widths)]
+    rows = []
+    for c, r in results["ways"].items():
+        for s in splits:
+            gains = [r["theory"][w][s]["gain"] for w in widths]
+            rows.append([c, f"{SPLIT_NAMES[s]} ({r['n_eval'][s]})", f"{r['chance']:.3f}", _cell(r["gp"][s]),
+                         *(_cell(r["theory"][w][s]) for w in widths),
+                         *(f"{g['difference']:+.3f} ± {g['se']:.3f}" for g in gains)])
+    return markdown_table(head, rows)
+
+
+def sizes_table(results: dict) -> str:
+    """Training set, kernel size, ``C |Pi| / N``, selected temperatures and solve times per ``C``."""
+    widths = [str(w) for w in results["config"]["widths"]]
+    rows = []
+    for c, r in results["ways"].items():
+        temps = ", ".join(f"N = {w}: {r['temperature'][w]:g}" for w in widths)
+        ratios = ", ".join(f"{r['ratio'][w]:.2g}" for w in widths)
+        rows.append([c, r["n_train"], int(c) * r["n_train"], ratios, f"{temps}; GP: {r['temperature']['gp']:g}",
+                     "yes" if all(r["converged"].values()) else "no", f"{r['seconds']['theory_solve']:.1f} s"])
+    return markdown_table(["C", "P", "kernel C P", "C|Π|/N", "temperature (validation)", "converged",
+                           "solve"], rows)
+
+
+def verdict_sentences(results: dict, split: str = "one_shot_runs") -> str:
+    """Per ``C`` and width: is the theory above chance (accuracy − 1/C against two binomial SEs), and
+    does it beat the GP (paired difference against two paired SEs)?"""
+    out = []
+    for c, r in results["ways"].items():
+        gp = r["gp"][split]
+        parts = []
+        for w, th in r["theory"].items():
+            s = th[split]
+            chance = stats.verdict(s["accuracy"] - r["chance"], s["se"])
+            word = {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[chance]
+            g = s["gain"]
+            versus = {"holds": "better than the GP", "fails": "worse than the GP",
+                      "within noise": "not distinguishable from the GP"}[stats.verdict(g["difference"], g["se"])]
+            parts.append(f"at N = {w} the theory scores {s['accuracy']:.3f} ± {s['se']:.3f}, {word} "
+                         f"and {versus} ({g['difference']:+.3f} ± {g['se']:.3f})")
+        gp_word = {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[
+            stats.verdict(gp["accuracy"] - r["chance"], gp["se"])]
+        out.append(f"**{c}-way** ({SPLIT_NAMES[split]}, chance {r['chance']:.3f}): the GP scores "
+                   f"{gp['accuracy']:.3f} ± {gp['se']:.3f}, {gp_word}; " + "; ".join(parts) + ".")
+    return "\n\n".join(out)
+
