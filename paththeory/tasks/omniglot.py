@@ -250,6 +250,22 @@ def split_characters(
     )
 
 
+def _drawings_by_character(labels, characters) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(chars, members, counts, starts)``: the characters to draw from (``characters``, or every one
+    in ``labels``), the indices of their images grouped by character (stable order), how many each has,
+    and where each group starts in ``members``."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be a 1-d integer array of character ids; got {labels.dtype} {labels.shape}.")
+    chars = np.unique(labels if characters is None else characters)
+    if not np.all(np.isin(chars, labels)):
+        raise ValueError(f"characters {np.setdiff1d(chars, labels)[:10]} have no images in labels.")
+    members = np.flatnonzero(np.isin(labels, chars))
+    members = members[np.argsort(labels[members], kind="stable")]
+    counts = np.bincount(np.searchsorted(chars, labels[members]), minlength=len(chars))
+    return chars, members, counts, np.cumsum(counts) - counts
+
+
 def icl_indices(
     labels: np.ndarray, rng: Rng, n: int, *, characters: np.ndarray | None = None, balanced: bool = False
 ) -> SequenceIndex:
@@ -266,19 +282,10 @@ def icl_indices(
       characters: ids of the characters to draw from (e.g. ``split_characters(...).test``); all if None.
       balanced: the first ``n/2`` sequences have ``y = +1``, the rest ``y = -1`` (as the authors' theory data).
     """
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"labels must be a 1-d integer array of character ids; got {labels.dtype} {labels.shape}.")
+    chars, members, counts, starts = _drawings_by_character(labels, characters)
     n = check_count(n, "n")
-    chars = np.unique(labels if characters is None else characters)
-    if not np.all(np.isin(chars, labels)):
-        raise ValueError(f"characters {np.setdiff1d(chars, labels)[:10]} have no images in labels.")
-    members = np.flatnonzero(np.isin(labels, chars))
-    members = members[np.argsort(labels[members], kind="stable")]
-    counts = np.bincount(np.searchsorted(chars, labels[members]), minlength=len(chars))
     if len(chars) < 2 or counts.min() < 2:
         raise ValueError("sequences need at least 2 characters with at least 2 drawings each.")
-    starts = np.cumsum(counts) - counts
     rng = np.random.default_rng(rng)
     c_query = rng.integers(len(chars), size=n)
     c_other = (c_query + rng.integers(1, len(chars), size=n)) % len(chars)
@@ -493,20 +500,11 @@ def nway_indices(
     describes: ``C`` distinct characters, one context drawing of each, and a query that is another
     drawing of one of them (each equally likely); random context order and label permutation.
     ``n_ways = 2`` gives the sequences of :func:`icl_indices` (not balanced). Arguments as there."""
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"labels must be a 1-d integer array of character ids; got {labels.dtype} {labels.shape}.")
+    chars, members, counts, starts = _drawings_by_character(labels, characters)
     n = check_count(n, "n")
-    chars = np.unique(labels if characters is None else characters)
-    if not np.all(np.isin(chars, labels)):
-        raise ValueError(f"characters {np.setdiff1d(chars, labels)[:10]} have no images in labels.")
-    members = np.flatnonzero(np.isin(labels, chars))
-    members = members[np.argsort(labels[members], kind="stable")]
-    counts = np.bincount(np.searchsorted(chars, labels[members]), minlength=len(chars))
     n_ways = _check_ways(n_ways, len(chars), "the characters given")
     if counts.min() < 2:
         raise ValueError("every character needs at least 2 drawings (a context and a query).")
-    starts = np.cumsum(counts) - counts
     rng = np.random.default_rng(rng)
     picked = np.argsort(rng.random((n, len(chars))), axis=1)[:, :n_ways]  # column 0: the query's class
     drawing = rng.integers(counts[picked])
