@@ -6,6 +6,10 @@
   :func:`book_style` to one figure function's;
 * :func:`panel_grid` lays out ``n`` panels at most two side by side, as wide as the column, and
   :func:`legend_below` gives them one legend outside the data;
+* :data:`COLOURS` gives every quantity one colour across the book (the finite-width theory blue,
+  the GP grey, NUTS red, the trained network green), and :func:`legend_outside` puts one panel's
+  legend beside its data, never on it;
+* :func:`label_points` writes point labels clear of every marker, error bar and other label;
 * :func:`stamp_profile` writes which profile produced a figure in its bottom-left corner;
 * :func:`matrix_heatmap` draws an order-parameter or kernel matrix (RdBu, limits symmetric
   about zero, colour bar, labelled axes), optionally as blocks, one per path.
@@ -42,6 +46,22 @@ BOOK_STYLE = {
     "legend.frameon": False,
     "figure.titlesize": 10,
     "figure.figsize": (COLUMN_WIDTH / 2 + 0.6, 3.2),
+}
+
+
+#: One colour per quantity across the book's figures, so that a reader who has learned that the
+#: theory is blue never meets it in red. Lines of the same quantity differ by line style (the GP of
+#: all paths ``-``, of the good path ``--``...), never by colour.
+COLOURS = {
+    "theory": "C0",  # the finite-width theory: renormalised kernel K_U, the order parameter U*
+    "gp": "0.4",  # the Gaussian-process limit (infinite width), any set of paths
+    "nuts": "C3",  # posterior samples of the finite network (NUTS)
+    "trained": "C2",  # the network trained by gradient descent
+    "data": "0.15",  # a measured quantity of the network that is none of the above (pruning drops)
+    "contrast": "C4",  # a baseline the paper does not draw (highest score first)
+    "second": "C1",  # a second data set or series of the same quantity (out of distribution)
+    "random": "0.5",  # random baselines
+    "chance": "0.6",  # chance level, reference lines
 }
 
 
@@ -124,6 +144,30 @@ def legend_below(fig: Figure, axes: Sequence[Axes], columns: int = 2) -> None:
         fig.legend(list(entries.values()), list(entries), loc="outside lower right", ncols=columns)
 
 
+def legend_outside(ax: Axes, *, title: str | None = None, where: str = "right") -> None:
+    """``ax``'s legend outside its data: to the right of the axes (``where="right"``) or below them
+    (``"below"``), so that it never covers a curve at any display width. A figure without a layout
+    engine gets the constrained layout, which makes room for it.
+
+    Example:
+      >>> fig, (ax,) = panel_grid(1)
+      >>> _ = ax.plot([0, 1], label="L = 1")
+      >>> legend_outside(ax, title="closed form")
+      >>> fig.canvas.draw(); box = ax.get_legend().get_window_extent()
+      >>> bool(box.x0 >= ax.get_window_extent().x1)
+      True
+    """
+    if ax.figure.get_layout_engine() is None:  # room for the legend beside the axes
+        ax.figure.set_layout_engine("constrained")
+    if where == "right":
+        ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    elif where == "below":
+        ax.legend(title=title, loc="upper center", bbox_to_anchor=(0.5, -0.18), borderaxespad=0.0,
+                  ncols=min(3, len(ax.get_legend_handles_labels()[1]) or 1))
+    else:
+        raise ValueError(f"where must be 'right' or 'below'; got {where!r}.")
+
+
 #: Where :func:`label_points` tries a label, in points from its marker: beside it, then above or below.
 _NEAR = ((5, 3, "left", "bottom"), (-5, 3, "right", "bottom"), (5, -3, "left", "top"), (-5, -3, "right", "top"),
          (0, 7, "center", "bottom"), (0, -7, "center", "top"))
@@ -147,16 +191,18 @@ _PLACES = tuple((*p, False) for p in _NEAR) + tuple((*p, True) for p in _FAR) + 
 _LEADER = dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3)
 
 
-def label_points(ax: Axes, x, y, labels: Sequence[str], *, avoid=None, fontsize: float = 9,
+def label_points(ax: Axes, x, y, labels: Sequence[str], *, avoid=None, bars=None, fontsize: float = 9,
                  color: str = "0.25") -> list[Text]:
     """Write ``labels[i]`` next to the point ``(x[i], y[i])`` where it overlaps no other label or point.
 
     Greedy, in display space: each label takes the first free place of six around its marker, then
     of rings of places farther out (14 to 46 points) with a thin leader line; if none is free, the
-    nearest place. Free means inside the axes and clear of every label already placed and
-    of every other point (these and ``avoid``, an ``[m, 2]`` array of data coordinates, e.g. a
-    second series). Call it once the figure's layout is final (after its legend); the labels
-    themselves are kept out of the layout.
+    least crowded place (first clear of the other labels, then of the points, then of the bars).
+    Free means inside the axes and clear of every label already placed, of every other point
+    (these and ``avoid``, an ``[m, 2]`` array of data coordinates, e.g. a second series) and of
+    every error bar (``bars``, an ``[k, 3]`` array of ``(x, low, high)`` in data coordinates, the
+    label's own point's bar included). Call it once the figure's layout is final (after its
+    legend); the labels themselves are kept out of the layout.
 
     Example:
       >>> fig, (ax,) = panel_grid(1)
@@ -178,25 +224,39 @@ def label_points(ax: Axes, x, y, labels: Sequence[str], *, avoid=None, fontsize:
     r = 4.0 * fig.dpi / 72  # a marker's half-size in pixels
     points = [Bbox.from_extents(px - r, py - r, px + r, py + r)
               for px, py in ax.transData.transform(np.vstack([xy, others]))]
+    segments = np.asarray(bars, float).reshape(-1, 3) if bars is not None else np.empty((0, 3))
+    segments = segments[np.all(np.isfinite(segments), axis=1)]
+    cap = 2.5 * fig.dpi / 72  # an error bar's half-width (its caps) in pixels
+    bar_boxes = []
+    for bx, low, high in segments:
+        (x0, y0), (x1, y1) = ax.transData.transform([(bx, low), (bx, high)])
+        bar_boxes.append(Bbox.from_extents(x0 - cap, min(y0, y1), x0 + cap, max(y0, y1)))
     frame = ax.get_window_extent(renderer)
     placed: list = []
     texts = []
     for i in np.argsort(xy[:, 0], kind="stable"):
-        for j, (dx, dy, ha, va, leader) in enumerate(_PLACES):
+        best = None  # (cost, place) of the least crowded place, taken when none is free
+        for dx, dy, ha, va, leader in _PLACES:
             t = ax.annotate(labels[i], xy[i], xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
                             fontsize=fontsize, color=color, arrowprops=_LEADER if leader else None,
                             annotation_clip=False)
             t.set_in_layout(False)
             t.update_positions(renderer)
             box = Text.get_window_extent(t, renderer)  # the text alone; a leader line may cross markers
-            free = (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-                    and not any(box.overlaps(b) for b in placed)
-                    and not any(box.overlaps(b) for k, b in enumerate(points) if k != i))
-            if free or j == len(_PLACES) - 1:
-                placed.append(box)
-                texts.append(t)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            cost = (100 * (not inside) + 10 * sum(box.overlaps(b) for b in placed)
+                    + 5 * sum(box.overlaps(b) for k, b in enumerate(points) if k != i)
+                    + sum(box.overlaps(b) for b in bar_boxes))
+            if best is None or cost < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (cost, t, box)
+            else:
+                t.remove()
+            if cost == 0:
                 break
-            t.remove()
+        placed.append(best[2])
+        texts.append(best[1])
     return texts
 
 

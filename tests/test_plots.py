@@ -79,3 +79,89 @@ def test_point_labels_never_overlap_each_other_or_other_points():
         assert frame.x0 <= b.x0 and b.x1 <= frame.x1 and frame.y0 <= b.y0 and b.y1 <= frame.y1
     with pytest.raises(ValueError, match="labels has 2 entries for 16 points"):
         plots.label_points(ax, x, y, ["a", "b"])
+
+
+def test_point_labels_clear_the_error_bars():
+    """Figures 9.1, 10.2 and 10.5 (head scores): no head label sits on an error bar, its own included."""
+    rng = np.random.default_rng(1)
+    x = np.concatenate([0.66 + 0.03 * rng.random(8), rng.uniform(0.5, 1.0, 8)])
+    y = rng.uniform(0, 10, 16)
+    err = rng.uniform(1, 4, 16)
+    bars = np.column_stack([x, y - err, y + err])
+    fig, (ax,) = plots.panel_grid(1, 5.2)
+    ax.errorbar(x, y, yerr=err, fmt="o", capsize=2)
+    ax.margins(0.12)
+    texts = plots.label_points(ax, x, y, [f"({i // 8},{i % 8})" for i in range(16)], bars=bars)
+    renderer = fig.canvas.get_renderer()
+    cap = 2.5 * fig.dpi / 72
+    bar_boxes = []
+    for bx, low, high in bars:
+        (x0, y0), (_, y1) = ax.transData.transform([(bx, low), (bx, high)])
+        bar_boxes.append(matplotlib.transforms.Bbox.from_extents(x0 - cap, y0, x0 + cap, y1))
+    boxes = [Text.get_window_extent(t, renderer) for t in texts]
+    assert len({t.get_text() for t in texts}) == len(ax.texts) == 16  # each label once, no leftovers
+    hits = [(t.get_text(), j) for t, b in zip(texts, boxes) for j, bb in enumerate(bar_boxes) if b.overlaps(bb)]
+    assert not hits
+    plt.close(fig)
+
+
+def test_legend_outside_sits_beside_the_data():
+    """Figure 3.1's legend sat on the L = 1 curve; legend_outside puts it right of the axes."""
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for k in range(3):
+        ax.plot([0.1, 1, 10], [k + 1, k, k + 1], label=f"L = {k + 1}")
+    plots.legend_outside(ax, title="closed form")
+    fig.canvas.draw()
+    legend, frame = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.x0 >= frame.x1
+    assert legend.x1 <= fig.bbox.x1 + 1  # inside the figure: the layout made room
+    plots.legend_outside(ax, where="below")
+    fig.canvas.draw()
+    assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0
+    with pytest.raises(ValueError, match="where"):
+        plots.legend_outside(ax, where="inside")
+    plt.close(fig)
+
+
+def _colour(artist):
+    return matplotlib.colors.to_hex(artist.get_color())
+
+
+def test_one_colour_per_quantity_across_the_figures():
+    """The theory is COLOURS['theory'], the GP COLOURS['gp'] and NUTS COLOURS['nuts'] in the Markov,
+    Omniglot and many-outputs figures alike."""
+    from paththeory.experiments import markov, multiclass, omniglot_figures
+
+    assert len(set(plots.COLOURS.values())) == len(plots.COLOURS)  # no two quantities share a colour
+    want = {k: matplotlib.colors.to_hex(v) for k, v in plots.COLOURS.items()}
+    acc = {"theory": {"10": 0.7, "100": 0.65}, "samples": {"10": 0.71}, "gp_all": 0.6, "gp_good": 0.62,
+           "gp_good_denoising": 0.64}
+    fig = markov.plot_accuracy({"accuracy": acc, "config": {"n_train": 100}, "temperature": 0.01,
+                                "profile": "smoke"})
+    lines = {line.get_label(): _colour(line) for line in fig.axes[0].get_lines()}
+    assert lines["theory (renormalised kernel)"] == want["theory"]
+    assert lines["NUTS samples"] == want["nuts"]
+    assert {lines[k] for k in lines if k.startswith("GP")} == {want["gp"]}
+    plt.close(fig)
+
+    fig = multiclass.plot_scaling({"scaling": {"2": {"theory": 0.8, "gp": 0.7}, "3": {"theory": 0.6, "gp": 0.5}},
+                                   "config": {"n_test": 300}, "profile": "smoke"})
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    colours = {label: _colour(h.lines[0] if hasattr(h, "lines") else h) for h, label in zip(handles, labels)}
+    assert colours["finite width (theory)"] == want["theory"] and colours["GP"] == want["gp"]
+    plt.close(fig)
+
+    results = {"profile": "smoke", "split_names": {"test": "held-out characters"}, "splits": ["test"],
+               "accuracy": {"theory": {"test": {"10": 0.7, "100": 0.66}}, "gp": {"test": 0.6}},
+               "finite_vs_gp": {"test": {"10": {"se": 0.01}, "100": {"se": 0.01}}},
+               "temperature": {"theory": {"10": 0.5, "100": 0.5}, "gp": 0.25}, "gd_accuracy": {"test": 0.75},
+               "order_parameter_comparison": {"width": 10, "n_train": 100,
+                                              "sampled_accuracy": {"test": {"accuracy": 0.69, "se": 0.02}}}}
+    fig = omniglot_figures.plot_accuracy(results)
+    ax = fig.axes[0]
+    lines = {line.get_label(): _colour(line) for line in ax.get_lines() if not line.get_label().startswith("_")}
+    lines |= {c.get_label(): _colour(c.lines[0]) for c in ax.containers}  # the error-bar series
+    assert lines["theory (renormalised kernel)"] == want["theory"]
+    assert lines["GP (T=0.25)"] == want["gp"] and lines["trained network (GD)"] == want["trained"]
+    assert lines["NUTS (P = 100)"] == want["nuts"]
+    plt.close(fig)

@@ -38,7 +38,7 @@ from paththeory.experiments import jsonable, sampled_vs_theory
 from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
-from paththeory.plots import COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
+from paththeory.plots import COLOURS, COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior
@@ -437,12 +437,12 @@ def nuts_points(accuracy: dict) -> str:
 
 def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]]) -> None:
     widths, theory = _curve(acc["theory"])
-    ax.semilogx(widths, theory, "o-", color="C0", label="theory (renormalised kernel)")
+    ax.semilogx(widths, theory, "o-", color=COLOURS["theory"], label="theory (renormalised kernel)")
     if acc["samples"]:
         ws, sampled = _curve(acc["samples"])
-        ax.semilogx(ws, sampled, "s", color="C3", ms=8, mfc="none", mew=2, label="NUTS samples")
+        ax.semilogx(ws, sampled, "s", color=COLOURS["nuts"], ms=8, mfc="none", mew=2, label="NUTS samples")
     for key, style, label in gp_lines:
-        ax.axhline(acc[key], color="0.4", ls=style, label=label)
+        ax.axhline(acc[key], color=COLOURS["gp"], ls=style, label=label)
     ax.set_xlabel("width $N$")
     ax.set_ylabel("test accuracy")
 
@@ -508,8 +508,8 @@ def plot_pc_overlaps(results: dict) -> Figure:
     pcs = results["pc_overlap"]
     k = np.arange(1, len(pcs["theory"]) + 1)
     fig, (ax,) = panel_grid(1, 3.4, width=0.75 * COLUMN_WIDTH)
-    ax.plot(k, pcs["theory"], "o-", color="C0", label=f"renormalised kernel, N = {pcs['width']}")
-    ax.plot(k, pcs["gp"], "s--", color="0.4", label="GP kernel")
+    ax.plot(k, pcs["theory"], "o-", color=COLOURS["theory"], label=f"renormalised kernel, N = {pcs['width']}")
+    ax.plot(k, pcs["gp"], "s--", color=COLOURS["gp"], label="GP kernel")
     ax.set_xlabel("principal component (by decreasing eigenvalue)")
     ax.set_ylabel(r"overlap $|v_i\cdot y|/\sqrt{P}$")
     ax.legend()

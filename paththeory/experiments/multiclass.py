@@ -37,7 +37,7 @@ from paththeory.chapter import markdown_table
 from paththeory.experiments import jsonable
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.model import Architecture, path_features
-from paththeory.plots import book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
+from paththeory.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior
@@ -433,12 +433,14 @@ def plot_errors(results: dict) -> Figure:
     x = [r["ratio"] for r in done]
     styles = (("theory", "o-", "theory"), ("gp", "s--", "GP"), ("independent", "^:", "independent"),
               ("kronecker", "d-.", "nearest Kronecker"))
+    colours = {"theory": COLOURS["theory"], "gp": COLOURS["gp"], "independent": COLOURS["contrast"],
+               "kronecker": COLOURS["second"]}
     for ax, q in zip(axes, ("U", "mean")):
         for k, style, label in styles:
             y = [r["errors"][k][q] for r in done]
             yerr = [2 * r["noise"][q] for r in done] if k == "theory" else None
-            ax.errorbar(x, y, yerr=yerr, fmt=style, label=label, capsize=3)
-        ax.axvline(0.4, color="0.6", lw=0.8)
+            ax.errorbar(x, y, yerr=yerr, fmt=style, color=colours[k], label=label, capsize=3)
+        ax.axvline(0.4, color=COLOURS["chance"], lw=0.8)
         ax.set_xlabel("C|Π| / N")
         ax.set_ylabel(f"relative distance of {q} from NUTS")
         ax.set_ylim(bottom=0)
@@ -459,8 +461,8 @@ def plot_scaling(results: dict) -> Figure:
     for key, style, label in (("theory", "o-", "finite width (theory)"), ("gp", "s--", "GP")):
         acc = [sc[str(c)][key] for c in cs]
         ax.errorbar(cs, acc, yerr=[2 * stats.standard_error(a, n // c * c) for a, c in zip(acc, cs)], fmt=style,
-                    label=label, capsize=3)
-    ax.plot(cs, [1 / c for c in cs], ":", color="0.5", label="chance")
+                    color=COLOURS[key], label=label, capsize=3)
+    ax.plot(cs, [1 / c for c in cs], ":", color=COLOURS["chance"], label="chance")
     ax.set_xticks(cs)
     ax.set_xlabel("number of classes C")
     ax.set_ylabel("test accuracy (argmax)")

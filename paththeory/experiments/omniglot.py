@@ -94,7 +94,7 @@ from paththeory.experiments.omniglot_figures import (
 from paththeory.experiments import pruning as pruning_experiment
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
 from paththeory.model import NETWORK_WIDTHS, Architecture, path_features
-from paththeory.plots import book_style, panel_grid, stamp_profile
+from paththeory.plots import COLOURS, book_style, panel_grid, stamp_profile
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import sample_posterior
 from paththeory.solve import Theory
@@ -787,11 +787,11 @@ def plot_training(history: dict, profile: str | None = None) -> Figure:
     steps = np.asarray(history["step"])
     loss = np.array([np.nan if v is None else v for v in history["loss"]], dtype=float)
     fig, (ax_l, ax_a) = panel_grid(2, 3.2)
-    ax_l.plot(steps, loss, "o-", ms=3)
+    ax_l.plot(steps, loss, "o-", ms=3, color=COLOURS["trained"])
     ax_l.set_xlabel("step")
     ax_l.set_ylabel("training loss (MSE)")
-    ax_a.plot(steps, history["val_accuracy"], "o-", ms=3, color="C1")
-    ax_a.axhline(0.5, color="0.6", ls=":", label="chance")
+    ax_a.plot(steps, history["val_accuracy"], "o-", ms=3, color=COLOURS["trained"])
+    ax_a.axhline(0.5, color=COLOURS["chance"], ls=":", label="chance")
     ax_a.set_xlabel("step")
     ax_a.set_ylabel("validation accuracy")
     ax_a.legend()

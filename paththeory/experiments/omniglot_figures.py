@@ -16,8 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from paththeory.plots import (COLUMN_WIDTH, book_style, label_points, legend_below, matrix_heatmap, panel_grid,
-                              stamp_profile)
+from paththeory.plots import (COLOURS, COLUMN_WIDTH, book_style, label_points, legend_below, matrix_heatmap,
+                              panel_grid, stamp_profile)
 
 
 def _floats(values) -> np.ndarray:
@@ -62,22 +62,25 @@ def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
         widths, acc = _curve(results["accuracy"]["theory"][s])
         se = np.array([results["finite_vs_gp"][s][str(w)]["se"] for w in widths])
         temps = [results["temperature"]["theory"][str(w)] for w in widths]
-        ax.errorbar(widths, acc, yerr=2 * se, fmt="o-", color="C0", capsize=2, label="theory (renormalised kernel)")
+        ax.errorbar(widths, acc, yerr=2 * se, fmt="o-", color=COLOURS["theory"], capsize=2,
+                    label="theory (renormalised kernel)")
         ax.set_xscale("log")
         for k, (w, tt) in enumerate(zip(widths, temps)):  # the selected T where it changes, above the data
             if k == 0 or tt != temps[k - 1]:
                 ax.text(w, 0.97, f"T={tt:g}", transform=ax.get_xaxis_transform(), fontsize=9, ha="center",
                         va="top", color="0.3")
         ax.margins(x=0.15, y=0.12)
-        ax.axhline(results["accuracy"]["gp"][s], color="0.4", ls="--",
+        ax.axhline(results["accuracy"]["gp"][s], color=COLOURS["gp"], ls="--",
                    label=f"GP (T={results['temperature']['gp']:g})")
         if "gd_accuracy" in results:
-            ax.axhline(results["gd_accuracy"][s], color="C2", ls=":", label="trained network (GD)")
+            ax.axhline(results["gd_accuracy"][s], color=COLOURS["trained"], ls=":",
+                       label="trained network (GD)")
         sampled = (results.get("order_parameter_comparison") or {}).get("sampled_accuracy") or {}
         if s in sampled:
             comp = results["order_parameter_comparison"]
-            ax.errorbar([comp["width"] * 1.2], [sampled[s]["accuracy"]], yerr=[2 * sampled[s]["se"]], fmt="D", color="C3",
-                        ms=5, capsize=2, mfc="C3" if comp.get("sampled_accuracy_complete", True) else "none",
+            complete = comp.get("sampled_accuracy_complete", True)
+            ax.errorbar([comp["width"] * 1.2], [sampled[s]["accuracy"]], yerr=[2 * sampled[s]["se"]], fmt="D",
+                        color=COLOURS["nuts"], ms=5, capsize=2, mfc=COLOURS["nuts"] if complete else "none",
                         label=f"NUTS (P = {comp['n_train']})" + (
                             "" if comp.get("sampled_accuracy_complete", True) else ", run cut by its time limit"))
         low, high = ax.get_ylim()
@@ -113,7 +116,8 @@ def plot_pc_overlaps(results: dict) -> Figure:
     labels, finite-width ``K_U`` against the GP kernel, and the cumulative fraction of the labels they hold."""
     pcs = results["pc_overlap"]
     fig, (ax, ax_c) = panel_grid(2, 3.2)
-    for key, label, color in (("theory", f"$K_U$, N = {pcs['width']}", "C0"), ("gp", "$K_{GP}$", "0.4")):
+    for key, label, color in (("theory", f"$K_U$, N = {pcs['width']}", COLOURS["theory"]),
+                                 ("gp", "$K_{GP}$", COLOURS["gp"])):
         ov = np.asarray(pcs[key], dtype=float)
         rank = np.arange(1, len(ov) + 1)
         ax.bar(rank + (-0.2 if key == "theory" else 0.2), ov, width=0.4, color=color, label=label)
@@ -157,23 +161,26 @@ def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "fashion"))
     hs, pr = results["head_scores"], results["pruning"]
     scores = _flat(hs["scores"])
     names = [f"({l},{h})" for l, n in enumerate(results["heads"]) for h in range(n)]
-    fig, (ax,) = panel_grid(1, 4.4, width=0.8 * COLUMN_WIDTH)
-    series = []
+    fig, (ax,) = panel_grid(1, 4.4 if len(names) <= 9 else 5.2, width=0.8 * COLUMN_WIDTH)
+    series, bars = [], []
     for k, s in enumerate(s for s in splits if s in pr):
         drops, se = 100 * _flat(pr[s]["single_head_drop"]), 100 * _flat(pr[s]["single_head_se"])
         rho, p = pr[s]["spearman"]["rho"], pr[s]["spearman"]["p_greater"]
         text = "undefined" if rho is None else f"{rho:.2f} (p = {p:.3f})"
-        ax.errorbar(scores, drops, yerr=2 * se, fmt="os"[k % 2], color=f"C{k}", capsize=2,
+        # the labelled split dark, the second one in the book's colour for a second data set
+        ax.errorbar(scores, drops, yerr=2 * se, fmt="os"[k % 2], color=(COLOURS["data"], COLOURS["second"])[k % 2],
+                    capsize=2, ms=5 if k == 0 else 4, zorder=3 - k,
                     label=f"{results['split_names'][s].split(' (')[0]}, $\\rho$ = {text}")
         series.append(drops)
-    ax.axhline(0, color="0.6", lw=0.8)
+        bars += [(x, d - 2 * e, d + 2 * e) for x, d, e in zip(scores, drops, se)]
+    ax.axhline(0, color=COLOURS["chance"], lw=0.8)
     ax.set_xlabel(f"head score (theory, N = {hs['width']}, T = {hs['temperature']:g})")
     ax.set_ylabel("accuracy drop when pruned (points)")
-    ax.margins(x=0.12, y=0.1)
+    ax.margins(x=0.12, y=0.12)
     legend_below(fig, [ax], columns=1)
-    if series and len(names) <= 16:  # heads labelled on the first split, clear of every marker
-        label_points(ax, scores, series[0], names,
-                     avoid=[(s_, d) for drops in series[1:] for s_, d in zip(scores, drops)])
+    if series and len(names) <= 16:  # heads labelled on the first split, clear of every marker and bar
+        label_points(ax, scores, series[0], names, fontsize=8.5,
+                     avoid=[(s_, d) for drops in series[1:] for s_, d in zip(scores, drops)], bars=bars)
     return _finish(fig, results)
 
 
@@ -187,12 +194,14 @@ def plot_pruning(results: dict, splits: Sequence[str] = ("test", "fashion", "mni
         cum = pr[s]["cumulative"]
         band = {k: _floats(v) for k, v in cum["random"].items() if k != "n"}
         k = np.arange(len(band["mean"]))
-        ax.fill_between(k, band["q05"], band["q95"], color="0.85",
+        ax.fill_between(k, band["q05"], band["q95"], color="0.85",  # a lighter shade of COLOURS["random"]
                         label=f"{cum['random']['n']} random orders (5-95 %)")
-        ax.plot(k, band["mean"], color="0.5", lw=1, label="random orders (mean)")
-        ax.plot(k, _floats(cum["score_ascending"]), "o-", color="C0", label="lowest score first (theory)")
-        ax.plot(k, _floats(cum["score_descending"]), "s--", color="C3", label="highest score first")
-        ax.axhline(0.5, color="0.6", ls=":", lw=0.8)
+        ax.plot(k, band["mean"], color=COLOURS["random"], lw=1, label="random orders (mean)")
+        ax.plot(k, _floats(cum["score_ascending"]), "o-", color=COLOURS["theory"],
+                label="lowest score first (theory)")
+        ax.plot(k, _floats(cum["score_descending"]), "s--", color=COLOURS["contrast"],
+                label="highest score first")
+        ax.axhline(0.5, color=COLOURS["chance"], ls=":", lw=0.8)
         _finish_split_panel(ax, results, s, "heads pruned")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a count of heads
     legend_below(fig, axes)
