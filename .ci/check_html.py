@@ -4,7 +4,9 @@ Usage: python .ci/check_html.py _build/html
 Reads the text a reader sees (the article of each page, without scripts and styles) and
 reports every page with one of FORBIDDEN: internal document references, machine-local
 paths, Python tracebacks, and MyST roles or fences that were printed instead of rendered; and
-every page whose MathJax is not the copy shipped with the book (formulas offline, LOCAL_MATHJAX).
+every page whose MathJax is not the copy shipped with the book (formulas offline, LOCAL_MATHJAX);
+and every image of a page's article whose alt text is missing, empty or a file path (a figure's
+alt is its caption, set by book/_ext/figure_alt.py).
 Exits 1 and lists ``page: what`` for each problem; prints one summary line otherwise.
 """
 
@@ -58,9 +60,28 @@ def mathjax_problem(page: Path, html: str) -> str | None:
     return None
 
 
+#: An alt text that is a file name or path, not words (as book/_ext/figure_alt.py's PATH_LIKE).
+PATH_LIKE_ALT = re.compile(r"^\S*[/\\]\S*$|\.(png|jpe?g|gif|svg|webp|pdf)$", re.IGNORECASE)
+
+
+def alt_text_problems(html: str) -> list[str]:
+    """One line per image of the page's article (the chapter text, not the theme's chrome) whose
+    alt text tells a reader nothing: missing, empty, or a path such as ``../_images/45f9….png``."""
+    soup = BeautifulSoup(html, "html.parser")
+    main = soup.find("article") or soup.body or soup
+    found = []
+    for img in main.find_all("img"):
+        alt = img.get("alt")
+        if alt is None or not alt.strip():
+            found.append(f"image {img.get('src', '?')} has no alt text")
+        elif PATH_LIKE_ALT.search(alt.strip()):
+            found.append(f"image alt text is a path ({alt[:60]!r})")
+    return found
+
+
 def problems(site: Path) -> list[str]:
-    """``"page: what (excerpt)"`` for every forbidden string, and every page whose MathJax is not the
-    shipped copy, in ``site``."""
+    """``"page: what (excerpt)"`` for every forbidden string, every page whose MathJax is not the
+    shipped copy, and every image whose alt text is empty or a path, in ``site``."""
     found = []
     pages = sorted(p for p in site.rglob("*.html") if p.name not in SKIP and "_static" not in p.parts
                    and "_sources" not in p.parts)
@@ -68,6 +89,7 @@ def problems(site: Path) -> list[str]:
         html = page.read_text(errors="replace")
         if (problem := mathjax_problem(page, html)) is not None:
             found.append(f"{page.relative_to(site)}: {problem}")
+        found += [f"{page.relative_to(site)}: {problem}" for problem in alt_text_problems(html)]
         text = visible_text(html)
         for name, pattern in FORBIDDEN:
             for match in pattern.finditer(text):
