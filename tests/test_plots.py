@@ -165,3 +165,41 @@ def test_one_colour_per_quantity_across_the_figures():
     assert lines["GP (T=0.25)"] == want["gp"] and lines["trained network (GD)"] == want["trained"]
     assert lines["NUTS (P = 100)"] == want["nuts"]
     plt.close(fig)
+
+
+def test_head_score_labels_clear_markers_and_error_bars_of_both_splits():
+    """Figures 9.1, 10.2, 10.5: the head labels of plot_head_scores sit on no marker and no error bar."""
+    from paththeory.experiments import omniglot_figures
+
+    rng = np.random.default_rng(2)
+    scores = np.concatenate([0.66 + 0.03 * rng.random(4), rng.uniform(0.5, 1.0, 5)])
+    pruning = {}
+    for s, scale in (("test", 0.05), ("fashion", 0.12)):
+        drops, se = rng.normal(0.04, scale, 9), rng.uniform(0.01, 0.02, 9)
+        pruning[s] = {"single_head_drop": [drops[:3].tolist(), drops[3:6].tolist(), drops[6:].tolist()],
+                      "single_head_se": [se[:3].tolist(), se[3:6].tolist(), se[6:].tolist()],
+                      "spearman": {"rho": 0.5, "p_greater": 0.1}}
+    results = {"profile": "smoke", "heads": [3, 3, 3], "pruning": pruning,
+               "split_names": {"test": "held-out characters", "fashion": "Fashion-MNIST (out of distribution)"},
+               "head_scores": {"width": 10, "temperature": 1.0,
+                               "scores": [scores[:3].tolist(), scores[3:6].tolist(), scores[6:].tolist()]}}
+    fig = omniglot_figures.plot_head_scores(results)
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_text().startswith("(")]
+    assert sorted(t.get_text() for t in labels) == sorted(f"({l},{h})" for l in range(3) for h in range(3))
+    boxes = [Text.get_window_extent(t, renderer) for t in labels]
+    r, cap = 4.0 * fig.dpi / 72, 2.5 * fig.dpi / 72
+    obstacles = []
+    for s in ("test", "fashion"):
+        drops = 100 * np.concatenate(pruning[s]["single_head_drop"])
+        se = 100 * np.concatenate(pruning[s]["single_head_se"])
+        for x, d, e in zip(scores, drops, se):
+            (px, py), (_, lo), (_, hi) = ax.transData.transform([(x, d), (x, d - 2 * e), (x, d + 2 * e)])
+            obstacles.append(("bar", matplotlib.transforms.Bbox.from_extents(px - cap, lo, px + cap, hi)))
+            if s == "fashion":
+                obstacles.append(("marker", matplotlib.transforms.Bbox.from_extents(px - r, py - r, px + r, py + r)))
+    hits = [(t.get_text(), kind) for t, b in zip(labels, boxes) for kind, o in obstacles if b.overlaps(o)]
+    assert not hits
+    assert [t.get_text() for t in fig.legends[0].get_texts()][0].startswith("held-out characters")
+    plt.close(fig)
