@@ -337,7 +337,8 @@ def _compare(got, want, rtol: float, atol: float, spec: Implementation) -> list[
     return _diagnose(g, w, rtol, atol)
 
 
-def check_implementation(exercise_id: str, fn: Callable, expected: list | None = None, *, partial: bool = False) -> float:
+def check_implementation(exercise_id: str, fn: Callable, expected: list | None = None, *,
+                         partial: bool = False) -> float:
     """Run ``fn`` on every hidden case of ``exercise_id`` and compare with ``expected`` (or the reference).
 
     Prints ``Correct (...)`` and returns 1.0 when every case passes. Otherwise raises

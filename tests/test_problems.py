@@ -252,6 +252,19 @@ def test_partial_credit_and_expected_values():
         check_implementation("problems.nope", right)
 
 
+def test_answers_of_the_wrong_kind_and_frozen_json_like_outputs():
+    with pytest.raises(WrongAnswer) as info:
+        check_implementation("problems.overlap_distance", lambda U, w: None)
+    assert "should return the relative Frobenius distance" in str(info.value)
+    with pytest.raises(WrongAnswer) as info:
+        check_implementation("problems.predictor", lambda U, a, y, b, T: (np.zeros(2), np.zeros(2)))
+    assert "shape" in str(info.value)
+    # outputs frozen as nested lists (e.g. through JSON) are accepted
+    spec = IMPLEMENT["problems.predictor"]
+    frozen = [[list(map(float, m)), list(map(float, v))] for m, v in expected_outputs("problems.predictor")]
+    assert check_implementation("problems.predictor", spec.reference, expected=frozen) == 1.0
+
+
 def test_expected_outputs_are_plain_numpy():
     for exercise_id in IMPLEMENT:
         for out in expected_outputs(exercise_id):
