@@ -22,7 +22,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -e ".[book,test]"
+	$(BIN)/python -m pip install -e ".[book,test,course]"
 	touch $(STAMP)
 
 book: install

@@ -89,9 +89,12 @@ def notice_html(reason: str) -> str:
 
 
 def reduce_chapter(reason: BaseException | str) -> bool:
-    """Show the notice and skip the chapter's later cells; False (nothing done) outside IPython."""
+    """Show the notice and skip the chapter's later cells; False (nothing done) outside IPython
+    and in a graded run (:mod:`paththeory.grading`), where the missing file must fail loudly."""
+    from paththeory.exercises.answers import grading
+
     shell = _shell()
-    if shell is None:
+    if shell is None or grading():
         return False
     from IPython.display import display
 

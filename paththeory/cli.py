@@ -213,6 +213,22 @@ def train_command(argv: list[str], command_line: str) -> int:
     return 0
 
 
+def _course(args) -> int:
+    from paththeory import grading
+
+    if args.action == "release":
+        print(grading.release(args.target, args.course))
+    elif args.action == "collect":
+        if not args.uploads:
+            raise ValueError("collect needs --uploads FOLDER (one <student>.ipynb per student).")
+        print("collected:", ", ".join(grading.collect(args.course, args.target, args.uploads)))
+    else:
+        path = grading.grade(args.course, args.target)
+        totals = {s: q["total"] for s, q in grading.read_grades(path).items()}
+        print(f"{path}\n" + "\n".join(f"  {s}: {score:g} / {top:g}" for s, (score, top) in totals.items()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="paththeory",
@@ -262,6 +278,17 @@ def build_parser() -> argparse.ArgumentParser:
     nbs.add_argument("--check", action="store_true",
                      help="write nothing; list the stale notebooks and exit 1 if any")
     nbs.set_defaults(func=_notebooks)
+
+    course = sub.add_parser("course", help="grade a chapter's exercises with nbgrader: release, collect, grade",
+                            description="Grading with nbgrader, no JupyterHub needed (paththeory.grading). "
+                                        "release book/problems.md: the students' notebook (hidden tests and keys "
+                                        "frozen now); collect problems --uploads DIR: DIR/<student>.ipynb become "
+                                        "submissions; grade problems: autograde, feedback and grades-problems.csv.")
+    course.add_argument("action", choices=("release", "collect", "grade"))
+    course.add_argument("target", help="release: a chapter's .md; collect and grade: the assignment's name")
+    course.add_argument("--course", default="course", help="the nbgrader course folder (default: ./course)")
+    course.add_argument("--uploads", default=None, help="collect: the folder of uploaded <student>.ipynb")
+    course.set_defaults(func=_course)
     return parser
 
 

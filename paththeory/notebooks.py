@@ -64,10 +64,11 @@ def colab_notebook(md_path: str | Path, base_url: str = BOOK_URL):
     Markdown, captions under their figures, links to ``base_url``, solutions kept, stable cell ids."""
     import jupytext
 
-    from paththeory.exercises import _MarkdownContext, plain_notebook
+    from paththeory.exercises import plain_notebook
+    from paththeory.plain_markdown import MarkdownContext
 
     md = Path(md_path)
-    context = _MarkdownContext.from_book(md.parent, base_url=base_url)
+    context = MarkdownContext.from_book(md.parent, base_url=base_url)
     nb = plain_notebook(jupytext.reads(md.read_text(), fmt="md:myst"), context, solutions=True)
     for i, cell in enumerate(nb.cells):
         cell.id = _cell_id(md.stem, i)

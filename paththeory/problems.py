@@ -30,17 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-try:  # the exercises module re-exports these; fall back to where they are defined
-    from paththeory.exercises import WrongAnswer
-except ImportError:  # pragma: no cover - layout of the exercises package
-    from paththeory.exercises.answers import WrongAnswer
-try:
-    from paththeory.exercises import _diagnose
-except ImportError:  # pragma: no cover
-    try:
-        from paththeory.exercises.answers import diagnose as _diagnose
-    except ImportError:
-        from paththeory.exercises.answers import _diagnose
+from paththeory.exercises.answers import WrongAnswer, diagnose
 
 #: Exercise label -> kind of every problem of ``book/problems.md``.
 KINDS: dict[str, str] = {
@@ -334,7 +324,7 @@ def _compare(got, want, rtol: float, atol: float, spec: Implementation) -> list[
         return ["the output holds NaN or infinite values"]
     if np.allclose(g, w, rtol=rtol, atol=atol):
         return []
-    return _diagnose(g, w, rtol, atol)
+    return diagnose(g, w, rtol, atol)
 
 
 def check_implementation(exercise_id: str, fn: Callable, expected: list | None = None, *,

@@ -101,7 +101,8 @@ def requirement_specs(lines: list[str]) -> dict[str, SpecifierSet]:
 def pyproject_dependencies(pyproject: dict) -> dict[str, SpecifierSet]:
     project = pyproject["project"]
     extras = project.get("optional-dependencies", {})
-    return requirement_specs(project["dependencies"] + extras.get("book", []) + extras.get("test", []))
+    return requirement_specs(project["dependencies"] + extras.get("book", []) + extras.get("test", [])
+                             + extras.get("course", []))
 
 
 def environment_dependencies(env: dict) -> tuple[dict[str, SpecifierSet], SpecifierSet]:

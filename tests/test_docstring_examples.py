@@ -14,7 +14,8 @@ import pytest
 
 import paththeory as pt
 
-MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises", "data",
+MODULES = ("model", "kernels", "action", "hessian", "solve", "predict", "pruning", "sampling", "profiles", "plots", "exercises.answers",
+           "exercises.checking", "exercises.student", "plain_markdown", "grading", "data",
            "stats", "training", "outputs")
 
 

@@ -1,7 +1,7 @@
 """The exercises of the chapters: every exercise has a check, its solution passes, a wrong answer
-fails with a hint (not the answer), an answer of the wrong kind is named as such, the page hides
-solution and check output behind one "Show solution" toggle, and the student notebooks are plain
-Markdown with the solutions stubbed."""
+fails with a hint (not the answer), an answer of the wrong kind is named as such, each task is a
+sphinx-exercise ``{exercise}`` whose gated solution holds the solution cell and its check's output,
+and the student notebooks are plain Markdown with the solutions stubbed."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from paththeory import exercises
+from paththeory.plain_markdown import MarkdownContext, _equation_numbers, myst_to_markdown
 from paththeory.exercises import (
     BEGIN,
     END,
-    EXERCISE_PROMPTS,
     EXERCISES,
     InvalidAnswer,
     WrongAnswer,
@@ -99,20 +99,26 @@ def test_exercise_cell(ex_id, source):
         run_cell(strip_solution(source))
 
 
-def test_exercise_cells_hide_solution_and_check_behind_one_toggle():
-    """Tags ``exercise`` + ``hide-cell`` and the "Show solution" prompts; a label before each task."""
+def test_each_exercise_is_a_labelled_task_with_a_gated_solution():
+    """``{exercise}`` labelled ``exercise-<id>``, then ``{solution-start}`` of that label, the solution
+    cell (tag ``exercise``, nothing hidden by a toggle), ``{solution-end}``: the student edition drops the
+    gated part, solution and check output together."""
     for name in CHAPTERS:
         text = (ROOT / "book" / f"{name}.md").read_text()
         for cell in jupytext.reads(text, fmt="md:myst").cells:
             if BEGIN not in cell.source:
                 continue
             ex_id = exercise_id(cell.source)
+            label = exercise_label(ex_id)
             tags = set(cell.metadata.get("tags", []))
-            assert {"exercise", "hide-cell"} <= tags and not tags & {"hide-input", "hide-output"}, (name, ex_id, tags)
-            assert cell.metadata.get("mystnb") == EXERCISE_PROMPTS, (name, ex_id)
-            assert f"({exercise_label(ex_id)})=" in text, (name, ex_id)
-        assert "toggle" not in text.lower(), f"{name}: the text still mentions a toggle"
-        assert exercises.mark_exercise_cells(text) == text, f"{name}: run paththeory.exercises.mark_exercise_cells"
+            assert tags == {"exercise"} and "mystnb" not in cell.metadata, (name, ex_id, tags)
+            gated = re.search(r"```\{exercise\}[^\n]*\n:label: " + re.escape(label) + r"\n.*?```\n\n"
+                              r"```\{solution-start\} " + re.escape(label) + r"\n(?::[\w-]+:.*\n)*```\n\n"
+                              r"```\{code-cell\} ipython3\n(?:(?!```\n).*\n)*?```\n\n```\{solution-end\}\n```",
+                              text, re.DOTALL)
+            assert gated and cell.source.splitlines()[-1] in gated.group(0), (name, ex_id)
+        assert "toggle" not in text.lower() and "Show solution" not in text, f"{name}: the text describes the old toggle"
+        assert "{admonition} Exercise" not in text, f"{name}: an exercise is still an admonition"
 
 
 # --------------------------------------------------------------------------- hints and revealing
@@ -260,7 +266,7 @@ def test_student_notebooks_are_plain_notebooks(student_notebooks, name):
 
 
 def test_myst_to_markdown():
-    ctx = exercises._MarkdownContext({"model": "The model"}, {"tiberi2024dissecting": "Tiberi et al. (2024)"}, {},
+    ctx = MarkdownContext({"model": "The model"}, {"tiberi2024dissecting": "Tiberi et al. (2024)"}, {},
                                      chapters=("model",))
     text = "\n".join([
         "(sec-a)=",
@@ -285,7 +291,7 @@ def test_myst_to_markdown():
         "A note.",
         ":::",
     ])
-    out = exercises.myst_to_markdown(text, ctx)
+    out = myst_to_markdown(text, ctx)
     assert "See [The model](model.ipynb), *the notation* and Tiberi et al. (2024), (1)." in out
     assert "x = 1\n\\tag{1}\n$$" in out
     assert "> **Exercise 1: counting**\n>\n> Count $n$.\n>\n> ```python\n> {doc}`kept in code`\n> ```" in out
@@ -317,9 +323,9 @@ def test_myst_to_markdown_names_theorems_and_numbers_only_equations(tmp_path):
         "By {prf:ref}`lem-a`, {eq}`eq-a` and {eq}`eq-b`.",
     ])
     (tmp_path / "page.md").write_text(page)
-    ctx = exercises._MarkdownContext.from_book(tmp_path, chapters=("page",))
-    ctx.equations = exercises._equation_numbers(page)
-    out = exercises.myst_to_markdown(page, ctx)
+    ctx = MarkdownContext.from_book(tmp_path, chapters=("page",))
+    ctx.equations = _equation_numbers(page)
+    out = myst_to_markdown(page, ctx)
     assert "By Lemma (Gamma identity), (2) and (1)." in out
     assert "> **Lemma (Gamma identity)**\n>\n> A statement." in out
 
@@ -327,20 +333,23 @@ def test_myst_to_markdown_names_theorems_and_numbers_only_equations(tmp_path):
 # --------------------------------------------------------------------------- the chapters' source and the page
 
 
-def test_mark_exercise_cells_converts_the_old_form():
-    old = "\n".join([
-        "Click the toggle", "to see a solution.", "",
-        "```{admonition} Exercise 1: counting paths", ":class: tip", "", "Count them.", "```", "",
-        "```{code-cell} ipython3", ":tags: [exercise, hide-input]", "",
-        BEGIN, "answer = 24", END, 'check("model.n_paths", answer)', "```", ""])
-    new = exercises.mark_exercise_cells(old)
-    assert exercises.mark_exercise_cells(new) == new
-    assert "toggle" not in new and "**Show solution**" in new
-    assert "(exercise-model-n-paths)=\n\n```{admonition} Exercise 1: counting paths" in new
-    assert 'Count them.\n\n**Your answer:** store it in `answer` and run `check("model.n_paths", answer)`.\n```' in new
-    cell = next(c for c in jupytext.reads(new, fmt="md:myst").cells if c.cell_type == "code")
-    assert cell.metadata == {"mystnb": EXERCISE_PROMPTS, "tags": ["exercise", "hide-cell"]}
-    assert cell.source.startswith(BEGIN)
+def test_myst_to_markdown_exercises_and_solutions():
+    """An ``{exercise}`` becomes a quoted task with its title; a written ``{solution}`` is kept only
+    with the solutions; gated solution fences go (their cells stay, stubbed for students);
+    ``{ref}`` to an exercise names it."""
+    page = "\n".join([
+        "```{exercise} Counting paths", ":label: exercise-model-n-paths", "", "Count them.", "```", "",
+        "```{solution} exercise-model-n-paths", ":label: sol-a", ":class: dropdown", "", "There are 24.", "```", "",
+        "```{solution-start} exercise-model-n-paths", ":class: dropdown", "```", "",
+        "```{solution-end}", "```", "", "See {ref}`exercise-model-n-paths`."])
+    ctx = MarkdownContext({}, {}, {"exercise-model-n-paths": "Exercise (Counting paths)"})
+    student = myst_to_markdown(page, ctx)
+    assert "> **Exercise: Counting paths**\n>\n> Count them." in student
+    assert "24" not in student and "solution" not in student.lower()
+    assert student.endswith("See Exercise (Counting paths).")
+    ctx.solutions = True
+    full = myst_to_markdown(page, ctx)
+    assert "> **Solution**\n>\n> There are 24." in full
 
 
 def test_exercises_page_lists_every_exercise():
@@ -350,6 +359,6 @@ def test_exercises_page_lists_every_exercise():
     for ex_id in EXERCISES:
         assert f"`{ex_id}`" in page
         chapter = (ROOT / "book" / f"{ex_id.split('.')[0]}.md").read_text()
-        if f"({exercise_label(ex_id)})=" in chapter:
-            assert f"<{exercise_label(ex_id)}>`" in page
+        assert f":label: {exercise_label(ex_id)}" in chapter, ex_id
+        assert f"<{exercise_label(ex_id)}>`" in page
     assert "## Using the exercises in a course" in page and "write_student_notebooks" in page

@@ -1,0 +1,63 @@
+"""Exercises of the book: automatic checks with diagnoses, the answer keys, student notebooks.
+
+An exercise in a chapter is a sphinx-exercise ``{exercise}`` (the task, labelled
+``exercise-<chapter>-<name>``) followed by its solution, gated by ``{solution-start}`` /
+``{solution-end}`` around a code cell: between ``### BEGIN SOLUTION`` and ``### END SOLUTION``
+the worked solution stores its result in ``answer``, and the cell ends with
+``check("<chapter>.<name>", answer)``. The student edition leaves the solutions out.
+
+Every check compares with the expected answer, computed with the package, within a stated
+tolerance. A right answer prints ``Correct (<id>): ...``. A wrong one raises
+:class:`WrongAnswer` with a diagnosis (shape, sign, order of magnitude, which entries, which
+step to revisit) and without the expected value, which only ``check(id, answer, reveal=True)``
+or :func:`solution` show (a graded run, :mod:`paththeory.grading`, refuses both). An answer of
+the wrong kind (``None``, a string, NaN, a dict, a wrong shape) raises :class:`InvalidAnswer`,
+naming the exercise and the kind of answer expected.
+
+* :mod:`~paththeory.exercises.answers`: the kinds of answer, their validation and diagnoses.
+* :mod:`~paththeory.exercises.keys`: every exercise (:data:`EXERCISES`) and its answer key.
+* :mod:`~paththeory.exercises.checking`: :func:`check`, :func:`hint`, :func:`solution`.
+* :mod:`~paththeory.exercises.student`: student notebooks (:func:`write_student_notebooks`) and
+  the exercises page.
+"""
+
+from paththeory.exercises.answers import Answer, Exercise, ExerciseError, InvalidAnswer, WrongAnswer, diagnose, validate
+from paththeory.exercises.checking import check, hint, solution
+from paththeory.exercises.keys import (
+    EXERCISES,
+    GP_SETUP,
+    OMNIGLOT_GP_TEMPERATURES,
+    OMNIGLOT_SPLITS,
+    READOUT_SETUP,
+    TOY_WIDTHS,
+    OmniglotProblem,
+    markov_problem,
+    model_problem,
+    omniglot_problem,
+    toy_problem,
+)
+from paththeory.exercises.student import (
+    BEGIN,
+    END,
+    exercise_id,
+    exercise_label,
+    exercises_page,
+    figure_caption,
+    plain_notebook,
+    strip_solution,
+    student_version,
+    write_exercises_page,
+    write_student_notebooks,
+)
+
+# The errors print as ``paththeory.exercises.WrongAnswer`` wherever they are raised.
+for _cls in (ExerciseError, WrongAnswer, InvalidAnswer):
+    _cls.__module__ = __name__
+
+__all__ = [
+    "Answer", "BEGIN", "END", "EXERCISES", "Exercise", "ExerciseError", "GP_SETUP", "InvalidAnswer",
+    "OMNIGLOT_GP_TEMPERATURES", "OMNIGLOT_SPLITS", "OmniglotProblem", "READOUT_SETUP", "TOY_WIDTHS", "WrongAnswer",
+    "check", "diagnose", "exercise_id", "exercise_label", "exercises_page", "figure_caption", "hint", "markov_problem",
+    "model_problem", "omniglot_problem", "plain_notebook", "solution", "strip_solution", "student_version",
+    "toy_problem", "validate", "write_exercises_page", "write_student_notebooks",
+]

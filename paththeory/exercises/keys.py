@@ -1,0 +1,458 @@
+"""The answer keys: every exercise of the chapters (:data:`EXERCISES`), the small problems they share, and how each expected answer is computed with the package."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from paththeory.exercises.answers import Answer, Exercise
+
+def model_problem(readout: str = "first"):
+    """The small network of the model exercises: ``(arch, params, x)``, L = 2, heads (3, 2).
+
+    Example:
+      >>> arch, params, x = model_problem()
+      >>> arch.heads, x.shape
+      ((3, 2), (4, 5, 6))
+    """
+    import jax
+
+    import paththeory as pt
+
+    rng = np.random.default_rng(0)
+    layers = [pt.QKAttention(rng.normal(size=(h, 3, 6)), rng.normal(size=(h, 3, 6))) for h in (3, 2)]
+    arch = pt.Architecture(layers, readout=readout)
+    params = pt.sample_prior(arch, 8, 6, jax.random.PRNGKey(1))
+    return arch, params, rng.normal(size=(4, 5, 6))
+
+
+@functools.lru_cache(maxsize=None)
+def toy_problem(n_train: int = 100, n_test: int = 1000):
+    """The toy needle task of the GP-vs-finite exercises: ``(arch, f_train, y_train, f_test, y_test)``.
+
+    Example:
+      >>> arch, f_train, y_train, f_test, y_test = toy_problem(10, 20)
+      >>> f_train.shape, f_test.shape
+      ((10, 4, 48), (20, 4, 48))
+    """
+    import paththeory as pt
+    from paththeory.tasks import toy
+
+    arch = toy.architecture()
+    train = toy.sample_task(n_train, seed=toy.TRAIN_SEED)
+    test = toy.sample_task(n_test, seed=toy.TEST_SEED)
+    y_train, y_test = np.array(train.y), np.array(test.y)  # cached: one caller's change must not reach the next
+    y_train.flags.writeable = y_test.flags.writeable = False
+    return arch, pt.path_features(arch, train.x), y_train, pt.path_features(arch, test.x), y_test
+
+
+@functools.lru_cache(maxsize=None)
+def markov_problem(n_train: int = 100, n_test: int = 1000):
+    """The four-path Markov task of the Markov exercises: ``(arch, f_train, y_train, f_test, y_test)``.
+
+    Example:
+      >>> arch, f_train, y_train, f_test, y_test = markov_problem(10, 20)
+      >>> f_train.shape, f_test.shape
+      ((10, 4, 231), (20, 4, 231))
+    """
+    from paththeory.experiments.markov import problem
+
+    prob = problem("four_paths", n_train, n_test)
+    return prob.arch, prob.train, prob.y_train, prob.test, prob.y_test
+
+
+def _gp_accuracy(problem, paths: list[int], temperature: float) -> float:
+    from paththeory.predict import accuracy, mean_predictor
+
+    arch, f_train, y_train, f_test, y_test = problem
+    U = arch.gp_scale * np.diag(np.isin(np.arange(arch.n_paths), paths).astype(float))
+    return accuracy(mean_predictor(U, f_train, y_train, f_test, temperature), y_test)
+
+
+OMNIGLOT_SPLITS = ("train", "validation", "test")
+
+
+class OmniglotProblem(NamedTuple):
+    """Data of the Omniglot and pruning exercises (:func:`omniglot_problem`).
+
+    ``network``: the shipped :class:`paththeory.training.Checkpoint`; ``x``, ``y`` and ``features``:
+    dicts over ``"train"``, ``"validation"`` and ``"test"`` (sequences of training, validation and
+    held-out characters) of tokens ``[P, 48, 192]`` (48 tokens of 192 components: 16 patches of 64 pixels plus the
+    label vectors), targets ``[P]`` (first half ``+1``) and path features ``[P, 16, 192]`` (one per path). The arrays are read-only.
+    """
+
+    network: Any
+    x: dict
+    y: dict
+    features: dict
+
+
+@functools.lru_cache(maxsize=None)
+def omniglot_problem(n: int = 200) -> OmniglotProblem:
+    """The trained network and ``n`` balanced sequences per split for the Omniglot and pruning exercises.
+
+    The sequences are those of :func:`paththeory.experiments.omniglot.build_sequences` with ``n``
+    sequences per split (seed 0), whatever the profile; needs the Omniglot files (:mod:`paththeory.data`).
+
+    Example:
+      >>> network, x, y, features = omniglot_problem(20)
+      >>> network.architecture.heads, x["test"].shape, features["train"].shape
+      ((4, 4), (20, 48, 192), (20, 16, 192))
+    """
+    import dataclasses
+
+    from paththeory.experiments import omniglot
+
+    network = omniglot.trained_network()
+    cfg = dataclasses.replace(omniglot.settings("smoke"), n_train=n, n_validation=n, n_test=n, sample_n_train=0,
+                              score_train_sizes=())
+    seqs = omniglot.build_sequences(cfg, network)
+    x = {s: seqs.x[s] for s in OMNIGLOT_SPLITS}
+    y = {s: seqs.y[s] for s in OMNIGLOT_SPLITS}
+    features = omniglot.build_features(network.architecture, dataclasses.replace(seqs, x=x))
+    for arrays in (x, y, features):
+        for a in arrays.values():
+            a.flags.writeable = False
+    return OmniglotProblem(network, x, y, features)
+
+
+# --------------------------------------------------------------------------- the model chapter
+
+
+def _model_n_paths_truth() -> int:
+    import paththeory as pt
+
+    return int(pt.Architecture([pt.ScoreAttention(np.zeros((h, 2, 2))) for h in (3, 2, 4)]).n_paths)
+
+
+def _model_path_expansion_truth():
+    import paththeory as pt
+
+    arch, params, x = model_problem("first")
+    return pt.network_output(arch, params, x)
+
+
+def _model_gp_arch():
+    import paththeory as pt
+
+    arch, _, x = model_problem("mean")
+    return pt.Architecture(arch.attention, readout="mean", variances=(1.0, 0.5, 2.0, 3.0)), x
+
+
+def _model_gp_kernel_truth():
+    import paththeory as pt
+    from paththeory.kernels import gp_kernel
+
+    arch, x = _model_gp_arch()
+    return gp_kernel(arch, pt.path_features(arch, x))
+
+
+# --------------------------------------------------------------------------- the derivation chapters
+
+READOUT_SETUP = {"trace": 2.5, "widths": (10.0, 10.0, 30.0), "heads": (2, 3), "variances": (1.0, 1.0, 0.8, 1.5)}
+GP_SETUP = {"heads": (2, 3), "variances": (1.0, 0.6, 1.7, 2.1)}
+
+
+def _derivation_readout_root_truth() -> float:
+    from paththeory.action import readout_order_parameter
+
+    s = READOUT_SETUP
+    return float(readout_order_parameter(s["trace"], s["widths"], s["heads"], s["variances"]))
+
+
+def _depth_gp_point_truth():
+    from paththeory.action import gp_order_parameters
+
+    return list(gp_order_parameters(GP_SETUP["heads"], GP_SETUP["variances"]))
+
+
+def _depth_single_path_truth() -> float:
+    from paththeory.action import single_path_entropy_minimum
+
+    return float(single_path_entropy_minimum(2.0, 3))
+
+
+# --------------------------------------------------------------------------- the GP-vs-finite chapter
+
+TOY_WIDTHS = (3, 10, 30, 100, 300, 1000, 3000)
+
+
+@functools.lru_cache(maxsize=None)
+def _toy_width_within_10_percent() -> int:
+    from paththeory.solve import Theory
+
+    arch, f_train, y_train, _, _ = toy_problem()
+    gp = arch.gp_scale * np.eye(arch.n_paths)
+    sols = Theory(arch, f_train, y_train).sweep(list(TOY_WIDTHS), 1.0)
+    close = [w for w, s in zip(TOY_WIDTHS, sols) if np.linalg.norm(s.U - gp) <= 0.1 * np.linalg.norm(gp)]
+    return int(min(close))
+
+
+@functools.lru_cache(maxsize=None)
+def _toy_top_overlaps() -> tuple[float, float]:
+    from paththeory.kernels import gp_kernel, kernel_matrix
+    from paththeory.predict import pc_label_overlap
+    from paththeory.solve import Theory
+
+    arch, f_train, y_train, _, _ = toy_problem()
+    U = Theory(arch, f_train, y_train).solve(5, 1.0).U
+    return (float(pc_label_overlap(gp_kernel(arch, f_train), y_train, 1)[0]),
+            float(pc_label_overlap(kernel_matrix(U, f_train), y_train, 1)[0]))
+
+
+# --------------------------------------------------------------------------- the Markov chapter
+
+
+def _markov_agreement_truth():
+    from paththeory.tasks import markov
+
+    data = markov.sample_task(200, seed=1)
+    agree = (data.states[:, 1:] == data.states[:, :-1]).mean(axis=1)
+    return np.array([agree[data.y > 0].mean(), agree[data.y < 0].mean()])
+
+
+@functools.lru_cache(maxsize=None)
+def _markov_u_gd() -> float:
+    from paththeory.solve import Theory
+
+    arch, f_train, y_train, _, _ = markov_problem()
+    return float(Theory(arch, f_train, y_train).solve(10, 0.01).U[0, 2])
+
+
+# --------------------------------------------------------------------------- the Omniglot chapter
+
+OMNIGLOT_GP_TEMPERATURES = (0.05, 0.25, 1.0)
+
+
+def _omniglot_patches_truth():
+    from paththeory.tasks.omniglot import encode_images
+
+    image = np.random.default_rng(0).integers(0, 256, (32, 32), dtype=np.uint8)
+    return encode_images(image[None])[0]
+
+
+def _omniglot_gd_accuracy_truth() -> float:
+    from paththeory.training import evaluate
+
+    network, x, y, _ = omniglot_problem()
+    return float(evaluate(network, x["test"], y["test"]))
+
+
+def _omniglot_gd_explain(truth: float) -> str:
+    n = len(omniglot_problem().y["test"])
+    return (f"the trained network labels {truth:.3f} of {n} held-out sequences correctly "
+            f"(standard error {np.sqrt(truth * (1 - truth) / n):.3f}; chance is 0.5).")
+
+
+@functools.lru_cache(maxsize=None)
+def _omniglot_gp_selection() -> tuple[float, float, float]:
+    from paththeory.experiments.omniglot import gp_accuracies, select_temperature
+
+    network, _, y, features = omniglot_problem()
+    temps = OMNIGLOT_GP_TEMPERATURES
+    acc = gp_accuracies(network.architecture, features, y, temps, splits=("validation", "test"))
+    chosen = float(select_temperature(acc["validation"], temps))
+    return chosen, float(acc["test"][temps.index(chosen)]), float(acc["test"].max())
+
+
+def _omniglot_gp_explain(truth: float) -> str:
+    chosen, _, best_test = _omniglot_gp_selection()
+    return (f"T = {chosen:g} is best on validation and gives test accuracy {truth:.3f}; the best test "
+            f"accuracy over T, {best_test:.3f}, would be an optimistic estimate.")
+
+
+# --------------------------------------------------------------------------- the pruning chapter
+
+
+def _pruning_head_scores_truth():
+    from paththeory.pruning import head_scores
+
+    a = np.random.default_rng(0).normal(size=(16, 16))
+    return np.stack(head_scores(a @ a.T / 16, (4, 4)))
+
+
+def _pruning_head_scores_explain(truth) -> str:
+    layer, head = np.unravel_index(np.argmin(truth), truth.shape)
+    return f"the lowest score, {truth.min():.3f}, is that of head {head} of layer {layer}."
+
+
+def _pruning_path_removal_truth():
+    import paththeory as pt
+    from paththeory.pruning import head_mask
+
+    network, x, _, _ = omniglot_problem()
+    arch = network.architecture
+    return pt.network_output(arch, network.params, x["test"][:8], head_mask=head_mask(arch.heads, [(0, 1)]))
+
+
+@functools.lru_cache(maxsize=None)
+def _omniglot_lowest_two() -> tuple[list, float, float]:
+    from paththeory.experiments.pruning import pruned_accuracy, scores_and_order
+    from paththeory.solve import Theory
+
+    network, x, y, features = omniglot_problem()
+    arch = network.architecture
+    U = Theory(arch, features["train"], y["train"]).solve(10, 0.25).U
+    pair = [tuple(lh) for lh in scores_and_order(U, arch.heads)["order"][:2]]
+    return (pair, pruned_accuracy(network, x["test"], y["test"], pair),
+            pruned_accuracy(network, x["test"], y["test"], []))
+
+
+def _pruning_lowest_two_explain(truth: float) -> str:
+    pair, _, full = _omniglot_lowest_two()
+    return (f"without heads {pair[0]} and {pair[1]} (layer, head), the lowest scores, the test accuracy is "
+            f"{truth:.3f} (unpruned {full:.3f}).")
+
+
+_ACCURACY = "a test accuracy, a fraction between 0 and 1"
+
+EXERCISES: dict[str, Exercise] = {
+    "model.n_paths": Exercise(
+        "the number of paths of a network with heads (3, 2, 4)",
+        Answer("integer", meaning="a number of paths"),
+        _model_n_paths_truth,
+        lambda t: f"{t} paths: one head per layer, 3 x 2 x 4 choices.",
+        "Revisit the definition of an attention path in this chapter: a path chooses one head in every "
+        "layer (`Architecture.n_paths`, `arch.paths`).",
+        rtol=0, atol=0),
+    "model.path_expansion": Exercise(
+        "f(x) as a sum over paths, readout = first token",
+        Answer("array", (4,), "f(x) on the 4 inputs"),
+        _model_path_expansion_truth,
+        lambda t: "the sum over the 6 paths equals the layer-by-layer forward pass (readout = first token).",
+        "Revisit the path expansion f(x) = sum_pi w^pi . V0 xi^pi(x) / (sigma_0 sqrt(n0)): contract the "
+        "indices [paths, n0] of w, [n0, N0] of V0 and [B, paths, N0] of xi, and divide by sigma_0 sqrt(n0).",
+        rtol=1e-8, atol=1e-10),
+    "model.gp_kernel": Exercise(
+        "the GP kernel from path features with non-unit variances",
+        Answer("array", (4, 4), "the GP kernel on the 4 inputs"),
+        _model_gp_kernel_truth,
+        lambda t: "K_GP = 3 x sum_pi C^(pi pi) (gp_scale = sigma_a^2 sigma_1^2 sigma_2^2 = 3 x 0.5 x 2).",
+        "Revisit the GP kernel in this chapter: only the diagonal blocks C^(pi pi) of the path kernels enter, "
+        "times sigma_a^2 sigma_1^2 sigma_2^2 with this exercise's variances (sigma_0^2 does not enter).",
+        rtol=1e-8, atol=1e-12),
+    "derivation.readout_root": Exercise(
+        "U_a from its quadratic equation",
+        Answer("number", meaning="the readout order parameter U_a"),
+        _derivation_readout_root_truth,
+        lambda t: f"U_a = {t:.6f}, the positive root of the quadratic.",
+        "Revisit the readout order parameter: n_{L-1} = widths[-2], n_L = widths[-1], H_L = heads[-1], "
+        "sigma_L^2 = variances[-2], sigma_a^2 = variances[-1]; U_a is the positive root.",
+        rtol=1e-8),
+    "depth.gp_point": Exercise(
+        "the GP point of every order parameter",
+        Answer("arrays", ((6, 6), (3, 3)), "[U^(1), U^(2)]"),
+        _depth_gp_point_truth,
+        lambda t: f"U^(1) = {t[0][0, 0]:.4g} I (6 x 6) and U^(2) = {t[1][0, 0]:.4g} I (3 x 3).",
+        "Revisit the GP limit of the order parameters: U^(l) is a multiple of the identity over the paths "
+        "through layers l..L, and the factor is sigma_a^2 times the sigma_m^2 of the layers m >= l.",
+        rtol=1e-6),
+    "depth.single_path": Exercise(
+        "the single-path entropy minimum by numerical minimisation",
+        Answer("number", meaning="the minimum of the entropy over the inner order parameters"),
+        _depth_single_path_truth,
+        lambda t: f"min over the inner order parameters = {t:.6f} = 4 * 2^(1/4) - ln 2.",
+        "Revisit the single-path entropy: fix U^(1) = 2, minimise over U^(2) and U^(3) (positive: optimise "
+        "their logs), with unit widths and variances, and store the minimum value, not the minimiser.",
+        rtol=1e-5),
+    "gp_vs_finite.good_path": Exercise(
+        "the GP test accuracy of the good path alone",
+        Answer("number", meaning=_ACCURACY),
+        lambda: _gp_accuracy(toy_problem(), [0], 1.0),
+        lambda t: f"test accuracy {t:.3f} with the good path alone "
+                  f"(all paths: {_gp_accuracy(toy_problem(), [0, 1, 2, 3], 1.0):.3f}).",
+        "Revisit the GP predictor of this chapter: U = gp_scale on the good path (path 0) and 0 elsewhere, "
+        "T = 1, accuracy on the 1000 test sequences.",
+        rtol=0, atol=1e-9),
+    "gp_vs_finite.width_10": Exercise(
+        "the smallest width with U* within 10% of the GP point",
+        Answer("integer", meaning="one of TOY_WIDTHS"),
+        _toy_width_within_10_percent,
+        lambda t: f"from N = {t:g} on, ||U* - U_GP||_F is within 10% of ||U_GP||_F.",
+        "Revisit the width sweep: U_GP = gp_scale * I, the distance is ||U* - U_GP||_F / ||U_GP||_F at T = 1, "
+        "and the answer is the smallest width of TOY_WIDTHS at which it is <= 0.1.",
+        rtol=0, atol=0),
+    "gp_vs_finite.alignment": Exercise(
+        "the top-PC label overlap of K_GP and K_U*",
+        Answer("array", (2,), "[overlap_gp, overlap_theory]"),
+        lambda: np.array(_toy_top_overlaps()),
+        lambda t: f"top-PC overlap: K_GP {t[0]:.3f}, K_U* at N = 5 {t[1]:.3f}.",
+        "Revisit kernel-task alignment: the top principal component (k = 1) of the training kernels K_GP and "
+        "K_U, with U* solved at N = 5, T = 1; the order is [GP, theory].",
+        rtol=1e-4, atol=1e-6),
+    "markov.agreement": Exercise(
+        "the fraction of agreeing neighbours per class",
+        Answer("array", (2,), "[class +1, class -1]"),
+        _markov_agreement_truth,
+        lambda t: f"agreeing neighbours: {t[0]:.3f} for y = +1 (expected 0.7), {t[1]:.3f} for y = -1 (0.3).",
+        "Revisit the Markov task: compare consecutive hidden states (data.states[:, 1:] and [:, :-1]), average "
+        "over each sequence, then over the sequences of each class; the order is [y = +1, y = -1].",
+        rtol=1e-9),
+    "markov.good_path": Exercise(
+        "the GP test accuracy of the good path alone",
+        Answer("number", meaning=_ACCURACY),
+        lambda: _gp_accuracy(markov_problem(), [0], 0.01),
+        lambda t: f"GP accuracy of the good path alone: {t:.3f}.",
+        "Revisit the GP predictor of this chapter: U = gp_scale e_0 e_0^T (path 0 only), T = 0.01, accuracy "
+        "on the 1000 test sequences.",
+        rtol=0, atol=1e-9),
+    "markov.u_gd": Exercise(
+        "the good-denoising entry of U* at N = 10",
+        Answer("number", meaning="the entry U*[0, 2]"),
+        _markov_u_gd,
+        lambda t: f"U*_gd = {t:.4f} at N = 10: the good and denoising paths are anti-correlated.",
+        "Revisit the theory's solution: Theory(...).solve(N=10, T=0.01).U, entry [0, 2] (good = 0, "
+        "denoising = 2).",
+        rtol=1e-3, atol=1e-5),
+    "omniglot.patches": Exercise(
+        "the 16 LayerNormed 8 x 8 patches of a 32 x 32 image",
+        Answer("array", (16, 64), "16 patches of 64 pixels"),
+        _omniglot_patches_truth,
+        lambda t: "16 patches of 64 pixels, row-major, each LayerNormed: the tokens' image part (encode_images).",
+        "Revisit the tokenisation: scale the pixels first, cut row-major 8 x 8 patches (reshape to "
+        "[4, 8, 4, 8], then transpose the axes to (0, 2, 1, 3)), and normalise each patch with the biased "
+        "variance plus 1e-5.",
+        rtol=1e-9, atol=1e-9),
+    "omniglot.gd_accuracy": Exercise(
+        "the test accuracy of the trained network",
+        Answer("number", meaning=_ACCURACY),
+        _omniglot_gd_accuracy_truth,
+        _omniglot_gd_explain,
+        "Revisit the evaluation: the network's output on x['test'], its sign compared with y['test'], "
+        "averaged over the sequences.",
+        rtol=0, atol=1e-12),
+    "omniglot.gp_temperature": Exercise(
+        "the GP test accuracy at the validation-selected temperature",
+        Answer("number", meaning=_ACCURACY),
+        lambda: _omniglot_gp_selection()[1],
+        _omniglot_gp_explain,
+        "Revisit model selection: choose T by the validation accuracy (ties to the larger T), then report "
+        "the test accuracy at that T only.",
+        rtol=0, atol=1e-12),
+    "pruning.head_scores": Exercise(
+        "the normalised head scores from a given order parameter",
+        Answer("array", (2, 4), "scores [layer, head]"),
+        _pruning_head_scores_truth,
+        _pruning_head_scores_explain,
+        "Revisit the head scores: sum |U| over the pairs of paths in which either path goes through the head, "
+        "each pair once, and divide by the largest score; rows are layers.",
+        rtol=1e-12, atol=1e-12),
+    "pruning.path_removal": Exercise(
+        "pruning a head as removing its paths from the path expansion",
+        Answer("array", (8,), "the outputs on the first 8 test sequences"),
+        _pruning_path_removal_truth,
+        lambda t: "dropping the 4 paths through head 1 of layer 0 and rescaling by sqrt(4/3) is pruning that head.",
+        "Revisit pruning as path removal: keep the paths with p[0] != 1 (arch.paths), multiply their sum by "
+        "sqrt(4/3), and work in float64.",
+        rtol=1e-8, atol=1e-12),
+    "pruning.lowest_two": Exercise(
+        "the test accuracy without the two lowest-scoring heads",
+        Answer("number", meaning=_ACCURACY),
+        lambda: _omniglot_lowest_two()[1],
+        _pruning_lowest_two_explain,
+        "Revisit the pruning experiment: U solved at N = 10, T = 0.25 on the training features, heads scored "
+        "from that U, and the two lowest-scoring heads pruned together.",
+        rtol=0, atol=1e-12),
+}

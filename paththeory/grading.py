@@ -1,0 +1,467 @@
+"""Grading the exercises with nbgrader, without a JupyterHub: release, autograde, grades and feedback.
+
+Why nbgrader: it grades on the instructor's own machine (a folder and an SQLite gradebook; no
+Docker, no hub), reads the ``### BEGIN SOLUTION`` / ``### END SOLUTION`` markers the book's
+solutions already carry, strips hidden tests from the released notebook and puts them back
+when grading, restores any test cell a student edited, gives partial credit (a test cell whose
+last value is a number scores that many points) and writes per-student feedback. Students on
+Colab download their notebook and send the ``.ipynb``; nothing else is needed.
+
+The workflow (``paththeory course ...`` on the command line, or these functions)::
+
+    release("book/problems.md", "course")        # course/release/problems/problems.ipynb for students
+    collect("course", "problems", "uploads/")    # uploads/<student>.ipynb -> course/submitted/...
+    grade("course", "problems")                  # course/grades-problems.csv, course/feedback/...
+
+A released notebook holds, after each exercise's answer cell, locked test cells:
+
+* a **public** test (1 point) calling :func:`graded` or :func:`graded_function` without a key:
+  the student sees :func:`paththeory.exercises.check`'s diagnoses while working;
+* a **hidden** test (the rest of the points) with the key frozen at release (the expected values,
+  written into the cell), which only the grader runs; an implement-it-yourself exercise gets
+  partial credit, the fraction of hidden cases its function passes.
+
+Both refuse (no points for that exercise) an answer that used :func:`~paththeory.exercises.solution`
+or ``check(..., reveal=True)`` or redefined a checking function (:func:`assert_honest`). Written
+answers (derivations, interpretations) are Markdown cells graded by hand (``nbgrader formgrader``
+in a local Jupyter, or by editing the gradebook); :func:`grade` lists them as ungraded.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from paththeory import _io
+from paththeory.exercises.answers import _REVEALED, GRADING_ENV, GradingError, grading, note_revealed
+
+__all__ = ["GRADING_ENV", "GradingError", "answer_cells", "assert_honest", "collect", "grade", "graded",
+           "graded_function", "grading", "note_revealed", "read_grades", "release", "source_notebook"]
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+#: Points of a check-style exercise's public and hidden tests.
+PUBLIC_POINTS, HIDDEN_POINTS = 1, 2
+#: How the exercises work, in a graded notebook.
+HOW_GRADED = ("In this notebook each exercise has an answer cell for your solution, followed by its test cells: "
+              "run them to see whether your answer passes the public test (a hidden test, with more points, runs "
+              "when the notebook is graded). Do not edit the test cells; solution() and check(..., reveal=True) "
+              "earn no points.")
+
+#: What an answer cell must not do: ``(pattern, what it did)``; comments are ignored.
+_DISHONEST = [
+    (r"\bsolution\s*\(", "called solution()"),
+    (r"\breveal\s*=", "asked check() to reveal the answer"),
+    (r"\b(def|class)\s+(check|check_implementation|graded|graded_function|assert_honest)\b",
+     "redefined a checking function"),
+    (r"^[ \t]*(?:[\w ]*,[ \t]*)?(check|check_implementation|graded|graded_function|assert_honest)\s*=(?!=)",
+     "redefined a checking function"),
+    (r"\b(globals|vars|locals)\s*\(\s*\)\s*\[", "redefined a checking function"),
+    (r"\bas\s+(check|check_implementation|graded|graded_function)\b", "redefined a checking function"),
+    (r"^[ \t]*(exercises|checking|keys|answers|grading|problems|paththeory)(\.\w+)*\.\w+\s*=(?!=)",
+     "changed the package's checking code"),
+    (r"\bsetattr\s*\(|\b_truth\b|\b_TRUTHS\b|\bexpected_outputs\s*\(|\.reference\s*\(",
+     "used the package's answer key"),
+]
+
+GradingError.__module__ = __name__  # shown as paththeory.grading.GradingError
+
+# --------------------------------------------------------------------------- in the notebook
+
+
+def _code(source: str) -> str:
+    """``source`` without its comments (a ``#`` outside a string starts one; good enough for a scan)."""
+    return "\n".join(re.sub(r"#.*$", "", line) for line in source.splitlines())
+
+
+def _history() -> list[str]:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return []
+    shell = get_ipython()
+    return list(shell.user_ns.get("In", [])) if shell is not None else []
+
+
+def answer_cells(history: list[str], exercise_id: str) -> list[str]:
+    """The cells run since the previous exercise's tests: those that answer ``exercise_id``.
+
+    ``history`` is IPython's ``In`` (the cells in the order they ran, the running one last).
+
+    Example:
+      >>> answer_cells(["", "x = 1", 'graded("a.b", x)', "answer = 24", 'graded("c.d", answer)'], "c.d")
+      ['answer = 24']
+    """
+    cells = history[:-1]
+    start = 0
+    for i in range(len(cells) - 1, -1, -1):
+        called = re.findall(r"""graded(?:_function)?\(\s*["']([\w.]+)["']""", cells[i])
+        if called and exercise_id not in called:
+            start = i + 1
+            break
+    return [c for c in cells[start:] if not re.search(r"""graded(?:_function)?\(\s*["']""" + re.escape(exercise_id), c)]
+
+
+def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
+    """Raise :class:`GradingError` if the answer to ``exercise_id`` looked at the key or changed a check.
+
+    ``cells`` default to :func:`answer_cells` of the running IPython session.
+
+    Example:
+      >>> assert_honest("demo.q1", ["answer = 24"])
+      >>> assert_honest("demo.q1", ["answer = solution('demo.q1')"])
+      Traceback (most recent call last):
+      ...
+      paththeory.grading.GradingError: demo.q1 earns no points: the answer called solution().
+    """
+    found = [what for cell in (answer_cells(_history(), exercise_id) if cells is None else cells)
+             for pattern, what in _DISHONEST if re.search(pattern, _code(cell), re.MULTILINE)]
+    if exercise_id in _REVEALED:
+        found.insert(0, "asked for the expected answer")
+    if found:
+        raise GradingError(f"{exercise_id} earns no points: the answer {', '.join(dict.fromkeys(found))}.")
+
+
+# The checks as imported now: a later assignment to the modules' names changes nothing here.
+def _checks():
+    from paththeory.exercises.answers import WrongAnswer, diagnose, validate
+    from paththeory.exercises.checking import _exercise, check
+
+    return check, _exercise, validate, diagnose, WrongAnswer
+
+
+_CHECK, _EXERCISE, _VALIDATE, _DIAGNOSE, _WRONG = _checks()
+
+
+def graded(exercise_id: str, answer: Any, key: list | None = None) -> None:
+    """A test cell of a check-style exercise: without ``key``, :func:`~paththeory.exercises.check`
+    (the public test, with its diagnoses); with ``key`` (the expected arrays, frozen at release),
+    the hidden test. Both first :func:`assert_honest`.
+    """
+    assert_honest(exercise_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if key is None:
+            _CHECK(exercise_id, answer)
+            return
+        ex = _EXERCISE(exercise_id)
+        got = _VALIDATE(exercise_id, answer, ex.expects)
+        want = [np.asarray(k, dtype=float) for k in key]
+        wrong = [i for i, (g, w) in enumerate(zip(got, want)) if not np.allclose(g, w, rtol=ex.rtol, atol=ex.atol)]
+    if wrong or len(got) != len(want):
+        notes = [note for i in wrong for note in _DIAGNOSE(got[i], want[i], ex.rtol, ex.atol)]
+        raise _WRONG(f"{exercise_id}: the hidden test fails.\n" + "\n".join(f"  - {n}" for n in notes))
+    print(f"{exercise_id}: the hidden test passes.")
+
+
+def graded_function(exercise_id: str, fn: Callable, key: list | None = None, points: float | None = None):
+    """A test cell of an implement-it-yourself exercise (:mod:`paththeory.problems`): without ``key``,
+    the public check on the reference's cases; with ``key`` (the reference's outputs on the hidden
+    cases, frozen at release) the hidden test, whose value is the points earned: ``points`` times the
+    fraction of cases passed (nbgrader's partial credit). Both first :func:`assert_honest`.
+    """
+    from paththeory.problems import check_implementation
+
+    assert_honest(exercise_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if key is None:
+            check_implementation(exercise_id, fn)
+            return None
+        fraction = check_implementation(exercise_id, fn, expected=key, partial=True)
+    return round(float(points if points is not None else 1.0) * float(fraction), 6)
+
+
+# --------------------------------------------------------------------------- the source notebook
+
+
+def _frozen(values) -> str:
+    """Python source for a list of arrays (exact: ``repr`` of floats round-trips)."""
+    return "[" + ", ".join(repr(np.asarray(v, dtype=float).tolist()) for v in values) + "]"
+
+
+def _nbgrader(grade_id: str, *, solution: bool, grade: bool, locked: bool, points: float | None = None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
+            "task": False}
+    if points is not None:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def _grade_id(exercise_id: str, part: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", exercise_id.lower()).strip("-") + "-" + part
+
+
+_SOLUTION_DIRECTIVE = re.compile(r"^(`{3,})\{solution\}[ \t]*(\S+)[ \t]*\n(.*?)^\1[ \t]*$\n?", re.MULTILINE | re.DOTALL)
+
+
+def _split_written_solutions(nb) -> None:
+    """Give every ``{solution} <label>`` directive of the Markdown cells a cell of its own, tagged ``written:<label>``."""
+    import nbformat
+
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown" or "{solution}" not in cell.source:
+            cells.append(cell)
+            continue
+        text, at = cell.source, 0
+        for m in _SOLUTION_DIRECTIVE.finditer(text):
+            if text[at:m.start()].strip():
+                cells.append(nbformat.v4.new_markdown_cell(text[at:m.start()].strip("\n")))
+            written = nbformat.v4.new_markdown_cell(m.group(0).strip("\n"))
+            written.metadata["tags"] = [f"written:{m.group(2)}"]
+            cells.append(written)
+            at = m.end()
+        if text[at:].strip():
+            cells.append(nbformat.v4.new_markdown_cell(text[at:].strip("\n")))
+    nb.cells = cells
+
+
+def source_notebook(md_path: str | Path, base_url: str | None = None):
+    """The nbgrader *source* notebook of a chapter: answer cells, test cells with frozen keys, written answers.
+
+    Every code cell with a solution becomes an answer cell (its lines after ``### END SOLUTION``
+    move to the tests); a check-style exercise gets a public test (:data:`PUBLIC_POINTS`) and a
+    hidden one (:data:`HIDDEN_POINTS`) holding its key; an implement-it-yourself exercise
+    (:data:`paththeory.problems.IMPLEMENT`), whose check cell follows its function, gets a public
+    test (1 point) and a hidden one with the rest of its points and its frozen outputs; every
+    written ``{solution}`` becomes a Markdown answer cell graded by hand with the points of
+    :data:`paththeory.problems.POINTS` (its model answer between the markers, stripped on release).
+    """
+    import jupytext
+    import nbformat
+
+    from paththeory.exercises.checking import _truth
+    from paththeory.exercises.student import BEGIN, END, exercise_id, plain_notebook
+    from paththeory.notebooks import BOOK_URL
+    from paththeory.plain_markdown import _HOW_WITH_SOLUTIONS, MarkdownContext
+    from paththeory.problems import IMPLEMENT, POINTS, expected_outputs
+
+    md = Path(md_path)
+    nb = jupytext.reads(md.read_text(), fmt="md:myst")
+    _split_written_solutions(nb)
+    context = MarkdownContext.from_book(md.parent, base_url=base_url or BOOK_URL)
+    plain = plain_notebook(nb, context, solutions=True)
+    cells = []
+    for cell in plain.cells:
+        tags = cell.metadata.get("tags", [])
+        written = next((t.split(":", 1)[1] for t in tags if t.startswith("written:")), None)
+        if written:
+            body = re.sub(r"^> ?", "", cell.source, flags=re.MULTILINE).strip()
+            body = re.sub(r"^\*\*Solution\*\*\s*", "", body).strip()
+            answer = nbformat.v4.new_markdown_cell(f"**Your answer.**\n\n{BEGIN}\n{body}\n{END}")
+            answer.metadata = _nbgrader(_grade_id(written, "answer"), solution=True, grade=True, locked=False,
+                                        points=POINTS[written])
+            cells.append(answer)
+            continue
+        if cell.cell_type != "code":
+            cell.source = cell.source.replace(_HOW_WITH_SOLUTIONS, HOW_GRADED)
+            cells.append(cell)
+            continue
+        implement = re.search(r"""check_implementation\(\s*["']([\w.]+)["']\s*,\s*(\w+)""", cell.source)
+        if BEGIN in cell.source:
+            head, _, tail = cell.source.partition(END)
+            answer_source = head + END
+            cell.source, cell.metadata = answer_source, {}
+            ex = exercise_id(tail)
+            cell.metadata.update(_nbgrader(_grade_id(ex or f"cell-{len(cells)}", "answer"), solution=True,
+                                           grade=False, locked=False))
+            cells.append(cell)
+            if ex:
+                cells += _check_tests(ex, _truth(ex))
+            continue
+        if implement and implement.group(1) in IMPLEMENT:
+            name, fn = implement.group(1), implement.group(2)
+            spec = IMPLEMENT[name]
+            cells += _function_tests(name, fn, expected_outputs(name), POINTS[spec.label])
+            continue
+        cell.metadata = {}
+        cells.append(cell)
+    plain.cells = cells
+    plain.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return plain
+
+
+def _test_cell(grade_id: str, source: str, points: float):
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata = _nbgrader(grade_id, solution=False, grade=True, locked=True, points=points)
+    return cell
+
+
+def _check_tests(ex: str, key) -> list:
+    public = f'# Test: {ex} ({PUBLIC_POINTS} point)\nfrom paththeory.grading import graded\ngraded("{ex}", answer)'
+    hidden = (f"# Hidden test: {ex} ({HIDDEN_POINTS} points), run when the notebook is graded\n"
+              f"from paththeory.grading import graded\n{HIDDEN_BEGIN}\ngraded(\"{ex}\", answer, key={_frozen(key)})\n"
+              f"{HIDDEN_END}")
+    return [_test_cell(_grade_id(ex, "public"), public, PUBLIC_POINTS),
+            _test_cell(_grade_id(ex, "hidden"), hidden, HIDDEN_POINTS)]
+
+
+def _function_tests(name: str, fn: str, key, points: int) -> list:
+    hidden_points = points - 1
+    key_source = "[" + ", ".join(_frozen([k]) if np.ndim(k) == 0 else repr(np.asarray(k, dtype=float).tolist())
+                                 for k in key) + "]"
+    public = f"# Test: {name} (1 point)\nfrom paththeory.grading import graded_function\ngraded_function(\"{name}\", {fn})"
+    hidden = (f"# Hidden tests: {name} ({hidden_points} points, partial credit per case), run when the notebook "
+              f"is graded\nfrom paththeory.grading import graded_function\n{HIDDEN_BEGIN}\n"
+              f"graded_function(\"{name}\", {fn}, key={key_source}, points={hidden_points})\n{HIDDEN_END}")
+    return [_test_cell(_grade_id(name, "public"), public, 1),
+            _test_cell(_grade_id(name, "hidden"), hidden, hidden_points)]
+
+
+# --------------------------------------------------------------------------- the nbgrader course
+
+
+def _config(course: Path, timeout: int):
+    from traitlets.config import Config
+
+    config = Config()
+    config.CourseDirectory.root = str(course.resolve())
+    config.CourseDirectory.course_id = "paththeory"
+    config.Execute.timeout = timeout
+    config.Execute.allow_errors = True
+    config.ExecutePreprocessor.timeout = timeout
+    return config
+
+
+def _api(course: Path, timeout: int = 900):
+    from nbgrader.apps import NbGraderAPI
+
+    # nbgrader runs ``alembic`` (installed beside this Python) to create its gradebook.
+    scripts = str(Path(sys.executable).parent)
+    if scripts not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+
+    return NbGraderAPI(config=_config(course, timeout))
+
+
+def release(md_path: str | Path, course_dir: str | Path, base_url: str | None = None) -> Path:
+    """Write the source notebook of chapter ``md_path`` into the nbgrader course ``course_dir`` and
+    generate the students' version; returns ``<course>/release/<name>/<name>.ipynb`` (hand it out).
+
+    The keys are computed now, with the installed package, and frozen into the hidden tests.
+    """
+    import nbformat
+
+    md, course = Path(md_path), Path(course_dir)
+    if not md.is_file():
+        raise FileNotFoundError(f"no chapter {md}: give a chapter's .md, e.g. book/problems.md.")
+    name = md.stem
+    course.mkdir(parents=True, exist_ok=True)
+    source = course / "source" / name / f"{name}.ipynb"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    _io.write_text(source, nbformat.writes(source_notebook(md, base_url)).rstrip("\n") + "\n")
+    result = _api(course).generate_assignment(name, force=True)
+    if not result["success"]:
+        raise GradingError(f"nbgrader could not release {name}:\n{result.get('error') or result.get('log')}")
+    return course / "release" / name / f"{name}.ipynb"
+
+
+def collect(course_dir: str | Path, assignment: str, uploads: str | Path) -> list[str]:
+    """Put the uploaded notebooks ``<uploads>/<student>.ipynb`` where nbgrader looks for submissions;
+    returns the student ids (the file names)."""
+    course, up = Path(course_dir), Path(uploads)
+    files = sorted(up.glob("*.ipynb"))
+    if not files:
+        raise FileNotFoundError(f"no notebooks in {up}: expected one <student>.ipynb per student.")
+    students = []
+    for f in files:
+        target = course / "submitted" / f.stem / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        students.append(f.stem)
+    return students
+
+
+def _missing_file_errors(notebook: Path) -> list[str]:
+    """The missing-file errors a graded notebook raised (their messages)."""
+    import nbformat
+
+    from paththeory.chapter import MISSING_FILE_ERRORS
+
+    names = {cls.__name__ for cls in MISSING_FILE_ERRORS}
+    return [f"{out.ename}: {out.evalue}" for cell in nbformat.read(notebook, as_version=4).cells
+            if cell.cell_type == "code" for out in cell.get("outputs", [])
+            if out.get("output_type") == "error" and out.get("ename") in names]
+
+
+def grade(course_dir: str | Path, assignment: str, timeout: int = 900) -> Path:
+    """Autograde every submission of ``assignment``, write feedback and ``<course>/grades-<assignment>.csv``.
+
+    The CSV has one row per student and question (``student, question, kind, score, max_score``;
+    ``kind`` is ``auto`` or ``manual``, a manual question's score empty until graded by hand), then a
+    row ``total`` per student. Raises :class:`GradingError` naming the file when a notebook could not
+    find a data file (the graded run needs every file; see :mod:`paththeory.chapter`).
+    """
+    from nbgrader.api import Gradebook
+
+    course = Path(course_dir)
+    api = _api(course, timeout)
+    students = sorted(p.name for p in (course / "submitted").iterdir()
+                      if (p / assignment).is_dir()) if (course / "submitted").is_dir() else []
+    if not students:
+        raise FileNotFoundError(f"no submissions of {assignment} in {course / 'submitted'} (use collect first).")
+    previous = os.environ.get(GRADING_ENV)
+    os.environ[GRADING_ENV] = "1"
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    try:
+        for student in students:
+            result = api.autograde(assignment, student, force=True, create=True)
+            if not result["success"]:
+                raise GradingError(f"nbgrader could not grade {student}'s {assignment}:\n"
+                                   f"{result.get('error') or result.get('log')}")
+            graded_nb = course / "autograded" / student / assignment / f"{assignment}.ipynb"
+            missing = _missing_file_errors(graded_nb)
+            if missing:
+                raise GradingError(f"grading {student}'s {assignment} needs a file this machine lacks: "
+                                   f"{missing[0]} Install it (or set PATHTHEORY_DATA) and grade again.")
+            api.generate_feedback(assignment, student, force=True)
+    finally:
+        if previous is None:
+            os.environ.pop(GRADING_ENV, None)
+        else:
+            os.environ[GRADING_ENV] = previous
+    import nbformat
+
+    out = course / f"grades-{assignment}.csv"
+    source = nbformat.read(course / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    order = {c.metadata["nbgrader"]["grade_id"]: i for i, c in enumerate(source.cells) if "nbgrader" in c.metadata}
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
+        rows = []
+        for student in students:
+            submission = gb.find_submission(assignment, student)
+            total = 0.0
+            for notebook in submission.notebooks:
+                for g in sorted(notebook.grades, key=lambda g: order.get(g.name, len(order))):
+                    manual = g.cell.cell_type == "markdown"
+                    score = g.score
+                    total += score or 0.0
+                    rows.append([student, g.name, "manual" if manual else "auto",
+                                 "" if score is None else f"{score:g}", f"{g.max_score:g}"])
+            rows.append([student, "total", "", f"{total:g}", f"{submission.max_score:g}"])
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["student", "question", "kind", "score", "max_score"])
+    writer.writerows(rows)
+    return _io.write_text(out, text.getvalue())
+
+
+def read_grades(path: str | Path) -> dict:
+    """``{student: {question: (score or None, max_score)}}`` from a grades CSV of :func:`grade`."""
+    out: dict = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            score = float(row["score"]) if row["score"] else None
+            out.setdefault(row["student"], {})[row["question"]] = (score, float(row["max_score"]))
+    return out

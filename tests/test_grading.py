@@ -1,0 +1,191 @@
+"""Grading with nbgrader (paththeory.grading): a released notebook hides solutions and keys; four
+sample submissions of the model chapter (all correct, blank, one wrong, spoofed) get exactly the
+points they should; a graded run that lacks a data file fails, naming the file; the honesty scan
+catches the ways around the checks without flagging honest code."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from paththeory import grading
+from paththeory.exercises import BEGIN, END, solution
+from paththeory.exercises.checking import _truth
+
+pytest.importorskip("nbgrader")
+
+ROOT = Path(__file__).resolve().parents[1]
+IDS = ("model.n_paths", "model.path_expansion", "model.gp_kernel")
+
+
+@pytest.fixture(autouse=True)
+def nothing_revealed():
+    """Each test starts with no answer shown in this process (other test files call solution())."""
+    grading._REVEALED.clear()
+    yield
+    grading._REVEALED.clear()
+
+
+def answer_sources(source_nb) -> dict:
+    """``{grade_id: the worked solution without markers}`` of the answer cells of a source notebook."""
+    return {c.metadata["nbgrader"]["grade_id"]: c.source.replace(BEGIN + "\n", "").replace(END, "")
+            for c in source_nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+
+
+def filled(released, answers: dict, tests: dict | None = None):
+    """A copy of the released notebook with the answer cells (and, to spoof, test cells) replaced."""
+    nb = copy.deepcopy(released)
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = answers[gid]
+        if tests and gid in tests:
+            cell.source = tests[gid]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded_model(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    released_path = grading.release(ROOT / "book" / "model.md", course)
+    released = nbformat.read(released_path, as_version=4)
+    source = nbformat.read(course / "source" / "model" / "model.ipynb", as_version=4)
+    right = answer_sources(source)
+    uploads = course / "uploads"
+    uploads.mkdir()
+    nbformat.write(filled(released, right), uploads / "correct.ipynb")
+    nbformat.write(released, uploads / "blank.ipynb")
+    nbformat.write(filled(released, {**right, "model-n-paths-answer": "answer = 12"}), uploads / "one_wrong.ipynb")
+    spoofed = {
+        **right,
+        "model-n-paths-answer": "from paththeory.exercises import solution\nanswer = solution('model.n_paths')",
+        "model-path-expansion-answer": right["model-path-expansion-answer"]
+        + "\ntry:\n    check('model.path_expansion', 0 * answer, reveal=True)\nexcept Exception:\n    pass",
+        "model-gp-kernel-answer": "check = lambda *args, **kwargs: print('Correct')\nanswer = 0",
+    }
+    nbformat.write(filled(released, spoofed, tests={"model-gp-kernel-public": "print('Correct')",
+                                                    "model-gp-kernel-hidden": "pass"}), uploads / "spoofed.ipynb")
+    assert grading.collect(course, "model", uploads) == ["blank", "correct", "one_wrong", "spoofed"]
+    csv_path = grading.grade(course, "model")
+    return course, released, source, csv_path
+
+
+def test_the_released_notebook_hides_solutions_and_keys(graded_model):
+    _, released, source, _ = graded_model
+    text = "\n".join(c.source for c in released.cells)
+    assert BEGIN not in text and "HIDDEN TESTS" not in text and not re.search(r"graded(_function)?\([^)]*key=", text)
+    for gid, worked in answer_sources(source).items():
+        body = worked.split("\n")[-2] if worked.strip() else ""
+        assert body.strip() and body not in text, f"{gid}: its solution line is in the released notebook"
+    for ex in IDS:
+        assert f'graded("{ex}", answer)' in text, f"{ex}: no public test"
+        for value in np.ravel(_truth(ex)[0])[:3]:
+            if value not in (0.0, 1.0):
+                assert repr(float(value)) not in text
+    points = [c.metadata["nbgrader"].get("points") for c in released.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert sum(points) == len(IDS) * (grading.PUBLIC_POINTS + grading.HIDDEN_POINTS)
+
+
+def test_the_grades_of_the_four_sample_submissions(graded_model):
+    _, _, _, csv_path = graded_model
+    grades = grading.read_grades(csv_path)
+    questions = [f"{ex.split('.')[1].replace('_', '-')}" for ex in IDS]
+    full = len(IDS) * (grading.PUBLIC_POINTS + grading.HIDDEN_POINTS)
+    for student in ("correct", "blank", "one_wrong", "spoofed"):
+        asked = [q for q in grades[student] if q != "total"]
+        assert len(asked) == 2 * len(IDS), f"{student}: every question must be reported, got {asked}"
+        assert grades[student]["total"][1] == full
+    assert grades["correct"]["total"][0] == full
+    assert all(score == top for score, top in grades["correct"].values())
+    assert grades["blank"]["total"][0] == 0
+    assert all(score == 0 for q, (score, _) in grades["blank"].items())
+    lost = {q: top - score for q, (score, top) in grades["one_wrong"].items() if q != "total" and score != top}
+    assert lost == {"model-n-paths-public": 1, "model-n-paths-hidden": 2}
+    for q, (score, _) in grades["spoofed"].items():
+        assert score == 0, f"spoofed earned {score} for {q}"
+    with open(csv_path) as f:
+        assert next(csv.reader(f)) == ["student", "question", "kind", "score", "max_score"]
+    assert all(any(q.startswith("model-" + name) for q in grades["correct"]) for name in questions)
+
+
+def test_feedback_says_why_a_spoofed_answer_earns_nothing(graded_model):
+    course = graded_model[0]
+    feedback = (course / "feedback" / "spoofed" / "model" / "model.html").read_text()
+    assert "model.n_paths: the expected answer is not available in a graded run" in feedback  # solution()
+    assert "model.path_expansion earns no points: the answer asked for the expected answer" in feedback
+    assert "model.gp_kernel earns no points: the answer redefined a checking function" in feedback
+
+
+def test_a_graded_run_that_lacks_a_file_fails_naming_it(tmp_path):
+    """Outside a graded run a missing file reduces the chapter to a notice; under the grader it must
+    fail the grade run, with the file's name, instead of grading empty cells."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "needs.md").write_text("\n".join([
+        "---", "jupytext:", "  text_representation:", "    format_name: myst", "kernelspec:",
+        "  display_name: Python 3", "  language: python", "  name: python3", "---", "", "# Needs a file", "",
+        "```{code-cell} ipython3",
+        "from paththeory.chapter import needs_files",
+        "from paththeory.data import DataNotFoundError",
+        "with needs_files():",
+        "    raise DataNotFoundError('images_missing.zip is not in the data folder')",
+        "```", "",
+        "```{code-cell} ipython3",
+        "from paththeory.exercises import check",
+        BEGIN, "answer = 24", END, 'check("model.n_paths", answer)', "```", ""]))
+    course = tmp_path / "course"
+    released = grading.release(book / "needs.md", course)
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    nbformat.write(nbformat.read(released, as_version=4), uploads / "student.ipynb")
+    grading.collect(course, "needs", uploads)
+    with pytest.raises(grading.GradingError, match="images_missing.zip"):
+        grading.grade(course, "needs")
+
+
+@pytest.mark.parametrize("cell,what", [
+    ("answer = solution('model.n_paths')", "called solution()"),
+    ("check('model.n_paths', 0, reveal=True)", "reveal"),
+    ("def check(*a):\n    pass", "redefined"),
+    ("check = print", "redefined"),
+    ("from paththeory.exercises import solution as check", "redefined"),
+    ("globals()['check'] = print", "redefined"),
+    ("import paththeory.exercises.checking as c\npaththeory.exercises.checking.check = print", "changed"),
+    ("from paththeory.exercises.checking import _truth\nanswer = _truth('model.n_paths')", "answer key"),
+])
+def test_the_honesty_scan_catches(cell, what):
+    with pytest.raises(grading.GradingError, match=what):
+        grading.assert_honest("model.n_paths", ["x = 1", cell])
+
+
+@pytest.mark.parametrize("cell", [
+    "import subprocess\nsubprocess.run(['true'], check=True)",
+    "# I did not call solution() here\nanswer = 24",
+    "checked = 3\nanswer = checked * 8",
+    "from paththeory.exercises import check\nanswer = 24\nassert answer == 24",
+])
+def test_the_honesty_scan_leaves_honest_answers_alone(cell):
+    grading.assert_honest("model.n_paths", [cell])
+
+
+def test_solution_and_reveal_refuse_in_a_graded_run(monkeypatch):
+    monkeypatch.setenv(grading.GRADING_ENV, "1")
+    with pytest.raises(grading.GradingError, match="not available in a graded run"):
+        solution("model.gp_kernel")
+    monkeypatch.delenv(grading.GRADING_ENV)
+    assert solution("model.n_paths") == 24
+    with pytest.raises(grading.GradingError, match="asked for the expected answer"):
+        grading.assert_honest("model.n_paths", ["answer = 24"])
+
+
+def test_answer_cells_are_those_since_the_previous_exercise():
+    history = ["", "setup = 1", 'graded("a.b", x)', 'graded("a.b", x, key=[[1.0]])', "answer = 24",
+               'graded("c.d", answer)', 'graded("c.d", answer, key=[[24.0]])']
+    assert grading.answer_cells(history, "c.d") == ["answer = 24"]
+    assert grading.answer_cells(history[:3], "a.b") == ["", "setup = 1"]
