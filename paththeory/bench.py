@@ -11,8 +11,14 @@ gradient is always evaluated in float64. Cases:
   solved together as one batched sweep;
 * ``omniglot``: P = 600, 16 paths (L = 2, H = 4), N0 = 192, 48 tokens, random tokens and QK
   heads (G = 128), mean pooling, one (N, T) solve;
-* ``multioutput`` (not in ``all``): the ``markov`` case with C = 3 outputs, one-hot classes of a random
-  linear teacher on the mean token, so the energy acts on a 300 x 300 kernel and U is 12 x 12.
+* ``multioutput``: the ``markov`` case with C = 3 outputs, one-hot classes of a random linear teacher on
+  the mean token, so the energy acts on a 300 x 300 kernel and U is 12 x 12; also timed without the
+  Hessian restart (first-order L-BFGS);
+* ``multioutput_omniglot``: the ``omniglot`` size with C = 3 outputs (one-hot classes of a random linear
+  teacher on the features; a 1800 x 1800 kernel, U 48 x 48), one (N, T) solve against first-order
+  L-BFGS (the solver without the Hessian restart): Adam would take hours here.
+
+:data:`CASES` (``all``) holds every case.
 """
 
 from __future__ import annotations
@@ -133,6 +139,23 @@ def compare(theory: Theory, widths: Sequence[float], temperature: float, lr: flo
     }
 
 
+def first_order(theory: Theory, widths: Sequence[float], temperature: float) -> dict:
+    """The same sweep by first-order L-BFGS (the solver without the Hessian restart), to ``tol = 1e-9``,
+    once (compiled outside the timing): ``seconds``, ``iterations``, ``grad_norm`` and the largest
+    difference of ``U`` from the solver's (``theory``'s own setting) solution."""
+    plain = Theory(theory.arch, theory.features, theory.y, precision=theory.precision, hessian=False)
+    widths = list(widths)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain.sweep(widths, temperature, max_iter=1)
+    sols, seconds = _time(lambda: plain.sweep(widths, temperature))
+    ref = theory.sweep(widths, temperature)
+    return {"first_order_seconds": seconds, "first_order_iterations": [s.report["iterations"] for s in sols],
+            "first_order_grad_norm": max(s.report["grad_norm"] for s in sols),
+            "first_order_converged": all(s.report["converged"] for s in sols),
+            "max_abs_U_difference": max(float(np.max(np.abs(a.U - b.U))) for a, b in zip(sols, ref))}
+
+
 def markov_case(baseline_max_steps: int = BASELINE_MAX_STEPS) -> dict:
     """Case (i): the Markov-chain size, a 10-width sweep at T = 0.01 (lr 0.1 for the baseline)."""
     from paththeory.tasks import markov
@@ -158,7 +181,8 @@ def multioutput_case(baseline_max_steps: int = BASELINE_MAX_STEPS, n_outputs: in
     widths = [float(w) for w in np.geomspace(10, 1000, 10)]
     size = {"P": 100, "paths": 4, "N0": 231, "tokens": 31, "outputs": n_outputs, "widths": widths,
             "temperature": 0.01}
-    return {"case": "multioutput", "size": size, **compare(theory, widths, 0.01, 0.1, baseline_max_steps)}
+    return {"case": "multioutput", "size": size, **compare(theory, widths, 0.01, 0.1, baseline_max_steps),
+            **first_order(theory, widths, 0.01), "hessian": theory.hessian}
 
 
 def omniglot_size_problem(seed: int = 0, n_examples: int = 600) -> tuple[Architecture, np.ndarray, np.ndarray]:
@@ -183,9 +207,41 @@ def omniglot_case(width: float = 10.0, temperature: float = 0.5,
     return {"case": "omniglot", "size": size, **compare(theory, [width], temperature, 0.008, baseline_max_steps)}
 
 
-def run(cases: Sequence[str] = ("markov", "omniglot"), baseline_max_steps: int = BASELINE_MAX_STEPS) -> dict:
-    """Run the benchmark cases; returns a JSON-ready dict with the device recorded."""
-    table = {"markov": markov_case, "omniglot": omniglot_case, "multioutput": multioutput_case}
+def multioutput_omniglot_case(width: float = 10.0, temperature: float = 0.5, n_outputs: int = 3,
+                               baseline_max_steps: int = BASELINE_MAX_STEPS) -> dict:
+    """Case (iv): one (N, T) solve at the Omniglot size with ``C`` outputs (one-hot classes of a random
+    linear teacher on the path features), against first-order L-BFGS (``baseline_max_steps`` unused:
+    no Adam run)."""
+    arch, feats, _ = omniglot_size_problem()
+    teacher = np.random.default_rng(1).normal(size=(feats.shape[1] * feats.shape[2], n_outputs))
+    scores = feats.reshape(feats.shape[0], -1) @ teacher
+    labels = np.eye(n_outputs)[np.argmax(scores - scores.mean(axis=0), axis=1)]
+    theory = Theory(arch, feats, labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _, compile_seconds = _time(lambda: theory.solve(width, temperature, max_iter=1))
+    sol, seconds = _time(lambda: theory.solve(width, temperature), SOLVER_REPEATS)
+    base = first_order(theory, [width], temperature)
+    size = {"P": 600, "paths": 16, "N0": 192, "tokens": 48, "outputs": n_outputs, "width": width,
+            "temperature": temperature}
+    return {"case": "multioutput_omniglot", "size": size, "compile_seconds": compile_seconds,
+            "seconds_tol_1e-9": seconds, "iterations_tol_1e-9": [sol.report["iterations"]],
+            "grad_norm_tol_1e-9": sol.report["grad_norm"], "converged": sol.report["converged"],
+            "hessian": theory.hessian, "ratio_first_order": base["first_order_seconds"] / seconds, **base,
+            "peak_memory_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "kernel_backend": type(theory.operator).__name__}
+
+
+#: Every case, in the order ``all`` runs them.
+CASES = ("markov", "omniglot", "multioutput", "multioutput_omniglot")
+
+
+def run(cases: Sequence[str] = CASES, baseline_max_steps: int = BASELINE_MAX_STEPS) -> dict:
+    """Run the benchmark cases (``"all"`` or :data:`CASES`: every one); returns a JSON-ready dict with the
+    device recorded."""
+    table = {"markov": markov_case, "omniglot": omniglot_case, "multioutput": multioutput_case,
+             "multioutput_omniglot": multioutput_omniglot_case}
+    cases = CASES if cases == "all" or tuple(cases) == ("all",) else cases
     results = [table[c](baseline_max_steps=baseline_max_steps) for c in cases]
     return {"device": str(jax.devices()[0]), "baseline_max_steps": baseline_max_steps, "cases": results}
 
@@ -194,6 +250,13 @@ def format_table(report: dict) -> str:
     """A human-readable summary of :func:`run`'s output."""
     lines = [f"device: {report['device']}"]
     for c in report["cases"]:
+        if "baseline_seconds" not in c:  # against first-order L-BFGS only
+            lines.append(
+                f"{c['case']:9s} solver {c['seconds_tol_1e-9']:8.3f} s, {c['iterations_tol_1e-9']} iterations "
+                f"(compile {c['compile_seconds']:.1f} s)  first-order L-BFGS {c['first_order_seconds']:8.2f} s, "
+                f"{c['first_order_iterations']} iterations  ratio {c['ratio_first_order']:6.1f}x  "
+                f"max |dU| {c['max_abs_U_difference']:.1e}  peak memory {c['peak_memory_bytes'] / 2**30:.2f} GiB")
+            continue
         lines.append(
             f"{c['case']:9s} solver {c['seconds']:8.3f} s (compile {c['compile_seconds']:.1f} s)  "
             f"baseline {c['baseline_seconds']:9.2f} s  ratio {c['ratio']:8.1f}x  "
@@ -203,4 +266,7 @@ def format_table(report: dict) -> str:
             f"{'':9s} at tol 1e-9: {c['seconds_tol_1e-9']:8.3f} s  ratio {c['ratio_tol_1e-9']:8.1f}x  "
             f"grad {c['grad_norm_tol_1e-9']:.1e}  peak memory {c['peak_memory_bytes'] / 2**30:.2f} GiB"
         )
+        if "first_order_seconds" in c:
+            lines.append(f"{'':9s} first-order L-BFGS: {c['first_order_seconds']:8.3f} s, iterations "
+                         f"{c['first_order_iterations']}  max |dU| {c['max_abs_U_difference']:.1e}")
     return "\n".join(lines)

@@ -14,7 +14,9 @@ Where it is cheap enough (:func:`hessian_pays`), once ``max |dS/dU| <= 3e-2`` th
 the exact Hessian of S/N from the path features (:mod:`paththeory.hessian`; negative curvature
 flipped) and restarts L-BFGS from its inverse as the initial matrix: from there a few
 quasi-Newton steps converge superlinearly (at the Omniglot size, 37 evaluations to 1e-9 instead
-of about 120).
+of about 120). With ``C > 1`` outputs the energy's derivatives come from the ``C (C + 1) / 2``
+output blocks ``X^T G^{cd} X`` (:func:`output_energy_derivatives`), contracted with the Cholesky
+parametrisation without its dense Jacobian, and a positive-definite Hessian is inverted by Cholesky.
 
 From P = 256 training examples, with Gram blocks (or a factorised kernel over many features), the
 solver runs in mixed precision
@@ -46,6 +48,7 @@ import numpy as np
 from paththeory._checks import check_count, check_flag, check_nonnegative, check_order_parameter, check_positive
 from paththeory.action import (
     action,
+    inverse_upper_triangular,
     entropy,
     gp_order_parameters,
     level_scale,
@@ -172,20 +175,123 @@ def _hessian(theta, data: _Data, sizes, scales, heads, variances) -> Array:
     ``d2 S/dtheta2 = J^T H_E J + d2/dtheta2 [<dE/dU, U(theta)> + S_ent(theta)]`` (over ``N``), with
     ``J = dU/dtheta`` and ``dE/dU``, ``H_E`` from :func:`~paththeory.hessian.energy_derivatives`
     held fixed in the second term; the small entropy and parametrisation terms are left to autodiff.
+    With ``C > 1`` outputs ``dE/dU``, ``H_E`` come from :func:`output_energy_derivatives` and
+    ``J^T H_E J`` from :func:`_cholesky_contraction`.
     """
     th = theta.astype(data.features.dtype)
     widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
+    n_outputs = sizes[0] // data.features.shape[1]
     K = apply_operator(data.op, theta_to_matrices(th, sizes, scales)[0])
-    g_energy, h_energy = energy_derivatives(data.features, K, data.y, data.temperature)
-    g_energy = 0.5 * (g_energy + g_energy.T)
-    J = jax.jacfwd(lambda t: theta_to_matrices(t, sizes, scales)[0])(th)
+    if n_outputs == 1:
+        g_energy, h_energy = energy_derivatives(data.features, K, data.y, data.temperature)
+        g_energy = 0.5 * (g_energy + g_energy.T)
+        J = jax.jacfwd(lambda t: theta_to_matrices(t, sizes, scales)[0])(th)
+        energy_part = jnp.einsum("abk,abcd,cdl->kl", J, h_energy, J)
+    else:
+        g_energy, h_energy = output_energy_derivatives(data.features, K, data.y.astype(th.dtype),
+                                                       data.temperature.astype(th.dtype), n_outputs)
+        first = sizes[0] * (sizes[0] + 1) // 2
+        block = _cholesky_contraction(h_energy, th[:first], sizes[0], scales[0])
+        energy_part = jnp.zeros((th.shape[0], th.shape[0]), th.dtype).at[:first, :first].set(block)
 
     def rest(t):
         us = theta_to_matrices(t, sizes, scales)
         return jnp.vdot(g_energy, us[0]) + entropy(us, widths, heads, variances)
 
-    H = (jnp.einsum("abk,abcd,cdl->kl", J, h_energy, J) + jax.hessian(rest)(th)) / jnp.max(data.widths)
+    H = (energy_part + jax.hessian(rest)(th)) / jnp.max(data.widths)
     return (0.5 * (H + H.T)).astype(theta.dtype)
+
+
+def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, n_outputs: int) -> tuple[Array, Array]:
+    r"""Gradient ``[C n, C n]`` and symmetrised Hessian ``[C n, C n, C n, C n]`` of the energy
+    ``E = ln det(K + T I) + y^T (K + T I)^{-1} y`` in ``U`` for ``C`` outputs, exploiting the block
+    features ``X_{ca} = e_c kron X_a``:
+
+    .. math::
+
+        M_{(ca)(db)} = X_a^\top G^{cd} X_b, \quad v_{ca} = X_a^\top b_c, \quad
+        \frac{\partial E}{\partial U_{xy}} = \operatorname{Tr} M_{xy} - v_x \cdot v_y, \quad
+        \frac{\partial^2 E}{\partial U_{xy} \partial U_{zw}} = \operatorname{sym}\big[
+        2 v_x^\top M_{yz} v_w - \langle M_{yz}, M_{xw} \rangle_F\big]
+
+    (``G = (K + T I)^{-1}``, ``b = G y``; sym: the mean over ``x <-> y`` and ``z <-> w``). Only the
+    ``C (C + 1) / 2`` output blocks ``G^{cd}`` (``c <= d``) meet the features (``C (C + 1) (P^2 m + P m^2)``
+    flops, ``m = n N0``), not the ``(C P) x (C m)`` products of the dense form; the
+    Frobenius products cost ``2 (C n)^4 N0^2``. Same result as
+    :func:`~paththeory.hessian.energy_derivatives` (symmetrised).
+
+    Example:
+      >>> f = jnp.asarray(np.random.default_rng(0).normal(size=(5, 2, 3)))
+      >>> g, H = output_energy_derivatives(f, pt.kernels.kernel_matrix(np.eye(4), f, n_outputs=2), jnp.ones(10), 0.5, 2)
+      >>> g.shape, H.shape
+      ((4, 4), (4, 4, 4, 4))
+    """
+    p, n, n0 = features.shape
+    c, size = n_outputs, n_outputs * features.shape[1]
+    X = features.reshape(p, n * n0)
+    chol = jnp.linalg.cholesky(K + temperature * jnp.eye(K.shape[0], dtype=K.dtype))
+    r_inv = inverse_upper_triangular(chol.T)
+    G = (r_inv @ r_inv.T).reshape(c, p, c, p)
+    b = (r_inv @ (r_inv.T @ y)).reshape(c, p)
+    v = (b @ X).reshape(size, n0)  # v_(ca) = X_a^T b_c
+    first, second = np.triu_indices(c)
+    GX = jnp.einsum("kpq,qm->kpm", G[first, :, second, :], X)  # G^{cd} X for c <= d
+    # R[k, a, b] = M_(ca)(db) for the k-th output pair c <= d; RT[k', a, b] = M_(da)(cb) for c < d (transposed)
+    R = jnp.einsum("pm,kpl->kml", X, GX).reshape(-1, n, n0, n, n0).transpose(0, 1, 3, 2, 4)
+    off = np.flatnonzero(first < second)
+    RT = jnp.swapaxes(jnp.swapaxes(R[off], 1, 2), 3, 4)
+    index = _ordered_pair_index(c, n)
+    rows, cols = R.reshape(-1, n0 * n0), RT.reshape(-1, n0 * n0)
+    same = rows @ rows.T  # <M_s, M_s'> over the stored pairs s, s'
+    cross = rows @ cols.T  # <M_s, M_t> over stored s and transposed t
+    stored, row, swap = index  # per ordered pair (y, z): stored as itself, its row (or its reverse's), RT row
+    frob = jnp.where(stored[:, None] == stored[None, :], same[row][:, row],
+                     jnp.where(stored[:, None], cross[row][:, swap], cross[row][:, swap].T))
+    frob = frob.reshape(size, size, size, size)  # [y, z, x, w] = <M_yz, M_xw>
+    vR = jnp.einsum("xi,kabij,wj->kabxw", v, R, v).reshape(-1, size, size)  # v_x^T M_s v_w, stored s
+    second_term = jnp.where(stored[None, :, None], vR[row].transpose(1, 0, 2), vR[row].transpose(2, 0, 1))
+    second_term = second_term.reshape(size, size, size, size)  # [x, y, z, w] = v_x^T M_yz v_w
+    traces = jnp.einsum("kabii->kab", R).reshape(-1)[row].reshape(size, size)
+    grad = traces - v @ v.T
+    H = 2.0 * second_term - frob.transpose(2, 0, 1, 3)
+    H = 0.5 * (H + H.transpose(1, 0, 2, 3))
+    return grad, 0.5 * (H + H.transpose(0, 1, 3, 2))
+
+
+def _ordered_pair_index(n_outputs: int, n_paths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every ordered pair ``(y, z)`` of indices ``y = (c, a)`` (``C n`` of them, row-major): whether
+    ``M_yz`` is stored (``c <= d``), the stored row holding ``M_yz`` or, if not stored, ``M_zy``, and the row of
+    the transposed blocks holding ``M_yz`` (0 where stored)."""
+    c, n = n_outputs, n_paths
+    first, second = np.triu_indices(c)
+    pair = np.full((c, c), -1)
+    pair[first, second] = np.arange(first.size)
+    off = np.full((c, c), -1)
+    off_pairs = np.flatnonzero(first < second)
+    off[first[off_pairs], second[off_pairs]] = np.arange(off_pairs.size)
+    cy, ay, cz, az = (g.reshape(-1) for g in np.meshgrid(np.arange(c), np.arange(n), np.arange(c), np.arange(n),
+                                                          indexing="ij"))
+    stored = cy <= cz
+    row = np.where(stored, pair[np.minimum(cy, cz), np.maximum(cy, cz)] * n * n + ay * n + az,
+                   pair[np.minimum(cy, cz), np.maximum(cy, cz)] * n * n + az * n + ay)
+    swap = np.where(stored, 0, off[np.minimum(cy, cz), np.maximum(cy, cz)] * n * n + ay * n + az)
+    return stored, row, swap
+
+
+def _cholesky_contraction(H: Array, theta: Array, size: int, scale: float) -> Array:
+    """``J^T H J`` for ``U = s L L^T`` (:func:`theta_to_matrices`) and ``H`` symmetric in its first and last
+    index pairs, without the dense ``J``: ``dU/dtheta_k = s f_k (e_i l_j^T + l_j e_i^T)`` (``k = (i, j)``,
+    ``l_j = L e_j``, ``f_k = L_ii`` on the diagonal, else 1), so
+    ``(J^T H J)_{kk'} = 4 s^2 f_k f_k' sum_{bd} L_bj H_{ibi'd} L_dj'`` (cost ``4 (C n)^5``).
+    """
+    rows, cols = _tril(size)
+    vals = jnp.where(rows == cols, jnp.exp(theta), theta)
+    L = jnp.zeros((size, size), theta.dtype).at[rows, cols].set(vals)
+    N = jnp.einsum("ibkd,dl->ibkl", H, L)
+    N = jnp.einsum("ibkl,bj->ijkl", N, L).reshape(size * size, size * size)
+    flat = rows * size + cols
+    f = jnp.where(rows == cols, vals, 1.0)
+    return 4.0 * scale**2 * f[:, None] * f[None, :] * N[flat][:, flat]
 
 
 def _inverse_hessian(H: Array) -> Array:
@@ -198,25 +304,48 @@ def _inverse_hessian(H: Array) -> Array:
     return jnp.where(jnp.all(jnp.isfinite(inverse)) & (jnp.max(size) > 0), inverse, jnp.eye(H.shape[0], dtype=H.dtype))
 
 
+def _inverse_pd_hessian(H: Array) -> Array:
+    """``H^{-1}`` from a Cholesky factor (``D^3`` flops, several times faster than the eigendecomposition
+    of :func:`_inverse_hessian`) where ``H`` is positive definite, else :func:`_inverse_hessian`."""
+    chol = jnp.linalg.cholesky(H)
+    ok = jnp.all(jnp.isfinite(chol))
+    return jax.lax.cond(ok, lambda h: jax.scipy.linalg.cho_solve((chol, True), jnp.eye(h.shape[0], dtype=h.dtype)),
+                        _inverse_hessian, H)
+
+
 def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 n_outputs: int = 1) -> bool:
-    """Whether the solver uses the Hessian restart: from ``HESSIAN_MIN_EXAMPLES`` examples, when its
-    flops (:func:`~paththeory.hessian.energy_derivatives`, ``2 P^2 m + 2 P m^2 + 2 n^2 m^2`` with
-    ``m = n N0``) are at most ``HESSIAN_MAX_COST`` times an evaluation's (``n^2 P^2 + 3 P^3``) and its
-    two ``m x m`` temporaries fit a quarter of the memory budget.
+                 n_outputs: int = 1, itemsize: int = 8) -> bool:
+    """Whether the solver uses the Hessian restart: from ``HESSIAN_MIN_EXAMPLES`` examples (``C P`` with ``C``
+    outputs), when its flops are at most ``HESSIAN_MAX_COST`` times an evaluation's (``n^2 P^2 + 3 P^3``,
+    with ``P -> C P``, ``n -> C n``) and its temporaries fit the memory budget.
+
+    One output (:func:`~paththeory.hessian.energy_derivatives`): ``2 P^2 m + 2 P m^2 + 2 n^2 m^2`` flops with
+    ``m = n N0``, two ``m x m`` float64 temporaries in a quarter of the budget. ``C > 1``
+    (:func:`output_energy_derivatives`): ``C (C + 1) (P^2 m + P m^2) + 2 (C n)^4 N0^2 + 4 (C n)^5 + (C P)^3``
+    flops, two ``C m x C m`` temporaries of ``itemsize`` bytes (4 in mixed precision, where the Hessian is
+    computed in float32) in the budget (the restart runs once, while nothing else of that size is held).
 
     Example:
       >>> hessian_pays(600, 16, 192), hessian_pays(600, 64, 192), hessian_pays(100, 16, 192)
       (True, False, False)
+      >>> [hessian_pays(600, 16, 192, n_outputs=c, itemsize=4) for c in (3, 5, 10)]
+      [True, True, False]
     """
     n_examples, n_paths = check_count(n_examples, "n_examples"), check_count(n_paths, "n_paths")
     n_features, n_outputs = check_count(n_features, "n_features"), check_count(n_outputs, "n_outputs")
     memory_budget = check_count(memory_budget, "memory_budget", minimum=0)
+    itemsize = check_count(itemsize, "itemsize")
     p, n = n_outputs * n_examples, n_outputs * n_paths  # C outputs: C n paths over C P examples
-    m = n * n_features
-    cost = 2 * p * p * m + 2 * p * m * m + 2 * n * n * m * m
     evaluation = n * n * p * p + 3 * p**3
-    return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and 2 * 8 * m * m <= memory_budget // 4
+    if n_outputs == 1:
+        m = n * n_features
+        cost = 2 * p * p * m + 2 * p * m * m + 2 * n * n * m * m
+        return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and 2 * 8 * m * m <= memory_budget // 4
+    m = n_paths * n_features
+    pairs = n_outputs * (n_outputs + 1) // 2
+    cost = 2 * pairs * (n_examples**2 * m + n_examples * m * m) + 2 * n**4 * n_features**2 + 4 * n**5 + p**3
+    memory = 2 * itemsize * (n_outputs * m) ** 2
+    return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and memory <= memory_budget
 
 
 def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, low: _Data | None = None,
@@ -234,6 +363,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
     opts = dict(sizes=sizes, scales=scales, heads=heads, variances=variances)
     fg = lambda th: _objective_and_grads(th, data, **opts)  # noqa: E731
     d = theta0.shape[0]
+    inverse = _inverse_hessian if data.features is None or sizes[0] == data.features.shape[1] else _inverse_pd_hessian
     zeros = dict(s_hist=jnp.zeros((history, d)), y_hist=jnp.zeros((history, d)),
                  count=jnp.array(0), it=jnp.array(0), evals=jnp.array(1), uncertified=jnp.array(0))
     h0 = None
@@ -243,7 +373,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
         if hessian:
             state = _lbfgs(state, fg, jnp.maximum(tol, HESSIAN_SWITCH), max_iter, roundoff=1e-12, max_backtracks=50)
             # From here the quasi-Newton model starts at the inverse Hessian, without the old pairs.
-            h0 = _inverse_hessian(_hessian(state.theta, data, **opts))
+            h0 = inverse(_hessian(state.theta, data, **opts))
             state = state._replace(count=jnp.array(0), status=jnp.where(
                 state.status == 2, 2, jnp.where(_reached(state.gmax, state.f, tol, rtol), 1, 0)))
     else:
@@ -270,7 +400,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
             # Go on in float32 only if that phase ended at its tolerance, not at float32's limits.
             more = (state.status == 1) & (state.gmax <= first_tol) & (state.gmax > switch) & (
                 state.uncertified < LOW_PRECISION_MAX_UNCERTIFIED)
-            h0 = _inverse_hessian(_hessian(state.theta, low, **opts))
+            h0 = inverse(_hessian(state.theta, low, **opts))
             state = state._replace(count=jnp.array(0), status=jnp.where(more, 0, jnp.where(state.status == 2, 2, 1)))
         state = _lbfgs(state, fg_low, switch, max_iter, h0=h0, **low_opts)
         f, g, gmax = fg(state.theta)
@@ -380,7 +510,8 @@ class Theory:
       hessian: restart L-BFGS from the exact inverse Hessian (from the features, in the first
         phase's precision) once ``max |d(S/N)/dU| <= 3e-2`` (:data:`HESSIAN_SWITCH`), for tolerances
         below that; ``None`` (default) decides by cost with :func:`hessian_pays`. At the Omniglot
-        size it cuts the evaluations to tolerance 1e-9 from about 120 to 37.
+        size it cuts the evaluations to tolerance 1e-9 from about 120 to 37, and with 3 outputs the
+        iterations from about 330 to about 25.
 
     Example:
       >>> from paththeory.exercises import model_problem
@@ -420,7 +551,8 @@ class Theory:
             precision == "auto" and pays and self.n_outputs * feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
         self.precision = "mixed" if mixed else "double"
         self._low_operator = operator_astype(self.operator, jnp.float32) if mixed else None
-        self.hessian = hessian_pays(*feats.shape, memory_budget, self.n_outputs) if hessian is None else bool(hessian)
+        self.hessian = (hessian_pays(*feats.shape, memory_budget, self.n_outputs, 4 if mixed else 8) if hessian is None
+                        else bool(hessian))
         self.sizes = tuple(order_parameter_sizes(arch.heads, self.n_outputs))
         self.scales = tuple(level_scale(l, arch.variances) for l in range(arch.n_layers))
         self._gp_eigmin: float | None = None

@@ -41,3 +41,28 @@ def test_python_dash_m_runs_the_command_line():
     out = subprocess.run([sys.executable, "-m", "paththeory", "reproduce", "--help"], capture_output=True, text=True,
                          check=True)
     assert "--checkpoint" in out.stdout and "--profile" in out.stdout
+
+
+def test_first_order_reference_finds_the_solver_minimum(small_problem):
+    """The multi-output cases' first-order reference (L-BFGS without the Hessian restart) reaches the same U
+    as the restarted solver (both to max |dS/dU| <= 1e-9; U to 1e-7 as in tests/test_hessian.py)."""
+    arch, feats, y, *_ = small_problem
+    Y = np.stack([y, -y, np.where(y > 0, 0.5, -0.5)], axis=1)
+    theory = Theory(arch, feats, Y, hessian=True)
+    result = bench.first_order(theory, [5.0, 50.0], 0.1)
+    assert result["first_order_converged"] and result["first_order_grad_norm"] <= 1e-9
+    assert result["max_abs_U_difference"] < 1e-7
+    assert len(result["first_order_iterations"]) == 2
+
+
+def test_all_runs_every_case_and_the_table_shows_first_order_rows(monkeypatch):
+    assert bench.CASES == ("markov", "omniglot", "multioutput", "multioutput_omniglot")
+    row = {"case": "multioutput_omniglot", "compile_seconds": 1.0, "seconds_tol_1e-9": 2.0,
+           "iterations_tol_1e-9": [20], "first_order_seconds": 20.0, "first_order_iterations": [300],
+           "ratio_first_order": 10.0, "max_abs_U_difference": 1e-9, "peak_memory_bytes": 2**30}
+    for name in bench.CASES:
+        monkeypatch.setattr(bench, f"{name}_case", lambda baseline_max_steps, name=name: {**row, "case": name})
+    report = bench.run("all", baseline_max_steps=10)
+    assert [c["case"] for c in report["cases"]] == list(bench.CASES)
+    assert "first-order L-BFGS    20.00 s, [300] iterations  ratio   10.0x" in bench.format_table(
+        {"device": "cpu", "cases": [row]})
