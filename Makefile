@@ -1,9 +1,10 @@
 # The two commands of README.md:
-#   make book   create .venv, install paththeory with [book,test], build the book strictly
+#   make book   create .venv, install paththeory with [book,test,course], build the book strictly
 #               (every chapter executed, any warning or cell error fails) into _build/html;
 #               BOOK_JOBS chapters execute at once (book/_ext/build.py; BOOK_JOBS=1: serial)
-#   make test   create .venv, install paththeory with [book,test], run the tests in
+#   make test   create .venv, install paththeory with [book,test,course], run the tests in
 #               TEST_WORKERS processes (pytest-xdist, one test file per process at a time)
+#   make student   the web book without solutions into _build/student/html (builds the book first if needed)
 # `make install` alone sets up .venv; it reinstalls only when pyproject.toml changes.
 # `make pdf` builds the whole book as one HTML page and prints it to _build/paththeory.pdf with
 # headless Chromium (CHROMIUM=...; MathJax ships with the book, book/_static/mathjax: no internet needed).
@@ -16,7 +17,7 @@ STAMP  := $(VENV)/.paththeory-installed
 BOOK_JOBS ?= 2
 TEST_WORKERS ?= 2
 
-.PHONY: install book test pdf clean
+.PHONY: install book student test pdf clean
 
 install: $(STAMP)
 
@@ -28,6 +29,11 @@ $(STAMP): pyproject.toml
 book: install
 	rm -rf _build/html _build/jupyter_execute
 	BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python book/_ext/build.py . -W --keep-going --all
+
+# The student edition (no solutions) from the full build's executed notebooks: _build/student/html.
+student: install
+	test -f _build/html/index.html || $(MAKE) book
+	$(BIN)/python -m paththeory student
 
 pdf: install
 	rm -rf _build/singlehtml

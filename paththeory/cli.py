@@ -229,6 +229,13 @@ def _course(args) -> int:
     return 0
 
 
+def _student(args) -> int:
+    from paththeory import edition
+
+    print(f"the student edition: {edition.build(args.root, args.out)}/index.html")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="paththeory",
@@ -278,6 +285,14 @@ def build_parser() -> argparse.ArgumentParser:
     nbs.add_argument("--check", action="store_true",
                      help="write nothing; list the stale notebooks and exit 1 if any")
     nbs.set_defaults(func=_notebooks)
+
+    student = sub.add_parser("student", help="build the student edition of the web book (after make book)",
+                             description="Build the web book without its solutions into OUT/html from the full "
+                                         "build's executed notebooks (run make book first), and check that no "
+                                         "solution, written answer or answer value shows.")
+    student.add_argument("--root", default=".", help="the repository root (default: the current folder)")
+    student.add_argument("--out", default=None, help="output folder (default: ROOT/_build/student)")
+    student.set_defaults(func=_student)
 
     course = sub.add_parser("course", help="grade a chapter's exercises with nbgrader: release, collect, grade",
                             description="Grading with nbgrader, no JupyterHub needed (paththeory.grading). "

@@ -133,9 +133,9 @@ def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
 # The checks as imported now: a later assignment to the modules' names changes nothing here.
 def _checks():
     from paththeory.exercises.answers import WrongAnswer, diagnose, validate
-    from paththeory.exercises.checking import _exercise, check
+    from paththeory.exercises.checking import _exercise, _is_accuracy, check
 
-    return check, _exercise, validate, diagnose, WrongAnswer
+    return check, _exercise, validate, lambda g, w, ex: diagnose(g, w, ex.rtol, ex.atol, _is_accuracy(ex)), WrongAnswer
 
 
 _CHECK, _EXERCISE, _VALIDATE, _DIAGNOSE, _WRONG = _checks()
@@ -157,7 +157,7 @@ def graded(exercise_id: str, answer: Any, key: list | None = None) -> None:
         want = [np.asarray(k, dtype=float) for k in key]
         wrong = [i for i, (g, w) in enumerate(zip(got, want)) if not np.allclose(g, w, rtol=ex.rtol, atol=ex.atol)]
     if wrong or len(got) != len(want):
-        notes = [note for i in wrong for note in _DIAGNOSE(got[i], want[i], ex.rtol, ex.atol)]
+        notes = [note for i in wrong for note in _DIAGNOSE(got[i], want[i], ex)]
         raise _WRONG(f"{exercise_id}: the hidden test fails.\n" + "\n".join(f"  - {n}" for n in notes))
     print(f"{exercise_id}: the hidden test passes.")
 

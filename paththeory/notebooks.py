@@ -1,4 +1,4 @@
-"""The Colab notebooks: every chapter of the book as a plain Jupyter notebook, solutions kept.
+"""The Colab notebooks: every chapter of the book as a plain Jupyter notebook, in two editions.
 
 The chapters are MyST Markdown (``book/<chapter>.md``), paired by jupytext with
 ``book/<chapter>.ipynb`` for the book's build; Colab renders neither MyST roles nor directives.
@@ -7,7 +7,9 @@ The chapters are MyST Markdown (``book/<chapter>.md``), paired by jupytext with
 JupyterLab), its text in plain Markdown (:func:`paththeory.exercises.plain_notebook`), each
 figure's caption in a Markdown cell under the figure, every cross-reference as a link to the
 published book at :data:`BOOK_URL`, and the exercises with their worked solutions. Cell ids
-follow from the chapter and the cell's position, so two generations are identical.
+follow from the chapter and the cell's position, so two generations are identical. The student
+edition, ``notebooks/student/<chapter>.ipynb``, has every solution stubbed and the written ones
+left out, and links to the student web book (:data:`STUDENT_BOOK_URL`); both request a GPU on Colab.
 
 The Colab button of a page opens :func:`colab_url` (``book/_ext/colab_notebooks.py`` points it
 there). After changing a chapter, run ``python -m paththeory notebooks`` from the repository
@@ -21,8 +23,12 @@ from pathlib import Path
 
 #: The published web book: the Colab notebooks' links to pages, sections, equations and figures.
 BOOK_URL = "https://paththeory.github.io/paththeory"
+#: The student edition of the web book (solutions left out): the student notebooks link there.
+STUDENT_BOOK_URL = BOOK_URL + "/student"
 #: The folder, relative to the repository root, of the Colab notebooks.
 NOTEBOOKS_DIR = "notebooks"
+#: The folder of the student notebooks (solutions stubbed), the student edition's Colab buttons open these.
+STUDENT_DIR = NOTEBOOKS_DIR + "/student"
 #: The command that regenerates them.
 REGENERATE = "python -m paththeory notebooks"
 COLAB_URL = "https://colab.research.google.com"
@@ -59,40 +65,51 @@ def _cell_id(chapter: str, index: int) -> str:
     return hashlib.sha1(f"{chapter}:{index}".encode()).hexdigest()[:12]
 
 
-def colab_notebook(md_path: str | Path, base_url: str = BOOK_URL):
+def colab_notebook(md_path: str | Path, base_url: str | None = None, *, student: bool = False):
     """The Colab notebook (an ``nbformat`` notebook) of the MyST chapter ``md_path``: plain
-    Markdown, captions under their figures, links to ``base_url``, solutions kept, stable cell ids."""
+    Markdown, captions under their figures, links to ``base_url`` (default :data:`BOOK_URL`, or
+    :data:`STUDENT_BOOK_URL` for students), stable cell ids, a GPU requested on Colab; solutions
+    kept, or with ``student=True`` stubbed (:func:`paththeory.exercises.student_version`)."""
     import jupytext
 
-    from paththeory.exercises import plain_notebook
+    from paththeory.exercises import plain_notebook, student_version
     from paththeory.plain_markdown import MarkdownContext
 
     md = Path(md_path)
+    base_url = base_url or (STUDENT_BOOK_URL if student else BOOK_URL)
     context = MarkdownContext.from_book(md.parent, base_url=base_url)
-    nb = plain_notebook(jupytext.reads(md.read_text(), fmt="md:myst"), context, solutions=True)
+    source = jupytext.reads(md.read_text(), fmt="md:myst")
+    nb = student_version(source, context) if student else plain_notebook(source, context, solutions=True)
     for i, cell in enumerate(nb.cells):
         cell.id = _cell_id(md.stem, i)
     install = next((c for c in nb.cells if c.cell_type == "code"), None)
     if install is not None and "google.colab" in install.source:  # hidden, as on the page: collapsed
         install.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})
-    nb.metadata = {"kernelspec": nb.metadata.get("kernelspec", {}), "colab": {"provenance": []},
-                   "paththeory": {"source": f"{md.parent.name}/{md.name}", "regenerate": REGENERATE}}
+    nb.metadata = {"kernelspec": nb.metadata.get("kernelspec", {}), "accelerator": "GPU",
+                   "colab": {"provenance": [], "gpuType": "T4"},
+                   "paththeory": {"source": f"{md.parent.name}/{md.name}", "regenerate": REGENERATE,
+                                  "edition": "student" if student else "full"}}
     nb.nbformat, nb.nbformat_minor = 4, 5
     return nb
 
 
-def notebook_text(md_path: str | Path, base_url: str = BOOK_URL) -> str:
+def notebook_text(md_path: str | Path, base_url: str | None = None, *, student: bool = False) -> str:
     """The ``.ipynb`` text of :func:`colab_notebook` (what :func:`write_colab_notebooks` writes)."""
     import nbformat
 
-    return nbformat.writes(colab_notebook(md_path, base_url)).rstrip("\n") + "\n"
+    return nbformat.writes(colab_notebook(md_path, base_url, student=student)).rstrip("\n") + "\n"
+
+
+def _editions(root: Path) -> list[tuple[Path, bool]]:
+    """The notebook folders and whether each is the students'."""
+    return [(root / NOTEBOOKS_DIR, False), (root / STUDENT_DIR, True)]
 
 
 def write_colab_notebooks(root: str | Path = ".", out_dir: str | Path | None = None,
-                          base_url: str = BOOK_URL) -> list[Path]:
-    """Write ``<out_dir>/<chapter>.ipynb`` (default ``<root>/notebooks``) for every notebook chapter of
-    ``<root>/_toc.yml`` (:func:`toc_chapters`); remove notebooks there of chapters no longer listed.
-    Returns the paths written."""
+                          base_url: str | None = None) -> list[Path]:
+    """Write ``<out_dir>/<chapter>.ipynb`` (default ``<root>/notebooks``) and the student edition
+    ``<out_dir>/student/<chapter>.ipynb`` for every notebook chapter of ``<root>/_toc.yml``
+    (:func:`toc_chapters`); remove notebooks there of chapters no longer listed. Returns the paths written."""
     from paththeory import _io
 
     root = Path(root)
@@ -100,44 +117,47 @@ def write_colab_notebooks(root: str | Path = ".", out_dir: str | Path | None = N
     chapters = toc_chapters(root)
     if not chapters:
         raise ValueError(f"{root / '_toc.yml'} lists no notebook chapter; give the repository root.")
-    out.mkdir(parents=True, exist_ok=True)
     written = []
-    for chapter in chapters:
-        path = out / f"{chapter}.ipynb"
-        text = notebook_text(root / "book" / f"{chapter}.md", base_url)
-        if not path.exists() or path.read_text() != text:
-            _io.write_text(path, text)
-        written.append(path)
-    for old in out.glob("*.ipynb"):
-        if old.stem not in chapters:
-            old.unlink()
+    for folder, student in ((out, False), (out / "student", True)):
+        folder.mkdir(parents=True, exist_ok=True)
+        for chapter in chapters:
+            path = folder / f"{chapter}.ipynb"
+            text = notebook_text(root / "book" / f"{chapter}.md", base_url, student=student)
+            if not path.exists() or path.read_text() != text:
+                _io.write_text(path, text)
+            written.append(path)
+        for old in folder.glob("*.ipynb"):
+            if old.stem not in chapters:
+                old.unlink()
     return written
 
 
-def stale_notebooks(root: str | Path = ".", base_url: str = BOOK_URL) -> list[str]:
-    """``"notebooks/<chapter>.ipynb: why"`` for every Colab notebook that is missing, out of date
-    with its chapter, or left over; empty when ``notebooks/`` is up to date."""
+def stale_notebooks(root: str | Path = ".", base_url: str | None = None) -> list[str]:
+    """``"notebooks/<chapter>.ipynb: why"`` for every Colab notebook (both editions) that is missing,
+    out of date with its chapter, or left over; empty when ``notebooks/`` is up to date."""
     root = Path(root)
-    out = root / NOTEBOOKS_DIR
     chapters = toc_chapters(root)
     problems = []
-    for chapter in chapters:
-        path = out / f"{chapter}.ipynb"
-        if not path.exists():
-            problems.append(f"{NOTEBOOKS_DIR}/{chapter}.ipynb: missing")
-        elif path.read_text() != notebook_text(root / "book" / f"{chapter}.md", base_url):
-            problems.append(f"{NOTEBOOKS_DIR}/{chapter}.ipynb: out of date with book/{chapter}.md")
-    problems += [f"{NOTEBOOKS_DIR}/{p.name}: no such chapter in _toc.yml"
-                 for p in sorted(out.glob("*.ipynb")) if p.stem not in chapters]
+    for folder, student in _editions(root):
+        rel = folder.relative_to(root).as_posix()
+        for chapter in chapters:
+            path = folder / f"{chapter}.ipynb"
+            if not path.exists():
+                problems.append(f"{rel}/{chapter}.ipynb: missing")
+            elif path.read_text() != notebook_text(root / "book" / f"{chapter}.md", base_url, student=student):
+                problems.append(f"{rel}/{chapter}.ipynb: out of date with book/{chapter}.md")
+        problems += [f"{rel}/{p.name}: no such chapter in _toc.yml"
+                     for p in sorted(folder.glob("*.ipynb")) if p.stem not in chapters]
     return problems
 
 
-def colab_url(pagename: str, repository_url: str, branch: str = "main", colab: str = COLAB_URL) -> str:
-    """The Colab address of the plain notebook of page ``pagename`` (``book/<chapter>``).
+def colab_url(pagename: str, repository_url: str, branch: str = "main", colab: str = COLAB_URL,
+              folder: str = NOTEBOOKS_DIR) -> str:
+    """The Colab address of the plain notebook of page ``pagename`` (``book/<chapter>``) in ``folder``.
 
     Example:
       >>> colab_url("book/model", "https://github.com/paththeory/paththeory")
       'https://colab.research.google.com/github/paththeory/paththeory/blob/main/notebooks/model.ipynb'
     """
     org_repo = repository_url.rstrip("/").removesuffix(".git").split("github.com/")[-1]
-    return f"{colab.rstrip('/')}/github/{org_repo}/blob/{branch}/{NOTEBOOKS_DIR}/{Path(pagename).name}.ipynb"
+    return f"{colab.rstrip('/')}/github/{org_repo}/blob/{branch}/{folder}/{Path(pagename).name}.ipynb"

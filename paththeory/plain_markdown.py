@@ -284,8 +284,26 @@ def myst_to_markdown(text: str, context: MarkdownContext | None = None) -> str:
         ctx.equations = _equation_numbers(text)
     how = _HOW_WITH_SOLUTIONS if ctx.solutions else _HOW_IN_A_NOTEBOOK
     text = re.sub(r"\s+".join(map(re.escape, HOW_EXERCISES_WORK.split())), how, text)
+    for page, notebook in _NOTEBOOK_WORDING:
+        text = re.sub(r"\s+".join(map(re.escape, page.split())), notebook, text)
     text = "\n".join(_convert_lines(text.split("\n"), ctx)).strip("\n")
     return re.sub(r"\n{3,}", "\n\n", text)
+
+#: What the web page says that a notebook must say otherwise: ``(on the page, in a notebook)``, in order.
+_NOTEBOOK_WORDING = (
+    ("(the rocket icon at the top of the page opens it on Colab) ", ""),
+    ("The chapter's notebook has one more cell here, hidden on this page:",
+     "This notebook has one more cell here, hidden on the book's web page:"),
+    ("the rocket icon at the top of a chapter's page", "the Colab button at the top of a chapter's web page"),
+    ("the rocket icon", "the Colab button"),
+    ("On this page every point", "On the book's web page every point"),
+    ("computed when this page was built", "computed when this notebook runs"),
+    ("when this page was built", "when this notebook runs"),
+    ("the network this page was built with", "the network this notebook runs with"),
+    ("the machine that built this page", "the machine that runs this notebook"),
+    ("this page's", "this notebook's"),
+    ("this page", "this notebook"),
+)
 
 #: The sentence that says, in a chapter's text, how the exercises work on the page and in a notebook.
 HOW_EXERCISES_WORK = (

@@ -34,7 +34,7 @@ from matplotlib.figure import Figure
 
 from paththeory._checks import as_float_array
 from paththeory.kernels import check_features, kernel_matrix
-from paththeory.plots import COLUMN_WIDTH, book_style, matrix_heatmap, stamp_profile
+from paththeory.plots import COLOURS, COLUMN_WIDTH, book_style, matrix_heatmap, stamp_profile
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap
 from paththeory.solve import Solution, Theory
 
@@ -144,8 +144,9 @@ def draw_order_parameter(ax: Axes, panel: Panel, labels: Sequence[str] | None) -
 def draw_overlaps(ax: Axes, panel: Panel) -> None:
     """Label overlaps of the top principal components of ``K_{U*}`` and ``K_GP``."""
     k = np.arange(1, panel.overlap_theory.size + 1)
-    ax.plot(k, panel.overlap_gp, "s-", color="0.5", ms=4, lw=1, label="$K_{GP}$")
-    ax.plot(k, panel.overlap_theory, "o-", color="C3", ms=4, lw=1, label=f"$K_{{U^*}}$, N = {_width(panel.width)}")
+    ax.plot(k, panel.overlap_gp, "s-", color=COLOURS["gp"], ms=4, lw=1, label="$K_{GP}$")
+    ax.plot(k, panel.overlap_theory, "o-", color=COLOURS["theory"], ms=4, lw=1,
+            label=f"$K_{{U^*}}$, N = {_width(panel.width)}")
     ax.set_xlabel("principal component $i$ (largest eigenvalue first)")
     ax.set_ylabel("$|v_i \\cdot y| / \\sqrt{P}$")
     ax.set_ylim(0, 1)
@@ -156,7 +157,7 @@ def draw_overlaps(ax: Axes, panel: Panel) -> None:
 def draw_accuracy(ax: Axes, panel: Panel) -> None:
     """Test accuracy of the theory's mean predictor next to the GP's."""
     values = [panel.accuracy_theory, panel.accuracy_gp]
-    bars = ax.bar(["theory $U^*$", "GP $U \\propto I$"], values, color=["C3", "0.6"])
+    bars = ax.bar(["theory $U^*$", "GP $U \\propto I$"], values, color=[COLOURS["theory"], COLOURS["gp"]])
     ax.bar_label(bars, labels=[f"{v:.3f}" for v in values])
     ax.set_ylim(0.5, 1.1)  # room above a bar near 1 for its label
     ax.set_yticks([0.5, 0.6, 0.7, 0.8, 0.9, 1.0])

@@ -174,7 +174,9 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    source = os.environ.get("PATHTHEORY_INSTALL", "paththeory @ git+{paththeory.REPOSITORY}@main")
+    # The release this book was built with (a tag): the answer keys of its checks are that release's.
+    release = "paththeory @ git+{paththeory.REPOSITORY}@v{paththeory.__version__}"
+    source = os.environ.get("PATHTHEORY_INSTALL", release)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True)"""
 
 

@@ -362,3 +362,47 @@ def test_exercises_page_lists_every_exercise():
         assert f":label: {exercise_label(ex_id)}" in chapter, ex_id
         assert f"<{exercise_label(ex_id)}>`" in page
     assert "## Using the exercises in a course" in page and "write_student_notebooks" in page
+
+
+# --------------------------------------------------------------------------- diagnoses that do not mislead
+
+
+def test_float32_precision_is_named_as_such():
+    want = np.linspace(1.0, 2.0, 16).reshape(4, 4)
+    notes = exercises.diagnose(want.astype(np.float32).astype(float) * (1 + 3e-7), want, 1e-8, 1e-12)
+    assert len(notes) == 1 and "float32" in notes[0] and "constant factor" not in notes[0]
+    scalar = exercises.diagnose(np.array(0.1 + 1e-8), np.array(0.1), 1e-9, 0)
+    assert "float32" in scalar[-1] and "too" not in scalar[-1]
+
+
+def test_an_accuracy_on_the_wrong_set_is_not_blamed_on_float32():
+    notes = exercises.diagnose(np.array(0.99), np.array(0.95), 1e-9, 0, accuracy=True)
+    assert "float32" not in " ".join(notes) and "test set" in notes[-1]
+    with pytest.raises(WrongAnswer, match="test set") as wrong:
+        check("markov.good_path", exercises.solution("markov.good_path") + 0.02)
+    assert "float32" not in str(wrong.value)
+
+
+def test_an_error_rate_is_not_called_a_magnitude_error():
+    notes = exercises.diagnose(np.array(0.03), np.array(0.97), 1e-9, 0, accuracy=True)
+    assert notes == ["it is 1 minus the expected value: an error rate instead of an accuracy?"]
+
+
+def test_a_flipped_sign_is_only_a_sign():
+    with pytest.raises(WrongAnswer) as wrong:
+        check("model.n_paths", -24)
+    message = str(wrong.value)
+    assert "only the sign is wrong" in message and "magnitude" not in message
+
+
+@pytest.mark.parametrize("value", [__import__("fractions").Fraction(48, 2), 24 * 10**0, np.int64(24)])
+def test_exact_numbers_are_numbers(value, capsys):
+    check("model.n_paths", value)
+    assert "Correct" in capsys.readouterr().out
+
+
+def test_a_huge_int_is_a_number_that_is_too_large():
+    with pytest.raises(WrongAnswer, match="too large"):
+        check("model.n_paths", 10**30)
+    with pytest.raises(InvalidAnswer, match="too large for a floating-point number"):
+        check("model.n_paths", 10**400)

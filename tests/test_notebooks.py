@@ -153,9 +153,10 @@ def _mini_repo(root: Path) -> Path:
 def test_the_generator_writes_the_toc_notebooks_and_the_check_sees_a_stale_one(tmp_path):
     root = _mini_repo(tmp_path)
     assert notebooks.toc_chapters(root) == ["intro", "page"]
-    assert len(notebooks.stale_notebooks(root)) == 2
+    assert len(notebooks.stale_notebooks(root)) == 4  # both editions of both chapters
     written = notebooks.write_colab_notebooks(root)
-    assert [p.name for p in written] == ["intro.ipynb", "page.ipynb"]
+    assert [p.relative_to(root / "notebooks").as_posix() for p in written] == [
+        "intro.ipynb", "page.ipynb", "student/intro.ipynb", "student/page.ipynb"]
     assert notebooks.stale_notebooks(root) == []
     page = nbformat.read(root / "notebooks" / "page.ipynb", as_version=4)
     assert myst_left(page) == []
@@ -164,7 +165,8 @@ def test_the_generator_writes_the_toc_notebooks_and_the_check_sees_a_stale_one(t
     intro = nbformat.read(root / "notebooks" / "intro.ipynb", as_version=4)
     assert intro.cells[0].source.endswith(f"See [Page]({notebooks.BOOK_URL}/book/page.html).")
     (root / "book" / "page.md").write_text((root / "book" / "page.md").read_text().replace("x = 1", "x = 2"))
-    assert notebooks.stale_notebooks(root) == ["notebooks/page.ipynb: out of date with book/page.md"]
+    assert notebooks.stale_notebooks(root) == ["notebooks/page.ipynb: out of date with book/page.md",
+                                               "notebooks/student/page.ipynb: out of date with book/page.md"]
     (root / "notebooks" / "old.ipynb").write_text("{}")
     assert "notebooks/old.ipynb: no such chapter in _toc.yml" in notebooks.stale_notebooks(root)
     notebooks.write_colab_notebooks(root)
@@ -196,9 +198,10 @@ def _extension():
 
 
 class _App:
-    def __init__(self, srcdir, theme):
+    def __init__(self, srcdir, theme, folder=notebooks.NOTEBOOKS_DIR, root=""):
         self.srcdir = srcdir
-        self.config = type("Config", (), {"html_theme_options": theme})()
+        self.config = type("Config", (), {"html_theme_options": theme, "colab_notebooks_folder": folder,
+                                          "colab_notebooks_root": root})()
 
 
 def test_the_book_points_the_colab_button_at_the_plain_notebook():
@@ -221,3 +224,54 @@ def test_the_book_points_the_colab_button_at_the_plain_notebook():
     page_without = {"header_buttons": []}
     ext.point_colab_button(_App(str(ROOT), theme), "book/notation", "page.html", page_without, None)
     assert page_without == {"header_buttons": []}
+    # The student edition (built from a staged copy elsewhere) opens the student notebooks.
+    context["header_buttons"][1]["buttons"][0]["url"] = theme_url
+    ext.point_colab_button(_App("/elsewhere", theme, notebooks.STUDENT_DIR, str(ROOT)), "book/model", "page.html",
+                           context, None)
+    assert ext.colab_buttons(context)[0]["url"].endswith("/blob/main/notebooks/student/model.ipynb")
+
+
+# --------------------------------------------------------------------------- the student edition
+
+STUDENT = ROOT / notebooks.STUDENT_DIR
+
+
+def read_student(chapter: str):
+    return nbformat.read(STUDENT / f"{chapter}.ipynb", as_version=4)
+
+
+def test_every_chapter_has_a_student_notebook():
+    assert sorted(p.stem for p in STUDENT.glob("*.ipynb")) == sorted(CHAPTERS)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_student_notebooks_read_right_and_hide_every_solution(chapter):
+    nb, full = read_student(chapter), read(chapter)
+    assert myst_left(nb) == []
+    nbformat.validate(nb)
+    text = "\n".join(c.source for c in nb.cells)
+    assert BEGIN not in text and "> **Solution**" not in text
+    figures = [c.source for c in nb.cells if c.source.startswith("**Figure.** ")]
+    assert figures == [c.source for c in full.cells if c.source.startswith("**Figure.** ")]
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "exercise" in cell.metadata.get("tags", []):
+            assert "raise NotImplementedError(" in cell.source
+    if any(BEGIN in c.source for c in full.cells) or "prob-" in chapter:
+        assert "**Student notebook.**" in text
+    assert nb.metadata["accelerator"] == "GPU" and nb.metadata["paththeory"]["edition"] == "student"
+    assert all(notebooks.STUDENT_BOOK_URL in link for link in re.findall(r"\]\((https://paththeory[^)\s]+)\)", text))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_no_notebook_speaks_of_the_web_page(chapter):
+    for nb in (read(chapter), read_student(chapter)):
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert not re.search(r"this page|rocket icon", text, re.IGNORECASE), chapter
+
+
+def test_cell_ids_are_stable_across_generations(tmp_path):
+    first = notebooks.write_colab_notebooks(ROOT, tmp_path / "a")
+    second = notebooks.write_colab_notebooks(ROOT, tmp_path / "b")
+    for a, b in zip(first, second):
+        ids_a = [c.id for c in nbformat.read(a, as_version=4).cells]
+        assert ids_a == [c.id for c in nbformat.read(b, as_version=4).cells] and len(set(ids_a)) == len(ids_a)

@@ -4,8 +4,10 @@ sphinx-book-theme points the button at the chapter's paired MyST notebook (``boo
 whose roles, directives and labels Colab shows raw. This extension rewrites the button's address,
 after the theme has built it (``html-page-context``, priority 502 > the theme's 501), to
 ``notebooks/<chapter>.ipynb`` in the repository (:func:`paththeory.notebooks.colab_url`): the plain
-Markdown edition written by ``python -m paththeory notebooks``. A chapter without its plain
-notebook is a warning, which fails the strict build.
+Markdown edition written by ``python -m paththeory notebooks``; the student edition (config value
+``colab_notebooks_folder = "notebooks/student"``, set by ``python -m paththeory student``) opens the
+student notebooks there instead. A chapter without its plain notebook is a warning, which fails the
+strict build.
 """
 
 from __future__ import annotations
@@ -30,16 +32,20 @@ def point_colab_button(app, pagename: str, templatename: str, context: dict, doc
     if not buttons:
         return
     theme = app.config.html_theme_options
-    notebook = Path(app.srcdir) / NOTEBOOKS_DIR / f"{Path(pagename).name}.ipynb"
+    folder = app.config.colab_notebooks_folder
+    notebook = Path(app.config.colab_notebooks_root or app.srcdir) / folder / f"{Path(pagename).name}.ipynb"
     if not notebook.exists():
-        logger.warning(f"{pagename}: no Colab notebook {NOTEBOOKS_DIR}/{notebook.name}; run `{REGENERATE}`",
+        logger.warning(f"{pagename}: no Colab notebook {folder}/{notebook.name}; run `{REGENERATE}`",
                        location=pagename)
     url = colab_url(pagename, theme.get("repository_url", ""), theme.get("repository_branch") or "main",
-                    theme.get("launch_buttons", {}).get("colab_url") or COLAB_URL)
+                    theme.get("launch_buttons", {}).get("colab_url") or COLAB_URL, folder)
     for button in buttons:
         button["url"] = url
 
 
 def setup(app):
+    app.add_config_value("colab_notebooks_folder", NOTEBOOKS_DIR, "html")
+    # The repository root holding the folder (default: the book's source folder).
+    app.add_config_value("colab_notebooks_root", "", "html")
     app.connect("html-page-context", point_colab_button, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

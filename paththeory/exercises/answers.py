@@ -111,6 +111,11 @@ def _as_numbers(exercise_id: str, value, spec: Answer, shape: tuple, item: str =
         raise _invalid(exercise_id, spec, what)
     try:
         arr = np.asarray(value)
+        if arr.dtype.kind == "O" and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in arr.flat):
+            arr = arr.astype(float)  # a Fraction, a Decimal or an int too large for int64 is a number
+    except OverflowError:
+        raise _invalid(exercise_id, spec, f"{what}, too large for a floating-point number",
+                       "Check a power or a product that grew without bound.") from None
     except (TypeError, ValueError) as exc:
         raise _invalid(exercise_id, spec, f"{what}, which cannot be read as numbers ({exc})") from None
     if arr.dtype.kind == "c":
@@ -148,8 +153,24 @@ def validate(exercise_id: str, value, spec: Answer) -> list[np.ndarray]:
     return [_as_numbers(exercise_id, v, spec, s, item=f"item {i}") for i, (v, s) in enumerate(zip(value, spec.shape))]
 
 
-def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> list[str]:
-    """Hints on how ``got`` differs from ``want`` that do not give ``want`` away."""
+#: Relative differences this small but above the tolerance are what float32 arithmetic leaves.
+FLOAT32_LEVEL = 1e-5
+_FLOAT32 = ("it agrees to about {rel:.0e} relative, short of the tolerance: typical of float32 arithmetic; "
+            "compute in float64 (jax.config.update('jax_enable_x64', True), or no cast to float32)")
+
+
+def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, accuracy: bool = False) -> list[str]:
+    """Hints on how ``got`` differs from ``want`` that do not give ``want`` away.
+
+    ``accuracy``: the answer is an accuracy (a fraction), so an error rate or the accuracy on another
+    set are the likely slips.
+
+    Example:
+      >>> diagnose(np.array(-24.0), np.array(24.0), 0, 0)
+      ['only the sign is wrong']
+      >>> diagnose(np.array(0.03), np.array(0.97), 1e-9, 0, accuracy=True)
+      ['it is 1 minus the expected value: an error rate instead of an accuracy?']
+    """
     notes = []
     if got.ndim == 0:
         g, w = float(got), float(want)
@@ -157,6 +178,11 @@ def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> lis
             return ["your answer is 0 and the expected one is not"]
         if w == 0:
             return ["the expected answer is much smaller in magnitude than yours"]
+        if 0 < w < 1 and math.isclose(g, 1 - w, rel_tol=max(rtol, 1e-9), abs_tol=max(atol, 1e-12)):
+            return ["it is 1 minus the expected value: " + ("an error rate instead of an accuracy?" if accuracy
+                                                            else "a complement (1 - x) of what is asked?")]
+        if math.isclose(abs(g), abs(w), rel_tol=max(rtol, 1e-12), abs_tol=atol):
+            return ["only the sign is wrong"]
         if np.sign(g) != np.sign(w):
             notes.append("the sign is wrong")
         ratio = abs(g / w)
@@ -164,10 +190,17 @@ def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> lis
             k = round(math.log10(ratio))
             notes.append(f"it is about 10^{abs(k)} times too {'large' if k > 0 else 'small'} in magnitude: "
                          "check a prefactor, a power or a normalisation")
+            return notes
+        rel = abs(abs(g) - abs(w)) / abs(w)
+        if rel < FLOAT32_LEVEL:
+            return notes + [_FLOAT32.format(rel=rel)]
+        size = "too large" if abs(g) > abs(w) else "too small"
+        if accuracy:
+            close = (" (close: is it the accuracy on the set asked for, e.g. the test set rather than the "
+                     "training or validation set, at the stated temperature and sizes?)")
         else:
-            size = "too large" if abs(g) > abs(w) else "too small"
-            close = " (within 1%: check float32 vs float64, a tolerance or a small term)" if abs(ratio - 1) < 0.01 else ""
-            notes.append(f"the order of magnitude is right, but it is {size} in magnitude{close}")
+            close = " (within 1%: check a small term, a sample size or a solver tolerance)" if rel < 0.01 else ""
+        notes.append(f"the order of magnitude is right, but it is {size} in magnitude{close}")
         return notes
     ok = np.isclose(got, want, rtol=rtol, atol=atol)
     flat_w, flat_g = want.ravel(), got.ravel()
@@ -176,15 +209,19 @@ def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> lis
         return ["every entry has the wrong sign"]
     if want.ndim == 2 and want.shape[0] == want.shape[1] and np.allclose(got, want.T, rtol=rtol, atol=atol):
         return ["it is the transpose of the expected array: check the order of the axes"]
+    norm_w = float(np.linalg.norm(flat_w))
+    rel = float(np.linalg.norm(flat_g - flat_w)) / norm_w if norm_w > 0 else float("inf")
+    if rel < FLOAT32_LEVEL:
+        return [_FLOAT32.format(rel=rel)]
     if scale > 0:
         c = float(flat_g @ flat_w) / scale
         if c != 0 and np.allclose(got, c * want, rtol=max(rtol, 1e-6), atol=atol):
-            return [(f"it is proportional to the expected array, off by a constant factor (about {c:.2g}): "
+            return [(f"it is proportional to the expected array, off by a constant factor (about {c:.3g}): "
                      "check a prefactor such as a variance, a width or a square root")]
     if np.allclose(np.sort(flat_g), np.sort(flat_w), rtol=rtol, atol=atol):
         return ["it has the right entries in the wrong places: check the order of the axes or of the paths"]
     notes.append(f"{int(ok.sum())} of {ok.size} entries are right")
-    ng, nw = float(np.linalg.norm(flat_g)), float(np.linalg.norm(flat_w))
+    ng, nw = float(np.linalg.norm(flat_g)), norm_w
     if ng == 0:
         notes.append("your array is all zeros")
     elif nw > 0:

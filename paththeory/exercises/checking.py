@@ -71,6 +71,10 @@ def hint(exercise_id: str) -> None:
     print(f"{exercise_id}: {ex.task}.\n  Answer: {ex.expects.describe()}.\n  {ex.hint}")
 
 
+def _is_accuracy(ex: Exercise) -> bool:
+    return "accuracy" in ex.expects.meaning
+
+
 def _format(arrays: list[np.ndarray], kind: str) -> str:
     if kind == "integer":
         return str(int(arrays[0]))
@@ -117,7 +121,7 @@ def check(exercise_id: str, answer, reveal: bool = False) -> None:
     lines = [f"{exercise_id}: not quite."]
     for i in wrong:
         where = f"item {i}: " if ex.expects.kind == "arrays" else ""
-        lines += [f"  - {where}{note}" for note in diagnose(got[i], want[i], ex.rtol, ex.atol)]
+        lines += [f"  - {where}{note}" for note in diagnose(got[i], want[i], ex.rtol, ex.atol, _is_accuracy(ex))]
     lines.append(f"  {ex.hint}")
     tol = "exactly" if ex.rtol == 0 and ex.atol == 0 else f"within relative tolerance {ex.rtol:g}, absolute {ex.atol:g}"
     lines.append(f"  The check compares {ex.expects.describe()} {tol}.")

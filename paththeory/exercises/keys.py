@@ -218,7 +218,7 @@ def _markov_u_gd() -> float:
     from paththeory.solve import Theory
 
     arch, f_train, y_train, _, _ = markov_problem()
-    return float(Theory(arch, f_train, y_train).solve(10, 0.01).U[0, 2])
+    return float(Theory(arch, f_train, y_train).solve(20, 0.01).U[0, 2])
 
 
 # --------------------------------------------------------------------------- the Omniglot chapter
@@ -399,11 +399,11 @@ EXERCISES: dict[str, Exercise] = {
         "on the 1000 test sequences.",
         rtol=0, atol=1e-9),
     "markov.u_gd": Exercise(
-        "the good-denoising entry of U* at N = 10",
+        "the good-denoising entry of U* at N = 20",
         Answer("number", meaning="the entry U*[0, 2]"),
         _markov_u_gd,
-        lambda t: f"U*_gd = {t:.4f} at N = 10: the good and denoising paths are anti-correlated.",
-        "Revisit the theory's solution: Theory(...).solve(N=10, T=0.01).U, entry [0, 2] (good = 0, "
+        lambda t: f"U*_gd = {t:.4f} at N = 20: the good and denoising paths are anti-correlated.",
+        "Revisit the theory's solution: Theory(...).solve(N=20, T=0.01).U, entry [0, 2] (good = 0, "
         "denoising = 2).",
         rtol=1e-3, atol=1e-5),
     "omniglot.patches": Exercise(

@@ -53,23 +53,26 @@ def strip_solution(source: str) -> str:
 
 
 _STUDENT_NOTE = (
-    "> **Student notebook.** The exercises of this chapter are at its end. In each exercise cell, replace "
-    "the line `raise NotImplementedError(...)` with your solution, store the result in `answer` and run "
-    "the cell: `check(...)` prints \"Correct\", or says what is off and which step to revisit. "
-    "`paththeory.exercises.hint(\"<id>\")` repeats the task and the hint; "
-    "`check(\"<id>\", answer, reveal=True)` shows the expected value. Run the cells from the top: the "
-    "exercises use the imports and data of the chapter, and the first cell installs `paththeory` on Colab."
+    "> **Student notebook.** Each exercise is a block quote headed **Exercise**. Under a computational one, "
+    "replace the line `raise NotImplementedError(...)` with your solution, store the result in `answer` (or "
+    "define the function the task names) and run the cell: `check(...)` prints \"Correct\", or says what is "
+    "off and which step to revisit, without giving the answer. `paththeory.exercises.hint(\"<id>\")` repeats "
+    "the task and the hint. Write a derivation or an interpretation in a Markdown cell under its task. "
+    "Run the cells from the top: the exercises use the chapter's imports and data, and the first cell "
+    "installs `paththeory` on Colab. In a graded notebook, asking for an answer (`solution()`, "
+    "`reveal=True`) or changing a check earns no points."
 )
 
 
-def student_version(notebook, book_dir: str | Path | None = None, chapters=()):
-    """A copy of an ``nbformat`` notebook for students: solutions stubbed, Markdown made plain.
+def student_version(notebook, context: MarkdownContext | None = None):
+    """A copy of an ``nbformat`` notebook for students: solutions stubbed, written solutions left out,
+    Markdown made plain, figure captions kept.
 
     Every solution is replaced (:func:`strip_solution`) and its outputs removed; the Markdown
-    cells are converted from MyST to plain Markdown (:func:`myst_to_markdown`, with the chapter
-    titles and references of ``book_dir`` if given; ``{doc}`` links to ``chapters`` point to their
-    student notebooks); cell metadata other than the ``exercise`` tag is dropped, and a note on
-    how to do the exercises follows the title. :func:`plain_notebook` does the conversion.
+    cells are converted from MyST to plain Markdown (:func:`~paththeory.plain_markdown.myst_to_markdown`
+    with ``context``: the chapter titles and references, and links to the web book if it has a
+    ``base_url``); cell metadata other than the ``exercise`` tag is dropped, and a note on how to do
+    the exercises follows the title. :func:`plain_notebook` does the conversion.
 
     Example:
       >>> import nbformat
@@ -81,9 +84,9 @@ def student_version(notebook, book_dir: str | Path | None = None, chapters=()):
     """
     import nbformat
 
-    out = plain_notebook(notebook, MarkdownContext.from_book(book_dir, chapters), solutions=False)
+    out = plain_notebook(notebook, context, solutions=False)
     cells = out.cells
-    if any(BEGIN in c.source for c in notebook.cells):
+    if any(BEGIN in c.source or "{exercise}" in c.source for c in notebook.cells):
         at = 1 if cells and cells[0].cell_type == "markdown" and cells[0].source.lstrip().startswith("#") else 0
         cells.insert(at, nbformat.v4.new_markdown_cell(_STUDENT_NOTE))
     return out
@@ -139,7 +142,7 @@ def plain_notebook(notebook, context: MarkdownContext | None = None, *, solution
             else:
                 cell.metadata = {"tags": ["exercise"]} if "exercise" in tags else {}
         cells.append(cell)
-        if caption and solutions:
+        if caption:
             cells.append(nbformat.v4.new_markdown_cell("**Figure.** " + myst_to_markdown(caption, ctx)))
     out.cells = cells
     out.metadata.pop("jupytext", None)
@@ -149,10 +152,12 @@ def plain_notebook(notebook, context: MarkdownContext | None = None, *, solution
 def write_student_notebooks(book_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """Write ``<out_dir>/<chapter>.ipynb`` for every MyST chapter of ``book_dir`` with exercises.
 
-    The notebooks are plain Jupyter notebooks (:func:`student_version`): they read well in
-    Jupyter and on Colab. Needs ``jupytext`` (the ``book`` extra). Returns the paths written, each
-    written atomically. ``out_dir`` must be another folder than ``book_dir`` (the book's own files are
-    never overwritten), and ``book_dir`` must hold at least one chapter with exercises.
+    The notebooks are the student edition's Colab notebooks
+    (:func:`paththeory.notebooks.colab_notebook` with ``student=True``): plain Markdown, solutions
+    stubbed, captions kept, links to the student web book, stable cell ids, a GPU requested on
+    Colab. Needs ``jupytext`` (the ``book`` extra). Returns the paths written, each written
+    atomically. ``out_dir`` must be another folder than ``book_dir`` (the book's own files are never
+    overwritten), and ``book_dir`` must hold at least one chapter with exercises.
 
     Example:
       >>> import pathlib, tempfile
@@ -162,10 +167,8 @@ def write_student_notebooks(book_dir: str | Path, out_dir: str | Path) -> list[P
       >>> [p.name for p in write_student_notebooks(book, book / "student")]
       ['chapter.ipynb']
     """
-    import jupytext
-    import nbformat
-
     from paththeory import _io
+    from paththeory.notebooks import notebook_text
 
     book, out = Path(book_dir), _io.check_output_folder(out_dir)
     if not book.is_dir():
@@ -173,14 +176,12 @@ def write_student_notebooks(book_dir: str | Path, out_dir: str | Path) -> list[P
     if out.resolve() == book.resolve():
         raise ValueError(f"the output folder {out} is the book folder itself; give another folder so that "
                          "the book's own files are not overwritten.")
-    chapters = {md.stem: md.read_text() for md in sorted(book.glob("*.md")) if BEGIN in md.read_text()}
+    chapters = [md for md in sorted(book.glob("*.md")) if BEGIN in md.read_text() or "{exercise}" in md.read_text()]
     if not chapters:
-        raise ValueError(f"{book} holds no chapter (.md) with exercises ({BEGIN!r} cells); give the book's folder.")
-    written = []
-    for name, text in chapters.items():
-        nb = student_version(jupytext.reads(text, fmt="md:myst"), book, tuple(chapters))
-        written.append(_io.write_text(out / f"{name}.ipynb", nbformat.writes(nb).rstrip("\n") + "\n"))
-    return written
+        raise ValueError(f"{book} holds no chapter (.md) with exercises ({BEGIN!r} cells or {{exercise}} "
+                         "directives); give the book's folder.")
+    return [_io.write_text(out / f"{md.stem}.ipynb", notebook_text(md, student=True)) for md in chapters]
+
 
 # --------------------------------------------------------------------------- the exercises page
 
@@ -194,45 +195,55 @@ def _chapter_tasks(text: str) -> dict:
 _COURSE_SECTION = """\
 ## Using the exercises in a course
 
-**Student notebooks.** One call writes a notebook per chapter with exercises, with every
-solution replaced by a stub that raises `NotImplementedError`:
+**The student edition.** `make student` (after `make book`) builds the web book without any
+solution into `_build/student/html`, from the figures the full build computed, and checks that
+no solution code, written solution or answer value shows on its pages, in its downloadable
+notebooks or in the student notebooks; its Colab buttons open the student notebooks,
+`notebooks/student/<chapter>.ipynb`: plain Markdown, solutions stubbed, figure captions kept,
+links to the student web book, stable cell ids, a GPU requested on Colab. The first cell of every
+notebook installs the release the book was built with (a tag), so the answer keys stay those of
+that release. `paththeory.exercises.write_student_notebooks("book", "student")` writes the same
+notebooks into another folder.
 
-```python
-from paththeory.exercises import write_student_notebooks
-write_student_notebooks("book", "student")   # student/model.ipynb, student/derivation.ipynb, ...
+**Checks.** Each exercise cell ends with `check("<chapter>.<name>", answer)`. A right answer
+prints `Correct (...)` with a sentence on what the number means. A wrong one raises
+`WrongAnswer` with a diagnosis (sign, order of magnitude, an error rate for an accuracy,
+float32 precision, which entries are off, which step to revisit) but *not* the expected
+value. An answer of the wrong kind (`None`, the text `"24"` instead of the number, NaN, a
+wrong shape) raises `InvalidAnswer`, saying which exercise and what kind of answer it expects.
+`paththeory.exercises.hint("<id>")` repeats the task and the hint.
+
+**Grading, with nbgrader.** nbgrader grades on the instructor's machine, no JupyterHub needed
+(a folder and an SQLite gradebook), and students on Colab simply send their `.ipynb`:
+
+```bash
+paththeory course release book/problems.md --course course  # course/release/problems/problems.ipynb
+paththeory course collect problems --uploads uploads/ --course course  # uploads/<student>.ipynb
+paththeory course grade problems --course course  # course/grades-problems.csv, course/feedback/
 ```
 
-They are plain Jupyter notebooks: the book's MyST markup is turned into Markdown that Jupyter
-and Colab render (admonitions as block quotes, numbered equations, citations as
-"Author (year)", chapter links to the other student notebooks), and the first cell installs
-`paththeory` when the notebook runs on Colab. Hand them out as files or upload them to a
-repository and open them on Colab.
-
-**Checks.** Each exercise cell ends with `check("<chapter>.<name>", answer)`, which recomputes
-the expected answer with the package and compares within a stated tolerance. A right answer
-prints `Correct (...)` with a sentence on what the number means. A wrong one raises
-`WrongAnswer` with hints (sign, order of magnitude, which entries are off, which step to
-revisit) but *not* the expected value. An answer of the wrong kind (`None`, the text `"24"`
-instead of the number, NaN, a wrong shape) raises `InvalidAnswer`, saying which exercise and
-what kind of answer it expects. In Jupyter both print as a short message, without a traceback;
-both are `AssertionError`s, so a notebook run by an autograder (e.g. `nbclient` or
-`jupyter nbconvert --execute`) fails at the first unsolved or wrong exercise.
-
-**Hints and solutions.** `paththeory.exercises.hint("<id>")` prints the task, the kind of
-answer and the step to revisit. The expected value is shown only on request:
-`check("<id>", answer, reveal=True)` or `paththeory.exercises.solution("<id>")`. The worked
-solutions are on the chapters' pages, under **Show solution**, together with the output of
-their check; `paththeory.exercises.EXERCISES` lists every exercise by id.
+`release` writes nbgrader's source notebook from the chapter: after each answer cell, a public
+test that calls `check` (1 point: the student sees its diagnoses while working) and a hidden
+test holding the answer key frozen at release (2 points; an implement-it-yourself problem gets
+partial credit, the fraction of hidden cases its function passes); each derivation or
+interpretation gets a Markdown answer cell graded by hand (`nbgrader formgrader` in a local
+Jupyter). `grade` autogrades every submission, writes one feedback page per student and a CSV
+of the points per question. An answer that calls `solution()` or `check(..., reveal=True)` or
+redefines a check earns no points for that exercise, a test cell a student edited is restored
+before grading, and a notebook that cannot find a data file fails the grade run, naming the
+file, instead of being graded on empty cells.
 """
 
 
 def exercises_page(book_dir: str | Path) -> str:
     """The MyST source of the book's exercises page (``book/exercises.md``).
 
-    Lists every exercise of :data:`EXERCISES` with its chapter, its task and a link to it (a
-    ``{ref}`` to its label when the chapter has one, else a ``{doc}`` link to the chapter), and
-    says how a course uses them.
+    Lists every exercise of :data:`EXERCISES` with its chapter, its task and a link to it, then the
+    problems of :mod:`paththeory.problems` with their kind and points, the number of exercises of
+    each kind, and how a course uses them.
     """
+    from paththeory import problems
+
     book = Path(book_dir)
     chapters: dict[str, list[str]] = {}
     for name in EXERCISES:
@@ -247,17 +258,33 @@ def exercises_page(book_dir: str | Path) -> str:
             task = EXERCISES[name].task.replace("*", "\\*")
             rows.append(f"| {{doc}}`{chapter}` | {link} | {task} | `{name}` |")
     table = "\n".join(["| Chapter | Exercise | Task | Check id |", "|---|---|---|---|", *rows])
+    md = book / "problems.md"
+    titles = _chapter_tasks(md.read_text()) if md.exists() else {}
+    prows = [f"| {{ref}}`{titles.get(label, label)} <{label}>` | {kind} | {problems.POINTS[label]} |"
+             for label, kind in problems.KINDS.items()]
+    ptable = "\n".join(["| Problem | Kind | Points |", "|---|---|---|", *prows])
+    kinds = {k: sum(v == k for v in problems.KINDS.values()) for k in ("derivation", "implement", "interpret")}
     return f"""\
 # Exercises
 
 Every chapter of the paper's experiments ends with three exercises, and so do the theory's
 {{doc}}`model` and {{doc}}`gp_vs_finite`; the derivation chapters {{doc}}`derivation` and
 {{doc}}`depth` share three. Each states a task, which the package solves in a few lines; on
-the chapter's page, **Show solution** under the task opens a worked solution together with
-the output of its check. In a notebook, `check("<id>", answer)` says whether an answer is
-right and, if not, gives a hint without giving the answer away.
+the chapter's page the **Solution** under the task holds a worked solution together with the
+output of its check. In a notebook, `check("<id>", answer)` says whether an answer is right and,
+if not, what is off, without giving the answer away.
 
 {table}
+
+## The problem set
+
+{{doc}}`problems` is a graded problem set of {len(problems.KINDS)} problems worth
+{sum(problems.POINTS.values())} points: {kinds["derivation"]} derivations on paper,
+{kinds["implement"]} functions to implement from scratch (hidden tests call them on inputs the
+student never sees) and {kinds["interpret"]} questions on the book's numbers. With the
+{len(EXERCISES)} computed exercises above, the book has {len(EXERCISES) + len(problems.KINDS)}.
+
+{ptable}
 
 {_COURSE_SECTION}"""
 
