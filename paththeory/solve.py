@@ -240,18 +240,20 @@ def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, 
     R = jnp.einsum("pm,kpl->kml", X, GX).reshape(-1, n, n0, n, n0).transpose(0, 1, 3, 2, 4)
     off = np.flatnonzero(first < second)
     RT = jnp.swapaxes(jnp.swapaxes(R[off], 1, 2), 3, 4)
-    index = _ordered_pair_index(c, n)
+    stored_row, swap_row, source = _ordered_pair_index(c, n)
     rows, cols = R.reshape(-1, n0 * n0), RT.reshape(-1, n0 * n0)
-    same = rows @ rows.T  # <M_s, M_s'> over the stored pairs s, s'
+    same = rows @ rows.T  # <M_s, M_s'> over the stored blocks s, s'
     cross = rows @ cols.T  # <M_s, M_t> over stored s and transposed t
-    stored, row, swap = index  # per ordered pair (y, z): stored as itself, its row (or its reverse's), RT row
-    frob = jnp.where(stored[:, None] == stored[None, :], same[row][:, row],
-                     jnp.where(stored[:, None], cross[row][:, swap], cross[row][:, swap].T))
-    frob = frob.reshape(size, size, size, size)  # [y, z, x, w] = <M_yz, M_xw>
-    vR = jnp.einsum("xi,kabij,wj->kabxw", v, R, v).reshape(-1, size, size)  # v_x^T M_s v_w, stored s
-    second_term = jnp.where(stored[None, :, None], vR[row].transpose(1, 0, 2), vR[row].transpose(2, 0, 1))
-    second_term = second_term.reshape(size, size, size, size)  # [x, y, z, w] = v_x^T M_yz v_w
-    traces = jnp.einsum("kabii->kab", R).reshape(-1)[row].reshape(size, size)
+    # over [stored; transposed]: <M_t, M_t'> = <M_s(t), M_s(t')> for the stored blocks s(t) they transpose
+    gram = jnp.concatenate([jnp.concatenate([same, cross], axis=1),
+                            jnp.concatenate([cross.T, same[source][:, source]], axis=1)], axis=0)
+    order = np.where(stored_row >= 0, stored_row, rows.shape[0] + swap_row)  # M_yz's row in [stored; transposed]
+    frob = gram[order][:, order].reshape(size, size, size, size)  # [y, z, x, w] = <M_yz, M_xw>
+    vR = jnp.einsum("xi,kij,wj->kxw", v, rows.reshape(-1, n0, n0), v)  # v_x^T M_s v_w
+    vR = jnp.concatenate([vR, jnp.swapaxes(vR[source], 1, 2)], axis=0)
+    second_term = vR[order].transpose(1, 0, 2).reshape(size, size, size, size)  # [x, y, z, w] = v_x^T M_yz v_w
+    traces = jnp.trace(rows.reshape(-1, n0, n0), axis1=1, axis2=2)
+    traces = jnp.concatenate([traces, traces[source]])[order].reshape(size, size)
     grad = traces - v @ v.T
     H = 2.0 * second_term - frob.transpose(2, 0, 1, 3)
     H = 0.5 * (H + H.transpose(1, 0, 2, 3))
@@ -259,23 +261,25 @@ def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, 
 
 
 def _ordered_pair_index(n_outputs: int, n_paths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For every ordered pair ``(y, z)`` of indices ``y = (c, a)`` (``C n`` of them, row-major): whether
-    ``M_yz`` is stored (``c <= d``), the stored row holding ``M_yz`` or, if not stored, ``M_zy``, and the row of
-    the transposed blocks holding ``M_yz`` (0 where stored)."""
+    """Where :func:`output_energy_derivatives` keeps ``M_yz`` for every ordered pair ``(y, z)``, ``y = (c, a)``
+    (row-major): its row among the stored blocks (output pairs ``c <= d``, ``[pair, a, b]``) or -1, its row
+    among the transposed ones (``c > d``, ``[off-diagonal pair, a, b]``) or -1, and for each transposed row
+    the stored row it transposes."""
     c, n = n_outputs, n_paths
     first, second = np.triu_indices(c)
     pair = np.full((c, c), -1)
     pair[first, second] = np.arange(first.size)
-    off = np.full((c, c), -1)
     off_pairs = np.flatnonzero(first < second)
+    off = np.full((c, c), -1)
     off[first[off_pairs], second[off_pairs]] = np.arange(off_pairs.size)
     cy, ay, cz, az = (g.reshape(-1) for g in np.meshgrid(np.arange(c), np.arange(n), np.arange(c), np.arange(n),
                                                           indexing="ij"))
-    stored = cy <= cz
-    row = np.where(stored, pair[np.minimum(cy, cz), np.maximum(cy, cz)] * n * n + ay * n + az,
-                   pair[np.minimum(cy, cz), np.maximum(cy, cz)] * n * n + az * n + ay)
-    swap = np.where(stored, 0, off[np.minimum(cy, cz), np.maximum(cy, cz)] * n * n + ay * n + az)
-    return stored, row, swap
+    low, high = np.minimum(cy, cz), np.maximum(cy, cz)
+    stored = np.where(cy <= cz, pair[low, high] * n * n + ay * n + az, -1)
+    swapped = np.where(cy > cz, off[low, high] * n * n + ay * n + az, -1)
+    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    source = (off_pairs[:, None, None] * n * n + b[None] * n + a[None]).reshape(-1)  # RT[t, a, b] = R[s, b, a]^T
+    return stored, swapped, source
 
 
 def _cholesky_contraction(H: Array, theta: Array, size: int, scale: float) -> Array:
