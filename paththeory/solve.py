@@ -325,9 +325,10 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
 
     One output (:func:`~paththeory.hessian.energy_derivatives`): ``2 P^2 m + 2 P m^2 + 2 n^2 m^2`` flops with
     ``m = n N0``, two ``m x m`` float64 temporaries in a quarter of the budget. ``C > 1``
-    (:func:`output_energy_derivatives`): ``C (C + 1) (P^2 m + P m^2) + 2 (C n)^4 N0^2 + 4 (C n)^5 + (C P)^3``
-    flops, two ``C m x C m`` temporaries of ``itemsize`` bytes (4 in mixed precision, where the Hessian is
-    computed in float32) in the budget (the restart runs once, while nothing else of that size is held).
+    (:func:`output_energy_derivatives`): ``C (C + 1) (P^2 m + P m^2) + 2 (C n)^4 N0^2`` flops (at most the
+    one-output count with ``P -> C P``, ``n -> C n``), two ``C m x C m`` temporaries of ``itemsize`` bytes
+    (4 in mixed precision, where the Hessian is computed in float32) in the whole budget (the restart
+    runs once, while nothing else of that size is held).
 
     Example:
       >>> hessian_pays(600, 16, 192), hessian_pays(600, 64, 192), hessian_pays(100, 16, 192)
@@ -347,7 +348,7 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
         return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and 2 * 8 * m * m <= memory_budget // 4
     m = n_paths * n_features
     pairs = n_outputs * (n_outputs + 1) // 2
-    cost = 2 * pairs * (n_examples**2 * m + n_examples * m * m) + 2 * n**4 * n_features**2 + 4 * n**5 + p**3
+    cost = 2 * pairs * (n_examples**2 * m + n_examples * m * m) + 2 * n**4 * n_features**2
     memory = 2 * itemsize * (n_outputs * m) ** 2
     return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and memory <= memory_budget
 

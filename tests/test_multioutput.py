@@ -7,6 +7,8 @@ the GP point as N grows; the output-rotation symmetry; dense kernel regression f
 
 from __future__ import annotations
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -237,6 +239,10 @@ def test_hessian_restart_is_chosen_by_cost_for_many_outputs():
     assert not slv.hessian_pays(600, 16, 192, n_outputs=5, itemsize=8)  # 3.5 GiB in float64
     assert slv.hessian_pays(90, 4, 81, n_outputs=3) and not slv.hessian_pays(80, 4, 81, n_outputs=3)
     assert slv.hessian_pays(600, 16, 192) == slv.hessian_pays(600, 16, 192, n_outputs=1, itemsize=4)  # C = 1 as before
+    # never off where the dense form (one output over C P examples and C n paths, the former rule) had it on
+    for P, n, n0, C in itertools.product((60, 90, 300, 600), (2, 4, 16, 32), (10, 81, 192, 500), (2, 3, 5, 10)):
+        if slv.hessian_pays(C * P, C * n, n0):
+            assert slv.hessian_pays(P, n, n0, n_outputs=C) and slv.hessian_pays(P, n, n0, n_outputs=C, itemsize=4)
 
 
 def test_one_output_spellings_agree(problem):
