@@ -191,19 +191,21 @@ def solution_fragments(root: str | Path) -> dict[str, list[str]]:
 
 
 def answer_values() -> dict[str, list[str]]:
-    """``{exercise id: [the answer's values as the book would print them]}``: 3- and 4-significant-digit
-    forms of each non-trivial value of the key (integers, and numbers with fewer digits, are left out:
-    they occur in ordinary text)."""
+    """``{exercise id: [the answer's value as the book would print it]}`` for the exercises whose answer is
+    one number: its 3- and 4-significant-digit forms (integers, and numbers with fewer digits, are left
+    out: they occur in ordinary text; an array's entries are left out too: one of many entries matching
+    a number on the page is chance, and the code that computes the array is checked instead)."""
     import numpy as np
 
     from paththeory.exercises.checking import _truth
     from paththeory.exercises.keys import EXERCISES
 
     out = {}
-    for ex in EXERCISES:
-        values = np.concatenate([np.ravel(a) for a in _truth(ex)])
+    for ex, spec in EXERCISES.items():
+        if spec.expects.kind not in ("number", "integer"):
+            continue
         forms = set()
-        for v in values[:8]:
+        for v in np.ravel(_truth(ex)[0]):
             if not np.isfinite(v) or float(v).is_integer() or len(f"{abs(v):.4g}".replace(".", "").lstrip("0")) < 3:
                 continue
             forms |= {f"{v:.3f}", f"{v:.4g}"} if abs(v) < 1 else {f"{v:.4g}"}
@@ -222,13 +224,16 @@ def leaks(root: str | Path, html_dir: str | Path, notebooks: str | Path | None =
     solution code, sentence of a written solution or answer value (of its chapter's exercises) found in
     the pages, their downloadable sources or the student notebooks (default ``<root>/notebooks/student``)."""
     from paththeory.exercises.student import BEGIN
+    from paththeory.notebooks import toc_chapters
 
     root, html_dir = Path(root), Path(html_dir)
     notebooks = Path(notebooks) if notebooks is not None else root / "notebooks" / "student"
     fragments, values = solution_fragments(root), answer_values()
+    chapters = set(toc_chapters(root))
     files = [(p, p.stem) for p in html_dir.glob("book/*.html")]
     files += [(p, p.name.split(".")[0]) for p in (html_dir / "_sources" / "book").glob("*")]
     files += [(p, p.stem) for p in notebooks.glob("*.ipynb")]
+    files = [(p, chapter) for p, chapter in files if chapter in chapters]  # the API page documents the markers
     problems = []
     for path, chapter in files:
         text = _page_text(path) if path.suffix == ".html" else path.read_text(errors="replace")

@@ -272,8 +272,10 @@ def source_notebook(md_path: str | Path, base_url: str | None = None):
             answer_source = head + END
             cell.source, cell.metadata = answer_source, {}
             ex = exercise_id(tail)
-            cell.metadata.update(_nbgrader(_grade_id(ex or f"cell-{len(cells)}", "answer"), solution=True,
-                                           grade=False, locked=False))
+            defined = re.findall(r"^def (\w+)\(", head, re.MULTILINE)
+            owner = ex or next((name for name, spec in IMPLEMENT.items() if spec.function in defined),
+                               f"cell-{len(cells)}")
+            cell.metadata.update(_nbgrader(_grade_id(owner, "answer"), solution=True, grade=False, locked=False))
             cells.append(cell)
             if ex:
                 cells += _check_tests(ex, _truth(ex))
@@ -445,7 +447,7 @@ def grade(course_dir: str | Path, assignment: str, timeout: int = 900) -> Path:
             for notebook in submission.notebooks:
                 for g in sorted(notebook.grades, key=lambda g: order.get(g.name, len(order))):
                     manual = g.cell.cell_type == "markdown"
-                    score = g.score
+                    score = None if g.needs_manual_grade and g.manual_score is None else g.score
                     total += score or 0.0
                     rows.append([student, g.name, "manual" if manual else "auto",
                                  "" if score is None else f"{score:g}", f"{g.max_score:g}"])

@@ -65,7 +65,10 @@ def test_staging_needs_the_full_build(tmp_path):
 def test_the_leak_check_finds_every_kind_of_leak(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     (root / "book").mkdir(parents=True)
-    (root / "book" / "model.md").write_text("\n".join([
+    header = "---\nkernelspec:\n  name: python3\n---\n"
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/model\nchapters:\n  - file: book/markov\n")
+    (root / "book" / "markov.md").write_text(header + "# Markov\n")
+    (root / "book" / "model.md").write_text(header + "\n".join([
         "```{code-cell} ipython3", BEGIN, "answer = pt.Architecture(layers).n_paths  # counted", "### END SOLUTION",
         "```", "", "```{solution} exercise-x", ":label: sol-x", "",
         "The Gamma integral is a Laplace transform of a power law.", "```", ""]))

@@ -34,8 +34,9 @@ def nothing_revealed():
 
 def answer_sources(source_nb) -> dict:
     """``{grade_id: the worked solution without markers}`` of the answer cells of a source notebook."""
-    return {c.metadata["nbgrader"]["grade_id"]: c.source.replace(BEGIN + "\n", "").replace(END, "")
-            for c in source_nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    return {c.metadata["nbgrader"]["grade_id"]: re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION[^\n]*\n?", "", c.source,
+                                                        flags=re.MULTILINE)
+            for c in source_nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
 
 
 def filled(released, answers: dict, tests: dict | None = None):
@@ -189,3 +190,62 @@ def test_answer_cells_are_those_since_the_previous_exercise():
                'graded("c.d", answer)', 'graded("c.d", answer, key=[[24.0]])']
     assert grading.answer_cells(history, "c.d") == ["answer = 24"]
     assert grading.answer_cells(history[:3], "a.b") == ["", "setup = 1"]
+
+
+# --------------------------------------------------------------------------- the problem set
+
+#: An overlap distance that gives up on a single draw: right for every case with more than one.
+PARTIAL_OVERLAP = """import numpy as np
+
+def overlap_distance(U_theory, w_draws):
+    w = np.asarray(w_draws, float)
+    S, _, n0 = w.shape
+    if S == 1:
+        return 0.0
+    U_hat = np.einsum("san,sbn->ab", w, w) / (S * n0)
+    return float(np.linalg.norm(U_hat - U_theory) / np.linalg.norm(U_theory))
+"""
+
+
+@pytest.fixture(scope="module")
+def graded_problems(tmp_path_factory):
+    course = tmp_path_factory.mktemp("problems")
+    released = nbformat.read(grading.release(ROOT / "book" / "problems.md", course), as_version=4)
+    source = nbformat.read(course / "source" / "problems" / "problems.ipynb", as_version=4)
+    right = answer_sources(source)
+    uploads = course / "uploads"
+    uploads.mkdir()
+    nbformat.write(filled(released, right), uploads / "correct.ipynb")
+    nbformat.write(released, uploads / "blank.ipynb")
+    biased = dict(right)
+    biased["problems-overlap-distance-answer"] = PARTIAL_OVERLAP
+    nbformat.write(filled(released, biased), uploads / "partial.ipynb")
+    grading.collect(course, "problems", uploads)
+    return released, grading.read_grades(grading.grade(course, "problems"))
+
+
+def test_the_problem_set_has_manual_and_automatic_questions(graded_problems):
+    from paththeory import problems
+
+    released, grades = graded_problems
+    manual = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "markdown"]
+    assert len(manual) == sum(kind != "implement" for kind in problems.KINDS.values())
+    assert all(c.metadata["nbgrader"]["grade"] and "YOUR ANSWER HERE" in c.source for c in manual)
+    assert grades["correct"]["total"][1] == sum(problems.POINTS.values())
+
+
+def test_the_problem_set_grades_functions_with_partial_credit(graded_problems):
+    from paththeory import problems
+
+    _, grades = graded_problems
+    automatic = {q: v for q, v in grades["correct"].items() if q.endswith(("-public", "-hidden"))}
+    assert automatic and all(score == top for score, top in automatic.values())
+    assert sum(top for _, top in automatic.values()) == sum(problems.POINTS[s.label] for s in problems.IMPLEMENT.values())
+    manual = {q: v for q, v in grades["correct"].items() if q.endswith("-answer")}
+    assert manual and all(score is None for score, _ in manual.values()), "written answers wait for a person"
+    assert all(grades["blank"][q][0] == 0 for q in manual), "an untouched answer cell earns nothing"
+    assert all(score in (0, None) for q, (score, _) in grades["blank"].items() if q != "total")
+    score, top = grades["partial"]["problems-overlap-distance-hidden"]
+    assert 0 < score < top, "a function wrong on a single draw passes the other cases only"
+    assert grades["partial"]["problems-overlap-distance-public"][0] == 0
+    assert grades["partial"]["problems-action-hidden"] == grades["correct"]["problems-action-hidden"]

@@ -360,11 +360,11 @@ EXERCISES: dict[str, Exercise] = {
     "gp_vs_finite.good_path": Exercise(
         "the GP test accuracy of the good path alone",
         Answer("number", meaning=_ACCURACY),
-        lambda: _gp_accuracy(toy_problem(), [0], 1.0),
-        lambda t: f"test accuracy {t:.3f} with the good path alone "
-                  f"(all paths: {_gp_accuracy(toy_problem(), [0, 1, 2, 3], 1.0):.3f}).",
+        lambda: _gp_accuracy(toy_problem(), [0], 0.1),
+        lambda t: f"test accuracy {t:.3f} with the good path alone at T = 0.1 "
+                  f"(all paths: {_gp_accuracy(toy_problem(), [0, 1, 2, 3], 0.1):.3f}).",
         "Revisit the GP predictor of this chapter: U = gp_scale on the good path (path 0) and 0 elsewhere, "
-        "T = 1, accuracy on the 1000 test sequences.",
+        "T = 0.1, accuracy on the 1000 test sequences.",
         rtol=0, atol=1e-9),
     "gp_vs_finite.width_10": Exercise(
         "the smallest width with U* within 10% of the GP point",

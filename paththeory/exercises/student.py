@@ -129,7 +129,7 @@ def plain_notebook(notebook, context: MarkdownContext | None = None, *, solution
         caption = None
         if cell.cell_type == "markdown":
             cell.source = myst_to_markdown(cell.source, ctx)
-            cell.metadata = {}
+            cell.metadata = {"tags": tags} if solutions and tags else {}
             if not cell.source.strip():
                 continue
         elif cell.cell_type == "code":
