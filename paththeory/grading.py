@@ -22,7 +22,8 @@ A released notebook holds, after each exercise's answer cell, locked test cells:
   partial credit, the fraction of hidden cases its function passes.
 
 Both refuse (no points for that exercise) an answer that used :func:`~paththeory.exercises.solution`
-or ``check(..., reveal=True)`` or redefined a checking function (:func:`assert_honest`). Written
+or ``check(..., reveal=True)``, tried several answers against ``check`` (a loop over the candidates of
+a discrete answer) or redefined a checking function (:func:`assert_honest`). Written
 answers (derivations, interpretations) are Markdown cells graded by hand (``nbgrader formgrader``
 in a local Jupyter, or by editing the gradebook); :func:`grade` lists them as ungraded.
 """
@@ -53,8 +54,8 @@ PUBLIC_POINTS, HIDDEN_POINTS = 1, 2
 #: How the exercises work, in a graded notebook.
 HOW_GRADED = ("In this notebook each exercise has an answer cell for your solution, followed by its test cells: "
               "run them to see whether your answer passes the public test (a hidden test, with more points, runs "
-              "when the notebook is graded). Do not edit the test cells; solution() and check(..., reveal=True) "
-              "earn no points.")
+              "when the notebook is graded). Do not edit the test cells; solution(), check(..., reveal=True) and "
+              "trying several answers against check() earn no points.")
 
 #: What an answer cell must not do: ``(pattern, what it did)``; comments are ignored.
 _DISHONEST = [
@@ -124,6 +125,9 @@ def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
     """
     found = [what for cell in (answer_cells(_history(), exercise_id) if cells is None else cells)
              for pattern, what in _DISHONEST if re.search(pattern, _code(cell), re.MULTILINE)]
+    code = "\n".join(_code(cell) for cell in (answer_cells(_history(), exercise_id) if cells is None else cells))
+    if len(re.findall(r"\bcheck\s*\(", code)) > 1 or re.search(r"^[ \t]*(for|while)\b[^\n]*\n(?:[ \t]+[^\n]*\n?)*?[ \t]+[^\n]*\bcheck\s*\(", code, re.MULTILINE):
+        found.append("tried several answers against check()")
     if exercise_id in _REVEALED:
         found.insert(0, "asked for the expected answer")
     if found:

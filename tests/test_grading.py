@@ -159,6 +159,9 @@ def test_a_graded_run_that_lacks_a_file_fails_naming_it(tmp_path):
     ("globals()['check'] = print", "redefined"),
     ("import paththeory.exercises.checking as c\npaththeory.exercises.checking.check = print", "changed"),
     ("from paththeory.exercises.checking import _truth\nanswer = _truth('model.n_paths')", "answer key"),
+    ("for w in (3, 10, 30):\n    try:\n        check('gp_vs_finite.width_10', w)\n        answer = w\n    except Exception:\n"
+     "        pass", "tried several answers"),
+    ("check('model.n_paths', 23)\ncheck('model.n_paths', 24)", "tried several answers"),
 ])
 def test_the_honesty_scan_catches(cell, what):
     with pytest.raises(grading.GradingError, match=what):
@@ -170,6 +173,8 @@ def test_the_honesty_scan_catches(cell, what):
     "# I did not call solution() here\nanswer = 24",
     "checked = 3\nanswer = checked * 8",
     "from paththeory.exercises import check\nanswer = 24\nassert answer == 24",
+    "answer = 24\ncheck('model.n_paths', answer)",
+    "for h in (3, 2, 4):\n    layers.append(h)\nanswer = 24\ncheck('model.n_paths', answer)",
 ])
 def test_the_honesty_scan_leaves_honest_answers_alone(cell):
     grading.assert_honest("model.n_paths", [cell])
