@@ -217,7 +217,7 @@ def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, 
     (``G = (K + T I)^{-1}``, ``b = G y``; sym: the mean over ``x <-> y`` and ``z <-> w``). Only the
     ``C (C + 1) / 2`` output blocks ``G^{cd}`` (``c <= d``) meet the features (``C (C + 1) (P^2 m + P m^2)``
     flops, ``m = n N0``), not the ``(C P) x (C m)`` products of the dense form; the
-    Frobenius products cost ``2 (C n)^4 N0^2``. Same result as
+    Frobenius products cost ``C^3 (C + 1) n^4 N0^2`` (``2 (C n)^4 N0^2`` over all blocks). Same result as
     :func:`~paththeory.hessian.energy_derivatives` (symmetrised).
 
     Example:
