@@ -111,6 +111,24 @@ def answer_cells(history: list[str], exercise_id: str) -> list[str]:
     return [c for c in cells[start:] if not re.search(r"""graded(?:_function)?\(\s*["']""" + re.escape(exercise_id), c)]
 
 
+def _check_in_a_loop(code: str) -> bool:
+    """Whether a ``check(`` call sits in the body of a ``for`` or ``while`` loop (by indentation)."""
+    loops: list[int] = []  # the indentation of the loops the current line is in
+    for line in code.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        while loops and indent <= loops[-1]:
+            loops.pop()
+        if loops and re.search(r"\bcheck\s*\(", line):
+            return True
+        if re.match(r"[ \t]*(for|while)\b.*:.*\bcheck\s*\(", line) or re.search(r"\bcheck\s*\(.*\bfor\b", line):
+            return True  # a one-line loop, a comprehension
+        if re.match(r"[ \t]*(for|while)\b.*:\s*$", line):
+            loops.append(indent)
+    return False
+
+
 def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
     """Raise :class:`GradingError` if the answer to ``exercise_id`` looked at the key or changed a check.
 
@@ -126,7 +144,7 @@ def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
     found = [what for cell in (answer_cells(_history(), exercise_id) if cells is None else cells)
              for pattern, what in _DISHONEST if re.search(pattern, _code(cell), re.MULTILINE)]
     code = "\n".join(_code(cell) for cell in (answer_cells(_history(), exercise_id) if cells is None else cells))
-    if len(re.findall(r"\bcheck\s*\(", code)) > 1 or re.search(r"^[ \t]*(for|while)\b[^\n]*\n(?:[ \t]+[^\n]*\n?)*?[ \t]+[^\n]*\bcheck\s*\(", code, re.MULTILINE):
+    if len(re.findall(r"\bcheck\s*\(", code)) > 1 or _check_in_a_loop(code):
         found.append("tried several answers against check()")
     if exercise_id in _REVEALED:
         found.insert(0, "asked for the expected answer")

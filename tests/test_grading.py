@@ -162,6 +162,8 @@ def test_a_graded_run_that_lacks_a_file_fails_naming_it(tmp_path):
     ("for w in (3, 10, 30):\n    try:\n        check('gp_vs_finite.width_10', w)\n        answer = w\n    except Exception:\n"
      "        pass", "tried several answers"),
     ("check('model.n_paths', 23)\ncheck('model.n_paths', 24)", "tried several answers"),
+    ("while True: check('model.n_paths', 24)", "tried several answers"),
+    ("_ = [check('gp_vs_finite.width_10', w) for w in (3, 10)]", "tried several answers"),
 ])
 def test_the_honesty_scan_catches(cell, what):
     with pytest.raises(grading.GradingError, match=what):
@@ -188,6 +190,13 @@ def test_solution_and_reveal_refuse_in_a_graded_run(monkeypatch):
     assert solution("model.n_paths") == 24
     with pytest.raises(grading.GradingError, match="asked for the expected answer"):
         grading.assert_honest("model.n_paths", ["answer = 24"])
+
+
+def test_the_honesty_scan_passes_a_whole_chapter_of_honest_code():
+    """The scan reads every cell before the first exercise: a chapter's loops and indented code (a
+    scan whose pattern backtracked would hang here)."""
+    code = (ROOT / "book" / "omniglot.md").read_text().replace("check(", "chk(")
+    grading.assert_honest("model.n_paths", [code, code])
 
 
 def test_answer_cells_are_those_since_the_previous_exercise():
