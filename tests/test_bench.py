@@ -66,3 +66,12 @@ def test_all_runs_every_case_and_the_table_shows_first_order_rows(monkeypatch):
     assert [c["case"] for c in report["cases"]] == list(bench.CASES)
     assert "first-order L-BFGS    20.00 s, [300] iterations  ratio   10.0x" in bench.format_table(
         {"device": "cpu", "cases": [row]})
+
+
+def test_compare_survives_a_diverging_baseline(small_problem, monkeypatch):
+    """Adam diverging (NaN gradient, as at lr 0.1 with three outputs) is reported, not a crash."""
+    arch, feats, y, *_ = small_problem
+    theory = Theory(arch, feats, y)
+    monkeypatch.setattr(bench, "baseline_adam", lambda *a, **k: ([], float("nan"), 5))
+    result = bench.compare(theory, [5.0], 0.1, lr=0.1)
+    assert np.isnan(result["baseline_grad_norm"]) and result["grad_norm"] <= 1e-9 and result["converged"]
