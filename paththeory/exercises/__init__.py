@@ -47,8 +47,8 @@ from paththeory.exercises.student import (
     strip_solution,
     student_version,
     write_exercises_page,
-    write_student_notebooks,
 )
+from paththeory.notebooks import write_student_notebooks
 
 # The errors print as ``paththeory.exercises.WrongAnswer`` wherever they are raised.
 for _cls in (ExerciseError, WrongAnswer, InvalidAnswer):

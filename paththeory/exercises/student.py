@@ -149,40 +149,6 @@ def plain_notebook(notebook, context: MarkdownContext | None = None, *, solution
     return out
 
 
-def write_student_notebooks(book_dir: str | Path, out_dir: str | Path) -> list[Path]:
-    """Write ``<out_dir>/<chapter>.ipynb`` for every MyST chapter of ``book_dir`` with exercises.
-
-    The notebooks are the student edition's Colab notebooks
-    (:func:`paththeory.notebooks.colab_notebook` with ``student=True``): plain Markdown, solutions
-    stubbed, captions kept, links to the student web book, stable cell ids, a GPU requested on
-    Colab. Needs ``jupytext`` (the ``book`` extra). Returns the paths written, each written
-    atomically. ``out_dir`` must be another folder than ``book_dir`` (the book's own files are never
-    overwritten), and ``book_dir`` must hold at least one chapter with exercises.
-
-    Example:
-      >>> import pathlib, tempfile
-      >>> book = pathlib.Path(tempfile.mkdtemp())
-      >>> cell = '```{code-cell} ipython3\\n### BEGIN SOLUTION\\nanswer = 24\\n### END SOLUTION\\ncheck("model.n_paths", answer)\\n```\\n'
-      >>> _ = (book / "chapter.md").write_text(cell)
-      >>> [p.name for p in write_student_notebooks(book, book / "student")]
-      ['chapter.ipynb']
-    """
-    from paththeory import _io
-    from paththeory.notebooks import notebook_text
-
-    book, out = Path(book_dir), _io.check_output_folder(out_dir)
-    if not book.is_dir():
-        raise NotADirectoryError(f"the book folder {book} does not exist; give the folder of the chapters' .md files.")
-    if out.resolve() == book.resolve():
-        raise ValueError(f"the output folder {out} is the book folder itself; give another folder so that "
-                         "the book's own files are not overwritten.")
-    chapters = [md for md in sorted(book.glob("*.md")) if BEGIN in md.read_text() or "{exercise}" in md.read_text()]
-    if not chapters:
-        raise ValueError(f"{book} holds no chapter (.md) with exercises ({BEGIN!r} cells or {{exercise}} "
-                         "directives); give the book's folder.")
-    return [_io.write_text(out / f"{md.stem}.ipynb", notebook_text(md, student=True)) for md in chapters]
-
-
 # --------------------------------------------------------------------------- the exercises page
 
 
