@@ -427,8 +427,6 @@ def grade(course_dir: str | Path, assignment: str, timeout: int = 900) -> Path:
     row ``total`` per student. Raises :class:`GradingError` naming the file when a notebook could not
     find a data file (the graded run needs every file; see :mod:`paththeory.chapter`).
     """
-    from nbgrader.api import Gradebook
-
     course = Path(course_dir)
     api = _api(course, timeout)
     students = sorted(p.name for p in (course / "submitted").iterdir()
@@ -439,23 +437,35 @@ def grade(course_dir: str | Path, assignment: str, timeout: int = 900) -> Path:
     os.environ[GRADING_ENV] = "1"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     try:
-        for student in students:
-            result = api.autograde(assignment, student, force=True, create=True)
-            if not result["success"]:
-                raise GradingError(f"nbgrader could not grade {student}'s {assignment}:\n"
-                                   f"{result.get('error') or result.get('log')}")
-            graded_nb = course / "autograded" / student / assignment / f"{assignment}.ipynb"
-            missing = _missing_file_errors(graded_nb)
-            if missing:
-                raise GradingError(f"grading {student}'s {assignment} needs a file this machine lacks: "
-                                   f"{missing[0]} Install it (or set PATHTHEORY_DATA) and grade again.")
-            api.generate_feedback(assignment, student, force=True)
+        with warnings.catch_warnings():
+            # SQLAlchemy's notes on nbgrader's sessions ("... not in session"): nbgrader's, not the grades'.
+            warnings.filterwarnings("ignore", message=".*not in session.*")
+            _autograde_all(api, course, assignment, students)
     finally:
         if previous is None:
             os.environ.pop(GRADING_ENV, None)
         else:
             os.environ[GRADING_ENV] = previous
+    return _write_grades(course, assignment, students)
+
+
+def _autograde_all(api, course: Path, assignment: str, students: list[str]) -> None:
+    for student in students:
+        result = api.autograde(assignment, student, force=True, create=True)
+        if not result["success"]:
+            raise GradingError(f"nbgrader could not grade {student}'s {assignment}:\n"
+                               f"{result.get('error') or result.get('log')}")
+        graded_nb = course / "autograded" / student / assignment / f"{assignment}.ipynb"
+        missing = _missing_file_errors(graded_nb)
+        if missing:
+            raise GradingError(f"grading {student}'s {assignment} needs a file this machine lacks: "
+                               f"{missing[0]} Install it (or set PATHTHEORY_DATA) and grade again.")
+        api.generate_feedback(assignment, student, force=True)
+
+
+def _write_grades(course: Path, assignment: str, students: list[str]) -> Path:
     import nbformat
+    from nbgrader.api import Gradebook
 
     out = course / f"grades-{assignment}.csv"
     source = nbformat.read(course / "source" / assignment / f"{assignment}.ipynb", as_version=4)
