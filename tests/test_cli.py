@@ -148,3 +148,15 @@ def test_settings_of_a_checkpoint_given_by_path(tmp_path):
     assert omniglot.settings("smoke", tmp_path / f"{training.SHIPPED}.json") == omniglot.SETTINGS["smoke"]
     with pytest.raises(ValueError, match="no settings for network 'mine'.*name the checkpoint files"):
         omniglot.settings("smoke", tmp_path / "mine.npz")
+
+
+def test_bench_offers_every_case_and_all_runs_them(monkeypatch, capsys):
+    from paththeory import bench
+    from paththeory.cli import main
+
+    ran = []
+    monkeypatch.setattr(bench, "run", lambda cases, **kw: ran.append(tuple(cases)) or {"cases": []})
+    monkeypatch.setattr(bench, "format_table", lambda report: "table")
+    assert main(["bench"]) == 0 and ran[-1] == tuple(bench.CASES)
+    for case in bench.CASES:
+        assert main(["bench", "--case", case]) == 0 and ran[-1] == (case,)
