@@ -29,6 +29,7 @@ from paththeory.exercises.keys import (
     OMNIGLOT_GP_TEMPERATURES,
     OMNIGLOT_SPLITS,
     READOUT_SETUP,
+    SINGLE_PATH_WIDTHS,
     TOY_WIDTHS,
     OmniglotProblem,
     markov_problem,
@@ -56,7 +57,8 @@ for _cls in (ExerciseError, WrongAnswer, InvalidAnswer):
 
 __all__ = [
     "Answer", "BEGIN", "END", "EXERCISES", "Exercise", "ExerciseError", "GP_SETUP", "InvalidAnswer",
-    "OMNIGLOT_GP_TEMPERATURES", "OMNIGLOT_SPLITS", "OmniglotProblem", "READOUT_SETUP", "TOY_WIDTHS", "WrongAnswer",
+    "OMNIGLOT_GP_TEMPERATURES", "OMNIGLOT_SPLITS", "OmniglotProblem", "READOUT_SETUP", "SINGLE_PATH_WIDTHS",
+    "TOY_WIDTHS", "WrongAnswer",
     "check", "diagnose", "exercise_id", "exercise_label", "exercises_page", "figure_caption", "hint", "markov_problem",
     "model_problem", "omniglot_problem", "plain_notebook", "solution", "strip_solution", "student_version",
     "toy_problem", "validate", "write_exercises_page", "write_student_notebooks",

@@ -168,10 +168,29 @@ def _depth_gp_point_truth():
     return list(gp_order_parameters(GP_SETUP["heads"], GP_SETUP["variances"]))
 
 
-def _depth_single_path_truth() -> float:
-    from paththeory.action import single_path_entropy_minimum
+#: The widths (n_0, n_1, n_2, n_3) of the depth-three single-path exercise: unequal, so that the
+#: closed form of the equal-width corollary does not give the answer.
+SINGLE_PATH_WIDTHS = (1.0, 2.0, 0.5, 1.5)
 
-    return float(single_path_entropy_minimum(2.0, 3))
+
+def _depth_single_path_truth() -> float:
+    """min over log U^(2), log U^(3) of the entropy at U^(1) = 2, by BFGS with the exact gradient."""
+    import jax
+    import jax.numpy as jnp
+    from scipy import optimize
+
+    from paththeory.action import entropy
+
+    jax.config.update("jax_enable_x64", True)
+
+    def value(logs):
+        Us = [jnp.array([[2.0]])] + [jnp.exp(v).reshape(1, 1) for v in logs]
+        return entropy(Us, SINGLE_PATH_WIDTHS, (1, 1, 1), (1.0,) * 5)
+
+    value_and_grad = jax.jit(jax.value_and_grad(value))
+    result = optimize.minimize(lambda x: tuple(np.asarray(v, float) for v in value_and_grad(jnp.asarray(x))),
+                               np.zeros(2), jac=True, method="BFGS", options={"gtol": 1e-12})
+    return float(result.fun)
 
 
 # --------------------------------------------------------------------------- the GP-vs-finite chapter
@@ -353,10 +372,12 @@ EXERCISES: dict[str, Exercise] = {
         "the single-path entropy minimum by numerical minimisation",
         Answer("number", meaning="the minimum of the entropy over the inner order parameters"),
         _depth_single_path_truth,
-        lambda t: f"min over the inner order parameters = {t:.6f} = 4 * 2^(1/4) - ln 2.",
+        lambda t: f"min over the inner order parameters = {t:.6f} at widths (1, 2, 0.5, 1.5); the "
+                  "corollary's closed form holds for equal widths only.",
         "Revisit the single-path entropy: fix U^(1) = 2, minimise over U^(2) and U^(3) (positive: optimise "
-        "their logs), with unit widths and variances, and store the minimum value, not the minimiser.",
-        rtol=1e-5),
+        "their logs), with the widths SINGLE_PATH_WIDTHS and unit variances, and store the minimum value, "
+        "not the minimiser.",
+        rtol=1e-6),
     "gp_vs_finite.good_path": Exercise(
         "the GP test accuracy of the good path alone",
         Answer("number", meaning=_ACCURACY),
