@@ -333,8 +333,7 @@ EXERCISES: dict[str, Exercise] = {
         Answer("integer", meaning="a number of paths"),
         _model_n_paths_truth,
         lambda t: f"{t} paths: one head per layer, 3 x 2 x 4 choices.",
-        "Revisit the definition of an attention path in this chapter: a path chooses one head in every "
-        "layer (`Architecture.n_paths`, `arch.paths`).",
+        "Revisit the definition of an attention path in this chapter: what a path chooses in each layer.",
         rtol=0, atol=0),
     "model.path_expansion": Exercise(
         "f(x) as a sum over paths, readout = first token",
@@ -349,8 +348,8 @@ EXERCISES: dict[str, Exercise] = {
         Answer("array", (4, 4), "the GP kernel on the 4 inputs"),
         _model_gp_kernel_truth,
         lambda t: "K_GP = 3 x sum_pi C^(pi pi) (gp_scale = sigma_a^2 sigma_1^2 sigma_2^2 = 3 x 0.5 x 2).",
-        "Revisit the GP kernel in this chapter: only the diagonal blocks C^(pi pi) of the path kernels enter, "
-        "times sigma_a^2 sigma_1^2 sigma_2^2 with this exercise's variances (sigma_0^2 does not enter).",
+        "Revisit the GP kernel in this chapter: which blocks of the path kernels enter, and which of this "
+        "exercise's variances multiply them.",
         rtol=1e-8, atol=1e-12),
     "derivation.readout_root": Exercise(
         "U_a from its quadratic equation",
@@ -365,8 +364,8 @@ EXERCISES: dict[str, Exercise] = {
         Answer("arrays", ((6, 6), (3, 3)), "[U^(1), U^(2)]"),
         _depth_gp_point_truth,
         lambda t: f"U^(1) = {t[0][0, 0]:.4g} I (6 x 6) and U^(2) = {t[1][0, 0]:.4g} I (3 x 3).",
-        "Revisit the GP limit of the order parameters: U^(l) is a multiple of the identity over the paths "
-        "through layers l..L, and the factor is sigma_a^2 times the sigma_m^2 of the layers m >= l.",
+        "Revisit the GP limit of the order parameters (the GP point at any depth): what each U^(l) is "
+        "proportional to, and which variances set its scale.",
         rtol=1e-6),
     "depth.single_path": Exercise(
         "the single-path entropy minimum by numerical minimisation",
@@ -424,25 +423,23 @@ EXERCISES: dict[str, Exercise] = {
         Answer("number", meaning="the entry U*[0, 2]"),
         _markov_u_gd,
         lambda t: f"U*_gd = {t:.4f} at N = 20: the good and denoising paths are anti-correlated.",
-        "Revisit the theory's solution: Theory(...).solve(N=20, T=0.01).U, entry [0, 2] (good = 0, "
-        "denoising = 2).",
+        "Revisit the theory's solution at the stated width and temperature, and which entry of U* pairs the "
+        "good path (0) with the denoising path (2).",
         rtol=1e-3, atol=1e-5),
     "omniglot.patches": Exercise(
         "the 16 LayerNormed 8 x 8 patches of a 32 x 32 image",
         Answer("array", (16, 64), "16 patches of 64 pixels"),
         _omniglot_patches_truth,
         lambda t: "16 patches of 64 pixels, row-major, each LayerNormed: the tokens' image part (encode_images).",
-        "Revisit the tokenisation: scale the pixels first, cut row-major 8 x 8 patches (reshape to "
-        "[4, 8, 4, 8], then transpose the axes to (0, 2, 1, 3)), and normalise each patch with the biased "
-        "variance plus 1e-5.",
+        "Revisit the tokenisation in this chapter: the scaling of the pixels, the order of the patches and "
+        "the normalisation of each patch.",
         rtol=1e-9, atol=1e-9),
     "omniglot.gd_accuracy": Exercise(
         "the test accuracy of the trained network",
         Answer("number", meaning=_ACCURACY),
         _omniglot_gd_accuracy_truth,
         _omniglot_gd_explain,
-        "Revisit the evaluation: the network's output on x['test'], its sign compared with y['test'], "
-        "averaged over the sequences.",
+        "Revisit the evaluation: which set, and how the sign of the output gives the prediction.",
         rtol=0, atol=1e-12),
     "omniglot.gp_temperature": Exercise(
         "the GP test accuracy at the validation-selected temperature",
@@ -457,16 +454,16 @@ EXERCISES: dict[str, Exercise] = {
         Answer("array", (2, 4), "scores [layer, head]"),
         _pruning_head_scores_truth,
         _pruning_head_scores_explain,
-        "Revisit the head scores: sum |U| over the pairs of paths in which either path goes through the head, "
-        "each pair once, and divide by the largest score; rows are layers.",
+        "Revisit the head scores: which pairs of paths count for a head, how often each pair counts, and "
+        "the normalisation.",
         rtol=1e-12, atol=1e-12),
     "pruning.path_removal": Exercise(
         "pruning a head as removing its paths from the path expansion",
         Answer("array", (8,), "the outputs on the first 8 test sequences"),
         _pruning_path_removal_truth,
         lambda t: "dropping the 4 paths through head 1 of layer 0 and rescaling by sqrt(4/3) is pruning that head.",
-        "Revisit pruning as path removal: keep the paths with p[0] != 1 (arch.paths), multiply their sum by "
-        "sqrt(4/3), and work in float64.",
+        "Revisit pruning as path removal: which paths go through the pruned head, how the remaining heads "
+        "of that layer are rescaled, and the precision.",
         rtol=1e-8, atol=1e-12),
     "pruning.lowest_two": Exercise(
         "the test accuracy without the two lowest-scoring heads",
