@@ -25,12 +25,13 @@ from pathlib import Path
 
 import yaml
 
+from paththeory.plain_markdown import HOW_EXERCISES_WORK, SOLUTION_DIRECTIVE
+
 #: Where the full build leaves its executed notebooks (myst-nb's output folder).
 EXECUTED = Path("_build") / "jupyter_execute"
 #: The sentence of a chapter's exercise section that says where the solutions are, and its student form.
 STUDENT_SENTENCE = "This student edition leaves the solutions out."
 
-_WRITTEN = re.compile(r"^(`{3,})\{solution\}[^\n]*\n.*?^\1[ \t]*$\n?", re.MULTILINE | re.DOTALL)
 _GATE_START = re.compile(r"^`{3,}\{solution-start\}", re.MULTILINE)
 _GATE_END = re.compile(r"^(`{3,})\{solution-end\}[ \t]*\n\1[ \t]*$\n?", re.MULTILINE)
 
@@ -51,8 +52,6 @@ def strip_solutions(notebook):
       ['Task.', 'Next.']
     """
     import copy
-
-    from paththeory.plain_markdown import HOW_EXERCISES_WORK
 
     how = re.compile(r"\s+".join(map(re.escape, HOW_EXERCISES_WORK.split())))
     out = copy.deepcopy(notebook)
@@ -76,7 +75,7 @@ def strip_solutions(notebook):
                 kept, text, inside = kept + text[:start.start()], text[start.start():], True
             else:
                 kept, text = kept + text, ""
-        kept = how.sub(STUDENT_SENTENCE, _WRITTEN.sub("", kept)).strip("\n")
+        kept = how.sub(STUDENT_SENTENCE, SOLUTION_DIRECTIVE.sub("", kept)).strip("\n")
         kept = re.sub(r"\n{3,}", "\n\n", kept)
         if kept.strip():
             cell.source = kept
@@ -179,10 +178,10 @@ def solution_fragments(root: str | Path) -> dict[str, list[str]]:
         lines = []
         for block in re.findall(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), text, re.DOTALL):
             lines += [line.strip() for line in block.splitlines()]
-        for m in _WRITTEN.finditer(text):
+        for m in SOLUTION_DIRECTIVE.finditer(text):
             body = re.sub(r"^:[\w-]+:.*$", "", m.group(0), flags=re.MULTILINE).splitlines()[1:-1]
             lines += [line.strip() for line in body]
-        rest = _WRITTEN.sub("", re.sub(re.escape(BEGIN) + r"\n.*?" + re.escape(END), "", text, flags=re.DOTALL))
+        rest = SOLUTION_DIRECTIVE.sub("", re.sub(re.escape(BEGIN) + r"\n.*?" + re.escape(END), "", text, flags=re.DOTALL))
         fragments = [line for line in lines if len(line) >= 25 and not line.startswith(("#", "import ", "from "))
                      and line not in rest]
         if fragments:

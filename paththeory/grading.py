@@ -44,6 +44,7 @@ import numpy as np
 
 from paththeory import _io
 from paththeory.exercises.answers import _REVEALED, GRADING_ENV, GradingError, grading, note_revealed
+from paththeory.plain_markdown import SOLUTION_DIRECTIVE
 
 __all__ = ["GRADING_ENV", "GradingError", "answer_cells", "assert_honest", "collect", "grade", "graded",
            "graded_function", "grading", "note_revealed", "read_grades", "release", "source_notebook"]
@@ -222,9 +223,6 @@ def _grade_id(exercise_id: str, part: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", exercise_id.lower()).strip("-") + "-" + part
 
 
-_SOLUTION_DIRECTIVE = re.compile(r"^(`{3,})\{solution\}[ \t]*(\S+)[ \t]*\n(.*?)^\1[ \t]*$\n?", re.MULTILINE | re.DOTALL)
-
-
 def _split_written_solutions(nb) -> None:
     """Give every ``{solution} <label>`` directive of the Markdown cells a cell of its own, tagged ``written:<label>``."""
     import nbformat
@@ -235,11 +233,14 @@ def _split_written_solutions(nb) -> None:
             cells.append(cell)
             continue
         text, at = cell.source, 0
-        for m in _SOLUTION_DIRECTIVE.finditer(text):
+        for m in SOLUTION_DIRECTIVE.finditer(text):
+            label = re.fullmatch(r"[ \t]*(\S+)[ \t]*", m["args"])
+            if not label:  # no single exercise label: no written answer, it stays in the text
+                continue
             if text[at:m.start()].strip():
                 cells.append(nbformat.v4.new_markdown_cell(text[at:m.start()].strip("\n")))
             written = nbformat.v4.new_markdown_cell(m.group(0).strip("\n"))
-            written.metadata["tags"] = [f"written:{m.group(2)}"]
+            written.metadata["tags"] = [f"written:{label.group(1)}"]
             cells.append(written)
             at = m.end()
         if text[at:].strip():
@@ -259,13 +260,10 @@ def source_notebook(md_path: str | Path, base_url: str | None = None):
     :data:`paththeory.problems.POINTS` (its model answer between the markers, stripped on release).
     """
     import jupytext
-    import nbformat
 
-    from paththeory.exercises.checking import _truth
-    from paththeory.exercises.student import BEGIN, END, exercise_id, plain_notebook
+    from paththeory.exercises.student import plain_notebook
     from paththeory.notebooks import BOOK_URL
-    from paththeory.plain_markdown import _HOW_WITH_SOLUTIONS, MarkdownContext
-    from paththeory.problems import IMPLEMENT, POINTS, expected_outputs
+    from paththeory.plain_markdown import MarkdownContext
 
     md = Path(md_path)
     nb = jupytext.reads(md.read_text(), fmt="md:myst")
@@ -274,44 +272,88 @@ def source_notebook(md_path: str | Path, base_url: str | None = None):
     plain = plain_notebook(nb, context, solutions=True)
     cells = []
     for cell in plain.cells:
-        tags = cell.metadata.get("tags", [])
-        written = next((t.split(":", 1)[1] for t in tags if t.startswith("written:")), None)
-        if written:
-            body = re.sub(r"^> ?", "", cell.source, flags=re.MULTILINE).strip()
-            body = re.sub(r"^\*\*Solution\*\*\s*", "", body).strip()
-            answer = nbformat.v4.new_markdown_cell(f"**Your answer.**\n\n{BEGIN}\n{body}\n{END}")
-            answer.metadata = _nbgrader(_grade_id(written, "answer"), solution=True, grade=True, locked=False,
-                                        points=POINTS[written])
-            cells.append(answer)
-            continue
-        if cell.cell_type != "code":
-            cell.source = cell.source.replace(_HOW_WITH_SOLUTIONS, HOW_GRADED)
-            cells.append(cell)
-            continue
-        implement = re.search(r"""check_implementation\(\s*["']([\w.]+)["']\s*,\s*(\w+)""", cell.source)
-        if BEGIN in cell.source:
-            head, _, tail = cell.source.partition(END)
-            answer_source = head + END
-            cell.source, cell.metadata = answer_source, {}
-            ex = exercise_id(tail)
-            defined = re.findall(r"^def (\w+)\(", head, re.MULTILINE)
-            owner = ex or next((name for name, spec in IMPLEMENT.items() if spec.function in defined),
-                               f"cell-{len(cells)}")
-            cell.metadata.update(_nbgrader(_grade_id(owner, "answer"), solution=True, grade=False, locked=False))
-            cells.append(cell)
-            if ex:
-                cells += _check_tests(ex, _truth(ex))
-            continue
-        if implement and implement.group(1) in IMPLEMENT:
-            name, fn = implement.group(1), implement.group(2)
-            spec = IMPLEMENT[name]
-            cells += _function_tests(name, fn, expected_outputs(name), POINTS[spec.label])
-            continue
-        cell.metadata = {}
-        cells.append(cell)
+        cells += _source_cells(cell, len(cells))
     plain.cells = cells
     plain.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     return plain
+
+
+def _source_cells(cell, position: int) -> list:
+    """The source notebook's cells for one cell of the plain notebook, by its kind (``position``: how
+    many source cells come before it)."""
+    from paththeory.exercises.student import BEGIN
+
+    label = _written_label(cell)
+    if label:
+        return _written_answer(cell, label)
+    if cell.cell_type != "code":
+        return _text_cell(cell)
+    if BEGIN in cell.source:
+        return _solution_cells(cell, position)
+    tests = _implement_tests(cell)
+    return tests if tests is not None else _code_cell(cell)
+
+
+def _written_label(cell) -> str | None:
+    """The exercise label of a written ``{solution}``'s cell (tagged by :func:`_split_written_solutions`), else None."""
+    return next((t.split(":", 1)[1] for t in cell.metadata.get("tags", []) if t.startswith("written:")), None)
+
+
+def _written_answer(cell, label: str) -> list:
+    """A written solution: a Markdown answer cell graded by hand, its model answer between the markers."""
+    import nbformat
+
+    from paththeory.exercises.student import BEGIN, END
+    from paththeory.problems import POINTS
+
+    body = re.sub(r"^> ?", "", cell.source, flags=re.MULTILINE).strip()
+    body = re.sub(r"^\*\*Solution\*\*\s*", "", body).strip()
+    answer = nbformat.v4.new_markdown_cell(f"**Your answer.**\n\n{BEGIN}\n{body}\n{END}")
+    answer.metadata = _nbgrader(_grade_id(label, "answer"), solution=True, grade=True, locked=False,
+                                points=POINTS[label])
+    return [answer]
+
+
+def _text_cell(cell) -> list:
+    """A Markdown cell, kept; the sentence on how the exercises work says how they are graded."""
+    from paththeory.plain_markdown import _HOW_WITH_SOLUTIONS
+
+    cell.source = cell.source.replace(_HOW_WITH_SOLUTIONS, HOW_GRADED)
+    return [cell]
+
+
+def _solution_cells(cell, position: int) -> list:
+    """A code cell with a solution: its answer cell (up to ``### END SOLUTION``), then the public and
+    hidden tests of its check-style exercise, if it has one."""
+    from paththeory.exercises.checking import _truth
+    from paththeory.exercises.student import END, exercise_id
+    from paththeory.problems import IMPLEMENT
+
+    head, _, tail = cell.source.partition(END)
+    cell.source, cell.metadata = head + END, {}
+    ex = exercise_id(tail)
+    defined = re.findall(r"^def (\w+)\(", head, re.MULTILINE)
+    owner = ex or next((name for name, spec in IMPLEMENT.items() if spec.function in defined), f"cell-{position}")
+    cell.metadata.update(_nbgrader(_grade_id(owner, "answer"), solution=True, grade=False, locked=False))
+    return [cell] + (_check_tests(ex, _truth(ex)) if ex else [])
+
+
+def _implement_tests(cell) -> list | None:
+    """The check cell of an implement-it-yourself exercise: its public and hidden tests (the cell itself
+    goes); None for any other code cell."""
+    from paththeory.problems import IMPLEMENT, POINTS, expected_outputs
+
+    implement = re.search(r"""check_implementation\(\s*["']([\w.]+)["']\s*,\s*(\w+)""", cell.source)
+    if not (implement and implement.group(1) in IMPLEMENT):
+        return None
+    name, fn = implement.group(1), implement.group(2)
+    return _function_tests(name, fn, expected_outputs(name), POINTS[IMPLEMENT[name].label])
+
+
+def _code_cell(cell) -> list:
+    """Any other code cell, kept without metadata."""
+    cell.metadata = {}
+    return [cell]
 
 
 def _test_cell(grade_id: str, source: str, points: float):

@@ -97,6 +97,13 @@ _ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "atten
 #: The ``:label:`` option of a directive: ``(name, label)`` of ``{name}`` directives.
 _DIRECTIVE_LABEL = r"^[`:]{3,}\{([\w:-]+)\}[ \t]*(.*)\n(?:[ \t]*:[\w-]+:.*\n)*?[ \t]*:label:[ \t]*(\S+)"
 
+#: A written solution: sphinx-exercise's ``{solution}`` directive in a backtick fence, from its opening line
+#: to the closing fence of the same length (and the line break after it). Groups: ``fence``, ``args`` (the
+#: rest of the opening line: the exercise's label) and ``body`` (options and text). The student edition cuts
+#: these (:mod:`paththeory.edition`); grading makes each one a cell (:mod:`paththeory.grading`).
+SOLUTION_DIRECTIVE = re.compile(r"^(?P<fence>`{3,})\{solution\}(?P<args>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$\n?",
+                                re.MULTILINE | re.DOTALL)
+
 
 def _equation_numbers(text: str) -> dict:
     """``{label: number}`` of the labelled equations (``$$ ... $$ (label)``, ``{math}`` ``:label:``) in order."""
