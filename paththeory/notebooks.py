@@ -100,9 +100,11 @@ def notebook_text(md_path: str | Path, base_url: str | None = None, *, student: 
     return nbformat.writes(colab_notebook(md_path, base_url, student=student)).rstrip("\n") + "\n"
 
 
-def _editions(root: Path) -> list[tuple[Path, bool]]:
-    """The notebook folders and whether each is the students'."""
-    return [(root / NOTEBOOKS_DIR, False), (root / STUDENT_DIR, True)]
+def _editions(root: Path, out: Path | None = None) -> list[tuple[Path, bool]]:
+    """The notebook folders and whether each is the students': ``out`` (default ``<root>/notebooks``)
+    and its ``student`` folder."""
+    out = root / NOTEBOOKS_DIR if out is None else out
+    return [(out, False), (out / Path(STUDENT_DIR).relative_to(NOTEBOOKS_DIR), True)]
 
 
 def write_colab_notebooks(root: str | Path = ".", out_dir: str | Path | None = None,
@@ -118,7 +120,7 @@ def write_colab_notebooks(root: str | Path = ".", out_dir: str | Path | None = N
     if not chapters:
         raise ValueError(f"{root / '_toc.yml'} lists no notebook chapter; give the repository root.")
     written = []
-    for folder, student in ((out, False), (out / "student", True)):
+    for folder, student in _editions(root, out):
         folder.mkdir(parents=True, exist_ok=True)
         for chapter in chapters:
             path = folder / f"{chapter}.ipynb"
