@@ -39,40 +39,50 @@ def answer_sources(source_nb) -> dict:
             for c in source_nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
 
 
-def filled(released, answers: dict, tests: dict | None = None):
-    """A copy of the released notebook with the answer cells (and, to spoof, test cells) replaced."""
+def filled(released, cells: dict):
+    """A copy of the released notebook with the cells of ``cells`` (``{grade_id: source}``: answer cells
+    and, to spoof, test cells) replaced."""
     nb = copy.deepcopy(released)
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in answers:
-            cell.source = answers[gid]
-        if tests and gid in tests:
-            cell.source = tests[gid]
+        if gid in cells:
+            cell.source = cells[gid]
     return nb
 
 
-@pytest.fixture(scope="module")
-def graded_model(tmp_path_factory):
-    course = tmp_path_factory.mktemp("course")
-    released_path = grading.release(ROOT / "book" / "model.md", course)
-    released = nbformat.read(released_path, as_version=4)
-    source = nbformat.read(course / "source" / "model" / "model.ipynb", as_version=4)
+def submit(course: Path, chapter: str, wrong: dict) -> tuple:
+    """Release ``book/<chapter>.md`` into ``course`` and hand in (:func:`grading.collect`) the notebooks
+    of the students ``correct`` (every worked solution), ``blank`` (the released notebook as it is) and
+    each student of ``wrong``: ``{student: {grade_id: source}}``, the worked solutions with those cells
+    (answer or test cells) replaced, a replacement that is a function getting that cell's worked solution.
+    Returns ``(released, source, the student ids collected)``."""
+    released = nbformat.read(grading.release(ROOT / "book" / f"{chapter}.md", course), as_version=4)
+    source = nbformat.read(course / "source" / chapter / f"{chapter}.ipynb", as_version=4)
     right = answer_sources(source)
     uploads = course / "uploads"
     uploads.mkdir()
     nbformat.write(filled(released, right), uploads / "correct.ipynb")
     nbformat.write(released, uploads / "blank.ipynb")
-    nbformat.write(filled(released, {**right, "model-n-paths-answer": "answer = 12"}), uploads / "one_wrong.ipynb")
+    for student, cells in wrong.items():
+        cells = {gid: cell(right[gid]) if callable(cell) else cell for gid, cell in cells.items()}
+        nbformat.write(filled(released, {**right, **cells}), uploads / f"{student}.ipynb")
+    return released, source, grading.collect(course, chapter, uploads)
+
+
+@pytest.fixture(scope="module")
+def graded_model(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
     spoofed = {
-        **right,
         "model-n-paths-answer": "from paththeory.exercises import solution\nanswer = solution('model.n_paths')",
-        "model-path-expansion-answer": right["model-path-expansion-answer"]
+        "model-path-expansion-answer": lambda worked: worked
         + "\ntry:\n    check('model.path_expansion', 0 * answer, reveal=True)\nexcept Exception:\n    pass",
         "model-gp-kernel-answer": "check = lambda *args, **kwargs: print('Correct')\nanswer = 0",
+        "model-gp-kernel-public": "print('Correct')",
+        "model-gp-kernel-hidden": "pass",
     }
-    nbformat.write(filled(released, spoofed, tests={"model-gp-kernel-public": "print('Correct')",
-                                                    "model-gp-kernel-hidden": "pass"}), uploads / "spoofed.ipynb")
-    assert grading.collect(course, "model", uploads) == ["blank", "correct", "one_wrong", "spoofed"]
+    released, source, students = submit(course, "model", {"one_wrong": {"model-n-paths-answer": "answer = 12"},
+                                                          "spoofed": spoofed})
+    assert students == ["blank", "correct", "one_wrong", "spoofed"]
     csv_path = grading.grade(course, "model")
     return course, released, source, csv_path
 
@@ -224,17 +234,7 @@ def overlap_distance(U_theory, w_draws):
 @pytest.fixture(scope="module")
 def graded_problems(tmp_path_factory):
     course = tmp_path_factory.mktemp("problems")
-    released = nbformat.read(grading.release(ROOT / "book" / "problems.md", course), as_version=4)
-    source = nbformat.read(course / "source" / "problems" / "problems.ipynb", as_version=4)
-    right = answer_sources(source)
-    uploads = course / "uploads"
-    uploads.mkdir()
-    nbformat.write(filled(released, right), uploads / "correct.ipynb")
-    nbformat.write(released, uploads / "blank.ipynb")
-    biased = dict(right)
-    biased["problems-overlap-distance-answer"] = PARTIAL_OVERLAP
-    nbformat.write(filled(released, biased), uploads / "partial.ipynb")
-    grading.collect(course, "problems", uploads)
+    released, _, _ = submit(course, "problems", {"partial": {"problems-overlap-distance-answer": PARTIAL_OVERLAP}})
     return released, grading.read_grades(grading.grade(course, "problems"))
 
 
