@@ -169,3 +169,32 @@ def _no_file_outside_test_folders(_files_stay_in_test_folders):
         shown = "; ".join(dict.fromkeys(new[:5]))
         pytest.fail(f"the test touched files outside pytest's temporary folders ({len(new)}): {shown}",
                     pytrace=False)
+
+
+# --------------------------------------------------------------------------- modules loaded from their files
+
+#: The folder of the book's own Sphinx extensions (``local_extensions`` of ``_config.yml``).
+BOOK_EXTENSIONS = Path(__file__).resolve().parents[1] / "book" / "_ext"
+
+
+@pytest.fixture(scope="session")
+def module_from_file():
+    """``module_from_file(name, path)``: a fresh module ``name`` executed from the Python file ``path``
+    (a script outside the package, such as a Sphinx extension of the book or a CI check), left out of
+    ``sys.modules``."""
+    import importlib.util
+
+    def load(name: str, path: Path):
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def book_extension(module_from_file):
+    """``book_extension("script_dedup")``: a fresh module of the book's Sphinx extension
+    ``book/_ext/script_dedup.py``, loaded from its file (``book/_ext`` is no package)."""
+    return lambda name: module_from_file(name, BOOK_EXTENSIONS / f"{name}.py")

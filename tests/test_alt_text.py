@@ -5,7 +5,6 @@ small doctrees, and one tiny Sphinx build, not the book's."""
 from __future__ import annotations
 
 import base64
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -23,21 +22,14 @@ PIXEL = base64.b64decode(
 )
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="module")
+def ext(book_extension):
+    return book_extension("figure_alt")
 
 
 @pytest.fixture(scope="module")
-def ext():
-    return _load("figure_alt", EXT / "figure_alt.py")
-
-
-@pytest.fixture(scope="module")
-def check():
-    return _load("check_html", ROOT / ".ci" / "check_html.py")
+def check(module_from_file):
+    return module_from_file("check_html", ROOT / ".ci" / "check_html.py")
 
 
 def _document() -> nodes.document:

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _build_module():
-    spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "_ext" / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _toc_files() -> set[str]:
@@ -25,14 +17,14 @@ def _toc_files() -> set[str]:
     return files
 
 
-def test_every_chapter_of_the_execution_order_is_in_the_toc():
-    build = _build_module()
+def test_every_chapter_of_the_execution_order_is_in_the_toc(book_extension):
+    build = book_extension("build")
     assert len(set(build.EXECUTION_ORDER)) == len(build.EXECUTION_ORDER)
     assert set(build.EXECUTION_ORDER) <= _toc_files()
 
 
-def test_one_page_per_batch_listed_chapters_first_then_sphinx_order():
-    build = _build_module()
+def test_one_page_per_batch_listed_chapters_first_then_sphinx_order(book_extension):
+    build = book_extension("build")
     pages = sorted(_toc_files() | {"book/unlisted_b", "book/unlisted_a"})
     batches = build.one_page_per_batch(pages, 2)
     assert all(len(batch) == 1 for batch in batches)

@@ -5,7 +5,6 @@ page opens them (book/_ext/colab_notebooks.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -189,14 +188,6 @@ def test_the_colab_url_points_at_the_plain_notebook():
     assert notebooks.colab_url("book/x", "https://github.com/a/b.git/", "dev").endswith("/a/b/blob/dev/notebooks/x.ipynb")
 
 
-def _extension():
-    pytest.importorskip("sphinx")
-    spec = importlib.util.spec_from_file_location("colab_notebooks", ROOT / "book" / "_ext" / "colab_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 class _App:
     def __init__(self, srcdir, theme, folder=notebooks.NOTEBOOKS_DIR, root=""):
         self.srcdir = srcdir
@@ -204,11 +195,12 @@ class _App:
                                           "colab_notebooks_root": root})()
 
 
-def test_the_book_points_the_colab_button_at_the_plain_notebook():
+def test_the_book_points_the_colab_button_at_the_plain_notebook(book_extension):
     """The extension, as the build calls it after sphinx-book-theme built the launch buttons."""
     import yaml
 
-    ext = _extension()
+    pytest.importorskip("sphinx")
+    ext = book_extension("colab_notebooks")
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["sphinx"]["local_extensions"]["colab_notebooks"] == "book/_ext"
     theme = {"repository_url": config["repository"]["url"], "repository_branch": config["repository"]["branch"],

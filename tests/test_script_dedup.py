@@ -2,18 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _extension():
-    spec = importlib.util.spec_from_file_location("script_dedup", ROOT / "book" / "_ext" / "script_dedup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 class _Script(str):
     def __new__(cls, filename, **attributes):
@@ -22,10 +10,10 @@ class _Script(str):
         return obj
 
 
-def test_duplicate_scripts_are_dropped_in_order():
+def test_duplicate_scripts_are_dropped_in_order(book_extension):
     thebe = _Script(None, body="const THEBE_JS_URL = 'x'")
     context = {"script_files": [_Script("a.js"), thebe, _Script("b.js"), _Script(None, body="const THEBE_JS_URL = 'x'"),
                                 _Script("a.js", defer="defer"), _Script("a.js")]}
-    _extension().dedup_scripts(None, "page", "page.html", context, None)
+    book_extension("script_dedup").dedup_scripts(None, "page", "page.html", context, None)
     assert [(s.filename, s.attributes) for s in context["script_files"]] == [
         ("a.js", {}), (None, {"body": "const THEBE_JS_URL = 'x'"}), ("b.js", {}), ("a.js", {"defer": "defer"})]
