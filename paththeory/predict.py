@@ -181,7 +181,7 @@ def soft_accuracy(mean, variance, y) -> float:
 
 
 def pc_label_overlap(K, y, k: int = 30) -> np.ndarray:
-    """``|v_i . y| / sqrt(P)`` for the top-``k`` eigenvectors of the training kernel (alignment, paper §3.2).
+    """``|phi_i . y| / sqrt(P)`` for the top-``k`` eigenvectors of the training kernel (alignment, paper §3.2).
 
     Example:
       >>> print(np.round(pc_label_overlap(np.diag([3.0, 2.0, 1.0]), np.array([1.0, -1.0, 1.0]), k=2), 4))

@@ -95,13 +95,22 @@ FOR_READERS: dict[str, str] = {
 }
 
 
-def describe(profile: str | None = None) -> str:
+def describe(profile: str | None = None, *, device: bool = False) -> str:
     """One sentence for the top of a chapter: which sizes the page was computed with, and what
-    that means for its numbers.
+    that means for its numbers; with ``device=True`` a second one says what computed it (a CPU or
+    a GPU, as JAX reports it).
 
     Example:
       >>> describe("paper")
       'This page was computed with the paper sizes: the sizes of the paper, which take hours on one GPU.'
     """
     name = current_profile(profile)
-    return f"This page was computed with the {name} sizes: {FOR_READERS[name]}."
+    text = f"This page was computed with the {name} sizes: {FOR_READERS[name]}."
+    if device:
+        import jax
+
+        kind = jax.default_backend()
+        where = {"cpu": "a CPU", "gpu": "a GPU", "tpu": "a TPU"}.get(kind, kind)
+        model = jax.devices()[0].device_kind
+        text += f" It ran on {where}{'' if kind == 'cpu' else f' ({model})'}."
+    return text

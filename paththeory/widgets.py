@@ -4,7 +4,7 @@ For one ``(N, T)`` a :class:`Panel` holds what the explorer draws (:func:`panel_
 the book's column):
 
 * the order parameter ``U*`` (RdBu heat map, limits symmetric about zero);
-* the kernel-task alignment: overlaps ``|v_i . y| / sqrt(P)`` of the labels with the top
+* the kernel-task alignment: overlaps ``|phi_i . y| / sqrt(P)`` of the labels with the top
   principal components of the training kernels ``K_{U*}`` and ``K_GP`` (Tiberi et al. 2024, Sec. 3.2 and Fig. 2d);
 * the test accuracy of the mean predictor with ``U*`` and at the GP point ``gp_scale * I``.
 
@@ -148,7 +148,7 @@ def draw_overlaps(ax: Axes, panel: Panel) -> None:
     ax.plot(k, panel.overlap_theory, "o-", color=COLOURS["theory"], ms=4, lw=1,
             label=f"$K_{{U^*}}$, N = {_width(panel.width)}")
     ax.set_xlabel("principal component $i$ (largest eigenvalue first)")
-    ax.set_ylabel("$|v_i \\cdot y| / \\sqrt{P}$")
+    ax.set_ylabel("$|\\phi_i \\cdot y| / \\sqrt{P}$")
     ax.set_ylim(0, 1)
     ax.set_title("kernel-task alignment")
     ax.legend()

@@ -8,6 +8,7 @@ import numpy as np
 from paththeory.experiments.claims import (
     COMPARABLE_TOLERANCE,
     OWN_TEST,
+    TRANSFERRED_TEST,
     U_TOLERANCE,
     claims_table,
     fig3_claims,
@@ -32,6 +33,7 @@ def results(good: bool) -> dict:
                  "descending_vs_random": {"p_better": p_against, "p_worse": p_claim}},
         "cumulative": {"random": {"n": 1000}},
         "two_lowest": {"difference": 0.005 if good else 0.10, "se": 0.003, "n": 1000},
+        "four_lowest": {"difference": 0.008 if good else 0.12, "se": 0.004, "n": 1000},
         "best_pair": {"heads": [[0, 1], [0, 3]], "cost": 0.004, "median_cost": 0.05, "n_pairs": 28},
     }
     ood = dict(pruning, two_lowest={"difference": -0.03 if good else 0.10, "se": 0.005, "n": 428})
@@ -192,7 +194,26 @@ def test_a_network_the_paper_reports_no_accuracy_for_gets_own_tests():
     by_id = {r["id"]: r for r in fig3_claims(res)}
     assert by_id["score_drop:test"]["source"] == "App. H.2.3, Fig. 7c"
     assert by_id["ood_after_pruning:fashion"]["source"] == "App. H.2.3, Fig. 7d"
-    assert by_id["u_gd"]["paper"].startswith("shown for the L = 2, H = 4 network")
+    assert by_id["u_gd"]["paper"].startswith("shown for the L = 2, H = 4 network (§4.2, Fig. 3c)")
+    assert by_id["u_gd"]["source"] == TRANSFERRED_TEST
+    # App. H.2.3 claims a marginal drop for up to four heads of this network: the row measures four
+    four = by_id["two_lowest:test"]
+    assert four["claim"].startswith("pruning the four lowest-scored heads") and four["value"] == 0.008
+    assert four["source"] == "App. H.2.3, Fig. 7d"
+    assert "Fig. 7d" in by_id["ascending_vs_random:test"]["paper"]
+
+
+def test_rows_transferred_to_another_network_are_not_counted_as_the_papers():
+    """A §4.2 claim tested on the deeper network is the book's test: the summary leaves it out."""
+    res = results(good=False)
+    res["heads"] = [3, 3, 3]
+    rows = fig3_claims(res)
+    transferred = [r for r in rows if r["source"] == TRANSFERRED_TEST]
+    assert {r["id"] for r in transferred} >= {"two_lowest:test", "u_gd", "score_drop:test"}
+    assert all(r["paper"].startswith("shown for the L = 2, H = 4 network (") for r in transferred)
+    counted = [r for r in rows if r["source"] not in (OWN_TEST, TRANSFERRED_TEST)]
+    assert {r["source"] for r in counted} == {"App. H.2.2, Fig. 6"}
+    assert f"Of the {len(counted)} claims credited to the paper" in reproduction_summary(rows)
 
 
 def test_the_network_sentence_follows_the_results_header():
@@ -242,7 +263,7 @@ def test_fig2_claims_follow_the_markov_results():
     assert "Every one of them reproduces" in reproduction_summary(good)
     assert "Not reproduced here" in reproduction_summary(bad) and "-5.0 points" in reproduction_summary(bad)
     assert "Not decided by this build's noise" in reproduction_summary(noisy)
-    assert {r["id"]: r for r in good}["finite_vs_gp_good_denoising:two_path"]["source"] == "App. G.2.2, Fig. 5c"
+    assert {r["id"]: r for r in good}["finite_vs_gp_good_denoising:two_path"]["source"] == "§4.1, Fig. 2e; App. G.2.2, Fig. 5c"
 
 
 def test_the_network_interpretation_follows_the_results():

@@ -119,7 +119,7 @@ def test_results_carry_paired_errors_and_verdicts(outputs):
         assert r["verdict"] in stats.OUTCOMES and r["source"] and r["source"] != OWN_TEST
         assert "SE" in r["noise"] or "Monte Carlo" in r["noise"] or r["id"] == "pc_overlap"
     two_row = next(r for r in rows if r["id"] == "finite_vs_gp_good_denoising:two_path")
-    assert two_row["source"] == "App. G.2.2, Fig. 5c"  # the uniform denoising head is App. G's variant
+    assert two_row["source"] == "§4.1, Fig. 2e; App. G.2.2, Fig. 5c"  # the uniform denoising head is App. G's variant
 
 
 def test_verdicts_and_summary_follow_the_results(outputs):

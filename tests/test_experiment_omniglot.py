@@ -170,6 +170,12 @@ def test_pruning_study_against_the_network_itself(outputs, network):
         low = [tuple(lh) for lh in results["head_scores"]["order"][:2]]
         assert abs(full - pr["two_lowest"]["difference"] - prune_exp.pruned_accuracy(network, x, y, low)) <= tol
         assert pr["best_pair"]["cost"] <= pr["two_lowest"]["difference"] + 1e-12
+        four = [tuple(lh) for lh in results["head_scores"]["order"][:4]]
+        if pr["four_lowest"] is None:  # four lowest would empty a layer of this small network
+            assert any(sum(lh[0] == layer for lh in four) == n for layer, n in enumerate(results["heads"]))
+        else:
+            assert abs(full - pr["four_lowest"]["difference"]
+                       - prune_exp.pruned_accuracy(network, x, y, four)) <= tol
 
 
 def test_head_scores_orders_and_sensitivity(outputs):

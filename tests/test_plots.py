@@ -203,3 +203,16 @@ def test_head_score_labels_clear_markers_and_error_bars_of_both_splits():
     assert not hits
     assert [t.get_text() for t in fig.legends[0].get_texts()][0].startswith("held-out characters")
     plt.close(fig)
+
+
+def test_notebook_figures_are_vector_graphics(tmp_path):
+    """In a kernel, use_book_style makes figures SVG (sharp when zoomed on a phone), not PNG."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nfrom paththeory.plots import use_book_style\n"
+        "use_book_style()\nplt.plot([0, 1], [1, 0])\nplt.show()")])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    kinds = [set(o.get("data", {})) for o in nb.cells[0].outputs if o.output_type == "display_data"]
+    assert kinds and all("image/svg+xml" in k and "image/png" not in k for k in kinds), kinds

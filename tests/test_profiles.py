@@ -67,3 +67,16 @@ def test_describe_names_the_profile():
     for name in PROFILES:
         assert describe(name).startswith(f"This page was computed with the {name} sizes: ")
         assert "continuous integration" not in describe(name)
+
+
+def test_describe_names_the_device_for_readers(monkeypatch):
+    import jax
+
+    assert describe("smoke", device=True) == describe("smoke") + " It ran on a CPU."
+
+    class FakeGpu:
+        device_kind = "NVIDIA H100 80GB HBM3"
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(jax, "devices", lambda: [FakeGpu()])
+    assert describe("colab", device=True).endswith(" It ran on a GPU (NVIDIA H100 80GB HBM3).")

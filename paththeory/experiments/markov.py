@@ -246,7 +246,7 @@ def variance_sentence(width: int, v: dict) -> str:
 
 
 def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
-    """``|v_i . y| / sqrt(P)`` for the top-``k`` PCs of the training kernels ``K_U`` and ``K_GP``
+    """``|phi_i . y| / sqrt(P)`` for the top-``k`` PCs of the training kernels ``K_U`` and ``K_GP``
     (the kernel-task alignment of the paper's Sec. 3.2)."""
     k_u = kernel_matrix(U, prob.train)
     k_gp = gp_kernel(prob.arch, prob.train)
@@ -502,16 +502,30 @@ def plot_sampled_order_parameters(results: dict) -> Figure:
     return fig
 
 
+def pc_overlap_sentence(pcs: dict) -> str:
+    """One sentence on ``results["pc_overlap"]``: each kernel's largest overlap with the labels, its
+    rank, and the fraction of the labels' squared norm it carries (the overlap squared, since the
+    PCs are unit vectors and ``|y|^2 = P``)."""
+    def best(name: str) -> tuple[float, int]:
+        o = np.asarray(pcs[name], dtype=float)
+        return float(o.max()), int(o.argmax()) + 1
+
+    (t, tr), (g, gr) = best("theory"), best("gp")
+    return (f"The renormalised kernel's largest overlap is {t:.2f}, on its principal component {tr}, which "
+            f"so carries {100 * t ** 2:.0f} % of the labels' squared norm; the GP kernel's largest is {g:.2f} "
+            f"(component {gr}, {100 * g ** 2:.0f} %).")
+
+
 @book_style
 def plot_pc_overlaps(results: dict) -> Figure:
-    """Fig. 2d: ``|v_i . y| / sqrt(P)`` for the top kernel PCs, renormalised kernel vs GP kernel."""
+    """Fig. 2d: ``|phi_i . y| / sqrt(P)`` for the top kernel PCs, renormalised kernel vs GP kernel."""
     pcs = results["pc_overlap"]
     k = np.arange(1, len(pcs["theory"]) + 1)
     fig, (ax,) = panel_grid(1, 3.4, width=0.75 * COLUMN_WIDTH)
     ax.plot(k, pcs["theory"], "o-", color=COLOURS["theory"], label=f"renormalised kernel, N = {pcs['width']}")
     ax.plot(k, pcs["gp"], "s--", color=COLOURS["gp"], label="GP kernel")
     ax.set_xlabel("principal component (by decreasing eigenvalue)")
-    ax.set_ylabel(r"overlap $|v_i\cdot y|/\sqrt{P}$")
+    ax.set_ylabel(r"overlap $|\phi_i\cdot y|/\sqrt{P}$")
     ax.legend()
     stamp_profile(fig, results["profile"])
     return fig

@@ -452,7 +452,7 @@ def theory_stage(cfg: Config, arch: Architecture, features: dict, y: dict, sweep
 
 
 def pc_overlaps(arch: Architecture, U, features_train, y_train, k: int = 50) -> dict:
-    """Overlaps ``|v_i . y| / sqrt(P)`` of the top-``k`` principal components of the training kernels
+    """Overlaps ``|phi_i . y| / sqrt(P)`` of the top-``k`` principal components of the training kernels
     ``K_U`` (finite width) and ``K_GP`` with the labels (Fig. 3d), and summaries.
 
     Since ``|y|^2 = P``, the squared overlaps of all ``P`` components add up to 1; ``captured``

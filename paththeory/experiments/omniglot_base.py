@@ -147,11 +147,15 @@ def _characters(network: training.Checkpoint, root: str | os.PathLike | None):
     return chars, encode_images(chars.images), character_split(network, chars.n_classes)
 
 
-def training_sequences(network: training.Checkpoint, n: int, seed, *, root: str | os.PathLike | None = None):
-    """``n`` balanced sequences ``(x, y)`` of the network's training characters drawn with ``seed``
-    (an int or a numpy ``Generator``): a fresh theory training set."""
+def training_sequences(network: training.Checkpoint, n: int, seed, *, characters: str = "train",
+                       root: str | os.PathLike | None = None):
+    """``n`` balanced sequences ``(x, y)`` drawn with ``seed`` (an int or a numpy ``Generator``) from
+    the network's ``characters``: ``"train"`` (a fresh theory training set), ``"validation"`` or
+    ``"test"`` (the held-out characters)."""
+    if characters not in ("train", "validation", "test"):
+        raise ValueError(f"characters must be 'train', 'validation' or 'test'; got {characters!r}.")
     chars, patches, split = _characters(network, root)
-    return icl_sequences(patches, chars.labels, seed, n, characters=split.train, balanced=True,
+    return icl_sequences(patches, chars.labels, seed, n, characters=getattr(split, characters), balanced=True,
                          channels=network.channels)
 
 

@@ -112,7 +112,7 @@ def plot_temperature_grid(results: dict) -> Figure:
 
 @book_style
 def plot_pc_overlaps(results: dict) -> Figure:
-    """Fig. 3d: overlap ``|v_i . y| / sqrt(P)`` of the training kernel's top principal components with the
+    """Fig. 3d: overlap ``|phi_i . y| / sqrt(P)`` of the training kernel's top principal components with the
     labels, finite-width ``K_U`` against the GP kernel, and the cumulative fraction of the labels they hold."""
     pcs = results["pc_overlap"]
     fig, (ax, ax_c) = panel_grid(2, 3.2)
@@ -123,7 +123,7 @@ def plot_pc_overlaps(results: dict) -> Figure:
         ax.bar(rank + (-0.2 if key == "theory" else 0.2), ov, width=0.4, color=color, label=label)
         ax_c.plot(rank, np.cumsum(ov**2), "o-" if key == "theory" else "s--", ms=3, color=color, label=label)
     ax.set_xlabel("principal component (by eigenvalue)")
-    ax.set_ylabel(r"overlap $|v_i\cdot y|/\sqrt{P}$")
+    ax.set_ylabel(r"overlap $|\phi_i\cdot y|/\sqrt{P}$")
     ax.legend()
     ax_c.set_xlabel("number of leading components")
     ax_c.set_ylabel("fraction of $y$ they hold")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import os
 import warnings
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jax
 import numpy as np
@@ -106,6 +106,15 @@ def _against(value: float, null: np.ndarray) -> dict:
     return {"p_better": float(p_better), "p_worse": float(p_worse)}
 
 
+def _lowest_cost(full: np.ndarray, right: Callable, order: Sequence, k: int, heads: Sequence[int]) -> dict | None:
+    """The paired accuracy cost of pruning the ``k`` lowest-scored heads of ``order``; ``None`` when
+    there are fewer heads or they would empty a layer."""
+    low = [tuple(lh) for lh in order[:k]]
+    if len(low) < k or any(sum(lh[0] == layer for lh in low) == n for layer, n in enumerate(heads)):
+        return None
+    return stats.paired_difference(full, right(low))
+
+
 def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray, scores: dict, n_random: int,
                   seed: int = 0) -> dict:
     """Single-head drops and cumulative pruning on one split, from the per-path contributions.
@@ -115,8 +124,8 @@ def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray,
     ``cumulative``: the curves (accuracy after ``k = 0..n_heads`` heads) of the theory's order
     (``score_ascending``), its reverse and the band of ``n_random`` random orders (mean, 5 and
     95 % quantiles); ``area``: each order's mean accuracy over ``k >= 1`` and the fraction of random
-    orders as p-values (``ascending_vs_random``, ``descending_vs_random``: ``p_better``, ``p_worse``); ``two_lowest``:
-    the paired accuracy cost of pruning the two lowest-scored heads; ``best_pair``: the cheapest pair
+    orders as p-values (``ascending_vs_random``, ``descending_vs_random``: ``p_better``, ``p_worse``); ``two_lowest``,
+    ``four_lowest``: the paired accuracy cost of pruning the two (four) lowest-scored heads; ``best_pair``: the cheapest pair
     of heads to prune, found by trying them all.
     """
     order = [tuple(lh) for lh in scores["order"]]
@@ -147,6 +156,7 @@ def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray,
                  "ascending_vs_random": _against(area[0], rand_area),
                  "descending_vs_random": _against(area[1], rand_area)},
         "two_lowest": stats.paired_difference(full, right(order[:2])) if len(order) >= 2 else None,
+        "four_lowest": _lowest_cost(full, right, order, 4, heads),
         "best_pair": _best_pair(c, yy, heads),
     }
 
