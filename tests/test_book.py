@@ -375,5 +375,8 @@ def test_the_publishing_workflow_builds_the_book_and_its_pdf_on_pushes_to_main()
     assert ".ci/colab-check" in commands  # every chapter as on Colab (CI runs two)
     assert {"path": "_build/html"} in [step.get("with") for step in steps]
     assert any(str(step.get("uses", "")).startswith("actions/deploy-pages") for step in workflow["jobs"]["deploy"]["steps"])
+    tag = " ".join(str(step.get("run", "")) for step in workflow["jobs"]["tag"]["steps"])
+    assert workflow["jobs"]["tag"]["needs"] == "build" and workflow["jobs"]["tag"]["permissions"] == {"contents": "write"}
+    assert 'git tag "v$version"' in tag and "pyproject.toml" in tag  # the tag the install cells pin
     makefile = (ROOT / "Makefile").read_text()
     assert "--builder singlehtml" in makefile and "--print-to-pdf=_build/paththeory.pdf" in makefile
