@@ -222,10 +222,24 @@ def _course(args) -> int:
         if not args.uploads:
             raise ValueError("collect needs --uploads FOLDER (one <student>.ipynb per student).")
         print("collected:", ", ".join(grading.collect(args.course, args.target, args.uploads)))
+    elif args.action == "mark":
+        if args.student is None or args.question is None or args.points is None:
+            raise ValueError("mark needs --student NAME --question ID --points P (and, if you like, --comment TEXT).")
+        path = grading.mark(args.course, args.target, args.student, args.question, args.points, args.comment)
+        score, top = grading.read_grades(path)[args.student]["total"]
+        print(f"{path}\n  {args.student}: {score:g} / {top:g}")
     else:
         path = grading.grade(args.course, args.target)
         totals = {s: q["total"] for s, q in grading.read_grades(path).items()}
         print(f"{path}\n" + "\n".join(f"  {s}: {score:g} / {top:g}" for s, (score, top) in totals.items()))
+    return 0
+
+
+def _validity(args) -> int:
+    from paththeory.experiments import validity
+
+    path = validity.write_samples(args.profile, args.out, progress=not args.quiet)
+    print(f"the NUTS records of the validity figure: {path}")
     return 0
 
 
@@ -295,15 +309,31 @@ def build_parser() -> argparse.ArgumentParser:
     student.add_argument("--out", default=None, help="output folder (default: ROOT/_build/student)")
     student.set_defaults(func=_student)
 
+    val = sub.add_parser("validity", help="sample the network with NUTS for the figure of where the saddle point "
+                                          "stops being accurate",
+                         description="Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS at the "
+                                     "widths of the profile and write the records the depth chapter compares with "
+                                     "the theory (default: the package's own file for the profile).")
+    val.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
+                     help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
+    val.add_argument("--out", default=None, help="the JSON file to write (default: the package's own)")
+    val.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
+    val.set_defaults(func=_validity)
+
     course = sub.add_parser("course", help="grade a chapter's exercises with nbgrader: release, collect, grade",
                             description="Grading with nbgrader, no JupyterHub needed (paththeory.grading). "
                                         "release book/problems.md: the students' notebook (hidden tests and keys "
                                         "frozen now); collect problems --uploads DIR: DIR/<student>.ipynb become "
-                                        "submissions; grade problems: autograde, feedback and grades-problems.csv.")
-    course.add_argument("action", choices=("release", "collect", "grade"))
+                                        "submissions; grade problems: autograde, feedback and grades-problems.csv; "
+                                        "mark problems --student S --question Q --points P: grade a written answer.")
+    course.add_argument("action", choices=("release", "collect", "grade", "mark"))
     course.add_argument("target", help="release: a chapter's .md; collect and grade: the assignment's name")
     course.add_argument("--course", default="course", help="the nbgrader course folder (default: ./course)")
     course.add_argument("--uploads", default=None, help="collect: the folder of uploaded <student>.ipynb")
+    course.add_argument("--student", default=None, help="mark: the student whose written answer is graded")
+    course.add_argument("--question", default=None, help="mark: the written answer's id (a manual row of the CSV)")
+    course.add_argument("--points", type=float, default=None, help="mark: the points given")
+    course.add_argument("--comment", default=None, help="mark: a comment for the student's feedback")
     course.set_defaults(func=_course)
     return parser
 

@@ -533,6 +533,43 @@ def _write_grades(course: Path, assignment: str, students: list[str]) -> Path:
     return _io.write_text(out, text.getvalue())
 
 
+def mark(course_dir: str | Path, assignment: str, student: str, question: str, points: float,
+         comment: str | None = None) -> Path:
+    """Grade a written answer by hand: give ``student``'s ``question`` (a ``manual`` row of the grades
+    CSV, e.g. ``prob-omniglot-validity-answer``) ``points`` out of its maximum, with an optional
+    ``comment`` (it shows in the student's feedback after the next :func:`grade`), and rewrite
+    ``grades-<assignment>.csv``. The same as nbgrader's formgrader, from the command line.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    course = Path(course_dir)
+    if not (course / "gradebook.db").is_file():
+        raise FileNotFoundError(f"no gradebook in {course}: grade {assignment} first (paththeory course grade).")
+    points = float(points)
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            raise ValueError(f"no graded submission of {assignment} by {student!r}; the graded students are "
+                             f"{sorted(s.student.id for s in gb.assignment_submissions(assignment))}.") from None
+        grades = {g.name: g for nb in submission.notebooks for g in nb.grades}
+        manual = sorted(name for name, g in grades.items() if g.cell.cell_type == "markdown")
+        if question not in manual:
+            raise ValueError(f"{question!r} is not a written answer of {assignment}; grade one of {manual} "
+                             "(the automatic questions are graded by their tests).")
+        g = grades[question]
+        if not 0 <= points <= g.max_score:
+            raise ValueError(f"points must be between 0 and {g.max_score:g} for {question}; got {points:g}.")
+        g.manual_score = points
+        if comment is not None:
+            notebook = next(nb for nb in submission.notebooks if g in nb.grades)
+            gb.find_comment(question, notebook.name, assignment, student).manual_comment = comment
+        gb.db.commit()
+        students = sorted(s.student.id for s in gb.assignment_submissions(assignment))
+    return _write_grades(course, assignment, students)
+
+
 def read_grades(path: str | Path) -> dict:
     """``{student: {question: (score or None, max_score)}}`` from a grades CSV of :func:`grade`."""
     out: dict = {}

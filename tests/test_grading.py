@@ -235,13 +235,13 @@ def overlap_distance(U_theory, w_draws):
 def graded_problems(tmp_path_factory):
     course = tmp_path_factory.mktemp("problems")
     released, _, _ = submit(course, "problems", {"partial": {"problems-overlap-distance-answer": PARTIAL_OVERLAP}})
-    return released, grading.read_grades(grading.grade(course, "problems"))
+    return released, grading.read_grades(grading.grade(course, "problems")), course
 
 
 def test_the_problem_set_has_manual_and_automatic_questions(graded_problems):
     from paththeory import problems
 
-    released, grades = graded_problems
+    released, grades, _ = graded_problems
     manual = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "markdown"]
     assert len(manual) == sum(kind != "implement" for kind in problems.KINDS.values())
     assert all(c.metadata["nbgrader"]["grade"] and "YOUR ANSWER HERE" in c.source for c in manual)
@@ -251,7 +251,7 @@ def test_the_problem_set_has_manual_and_automatic_questions(graded_problems):
 def test_the_problem_set_grades_functions_with_partial_credit(graded_problems):
     from paththeory import problems
 
-    _, grades = graded_problems
+    _, grades, _ = graded_problems
     automatic = {q: v for q, v in grades["correct"].items() if q.endswith(("-public", "-hidden"))}
     assert automatic and all(score == top for score, top in automatic.values())
     assert sum(top for _, top in automatic.values()) == sum(problems.POINTS[s.label] for s in problems.IMPLEMENT.values())
@@ -263,3 +263,30 @@ def test_the_problem_set_grades_functions_with_partial_credit(graded_problems):
     assert 0 < score < top, "a function wrong on a single draw passes the other cases only"
     assert grades["partial"]["problems-overlap-distance-public"][0] == 0
     assert grades["partial"]["problems-action-hidden"] == grades["correct"]["problems-action-hidden"]
+
+
+def test_a_written_answer_graded_by_hand_counts(graded_problems):
+    """What formgrader does, from Python and the command line: a manual score enters the CSV and the total."""
+    from paththeory.cli import main
+
+    _, grades, course = graded_problems
+    question = next(q for q in grades["correct"] if q.endswith("-answer"))
+    top = grades["correct"][question][1]
+    path = grading.mark(course, "problems", "correct", question, top - 1, "Right idea; give the number.")
+    after = grading.read_grades(path)
+    assert after["correct"][question] == (top - 1, top)
+    assert after["correct"]["total"][0] == grades["correct"]["total"][0] + top - 1
+    assert after["blank"] == grades["blank"]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert gb.find_comment(question, "problems", "problems", "correct").manual_comment == "Right idea; give the number."
+    with pytest.raises(ValueError, match=f"between 0 and {top:g}"):
+        grading.mark(course, "problems", "correct", question, top + 1)
+    with pytest.raises(ValueError, match="not a written answer.*prob"):
+        grading.mark(course, "problems", "correct", "problems-action-hidden", 1)
+    with pytest.raises(ValueError, match="no graded submission of problems by 'nobody'"):
+        grading.mark(course, "problems", "nobody", question, 1)
+    assert main(["course", "mark", "problems", "--course", str(course), "--student", "blank",
+                 "--question", question, "--points", "0"]) == 0
+    assert grading.read_grades(path)["blank"][question] == (0, top)
