@@ -195,3 +195,42 @@ def test_the_gp_of_the_pipeline_is_dense_kernel_regression_on_a_tiny_case():
         assert out["gp"][s]["accuracy"] == pytest.approx(hand.mean())
         assert 0 <= out["theory"]["10"][s]["accuracy"] <= 1
     assert out["ratio"]["10"] == pytest.approx(3 * net.architecture.n_paths / 10)
+
+
+def _attention_to(blocks_of: np.ndarray, n_ways: int, heads: int = 2) -> np.ndarray:
+    """``[P, H, T, T]`` attention in which every query token of sequence ``b`` attends uniformly to the
+    tokens of image ``blocks_of[b]`` (key index ``s``, query index ``t``), for every head."""
+    n, t = len(blocks_of), 16 * (n_ways + 1)
+    attn = np.zeros((n, heads, t, t))
+    for b, block in enumerate(blocks_of):
+        attn[b, :, 16 * block:16 * (block + 1), :] = 1 / 16
+    return attn
+
+
+def test_match_share_is_one_on_the_match_and_one_over_c_when_uniform():
+    n_ways = 5
+    index = om.nway_indices(LABELS, np.random.default_rng(0), 30, n_ways)
+    match = np.argmax(index.labels[:, :n_ways] == index.classes[:, None], axis=1)
+    assert np.allclose(nway.match_share(_attention_to(match, n_ways), index), 1.0)
+    assert np.allclose(nway.match_share(_attention_to((match + 1) % n_ways, n_ways), index), 0.0)
+    uniform = np.full((30, 2, 96, 96), 1 / 96)
+    assert np.allclose(nway.match_share(uniform, index), 1 / n_ways)
+    blocks = nway.block_attention(_attention_to(np.full(30, n_ways), n_ways), n_ways)  # all on the query
+    assert blocks.shape == (2, n_ways + 1) and np.allclose(blocks[:, -1], 1) and np.allclose(blocks.sum(axis=1), 1)
+    with pytest.raises(ValueError, match="T = 96 tokens"):
+        nway.match_share(np.zeros((30, 2, 48, 48)), index)
+
+
+def test_query_attention_sentences_follow_the_numbers():
+    def entry(chance, share, se, on_query, on_33_48):
+        return {"chance": chance, "n": 200, "share": [share], "se": [se], "on_query": [on_query],
+                "on_trained_query": [on_33_48]}
+
+    att = {"2": entry(0.5, [0.52, 0.9], [0.02, 0.02], [0.4, 0.8], [0.4, 0.8]),
+           "5": entry(0.2, [0.2, 0.19], [0.02, 0.02], [0.3, 0.05], [0.1, 0.4])}
+    text = nway.query_attention_sentences(att)
+    assert "C = 2: at most 0.90 ± 0.02 (head 1.2; chance 0.50), above chance" in text
+    assert "C = 5: at most 0.20 ± 0.02 (head 1.1; chance 0.20), not above chance" in text
+    assert "Head 1.2 gives the query's drawing 0.80" in text and "at C = 5 it gives the query 0.05 and tokens 33–48 0.40" in text
+    table = nway.query_attention_table(att)
+    assert "| 5 | on query / tokens 33–48 |  | 0.30 / 0.10 | 0.05 / 0.40 |" in table

@@ -36,7 +36,7 @@ from paththeory.experiments import jsonable
 from paththeory.experiments.multiclass import correct
 from paththeory.experiments.omniglot import select_temperature
 from paththeory.experiments.omniglot_base import _characters
-from paththeory.model import path_features
+from paththeory.model import attention_matrices, path_features
 from paththeory.predict import mean_predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.solve import Theory
@@ -215,6 +215,96 @@ def run(profile: str | None = None, *, config: Config | None = None, network: tr
         results["ways"][str(c)] = evaluate_ways(cfg, c, p, net, data)
     results["seconds"] = time.perf_counter() - start
     return jsonable(results)
+
+
+def match_share(attn, index) -> np.ndarray:
+    """Of the attention the query's tokens give to the context images, the share on the drawing of the
+    query's own class: ``[P, H]`` per attention matrix ``attn [P, H, T, T]`` (``[b, h, key, query]``)
+    of ``C``-way sequences ``index`` (:class:`~paththeory.tasks.omniglot.NWayIndex`). A head that
+    ignores the drawings' content gives ``1 / C`` on average; one that finds the match gives 1."""
+    attn = np.asarray(attn, dtype=float)
+    labels, classes = np.asarray(index.labels), np.asarray(index.classes)
+    n, n_ways = len(classes), labels.shape[1] - 1
+    if attn.ndim != 4 or attn.shape[0] != n or attn.shape[2] != PATCHES_PER_IMAGE * (n_ways + 1):
+        raise ValueError(f"attn must be [{n}, H, T, T] with T = {PATCHES_PER_IMAGE * (n_ways + 1)} tokens; "
+                         f"got {attn.shape}.")
+    query = slice(PATCHES_PER_IMAGE * n_ways, None)
+    # mass from the query's tokens (averaged) to each context image's tokens: [P, H, C]
+    per_image = attn[:, :, :PATCHES_PER_IMAGE * n_ways, query].mean(axis=3)
+    per_image = per_image.reshape(n, attn.shape[1], n_ways, PATCHES_PER_IMAGE).sum(axis=3)
+    match = np.argmax(labels[:, :n_ways] == classes[:, None], axis=1)  # the context of the query's class
+    return per_image[np.arange(n), :, match] / per_image.sum(axis=2)
+
+
+def block_attention(attn, n_ways: int) -> np.ndarray:
+    """Where a head looks: the attention mass on each image's 16 key tokens, averaged over every query
+    token and sequence, ``[H, C + 1]`` (the ``C`` contexts, then the query) from ``attn [P, H, T, T]``."""
+    attn = np.asarray(attn, dtype=float)
+    n, heads, t, _ = attn.shape
+    if t != PATCHES_PER_IMAGE * (n_ways + 1):
+        raise ValueError(f"attn must have T = {PATCHES_PER_IMAGE * (n_ways + 1)} tokens for {n_ways} ways; got {t}.")
+    return attn.reshape(n, heads, n_ways + 1, PATCHES_PER_IMAGE, t).sum(axis=3).mean(axis=(0, 3))
+
+
+def query_attention(network: training.Checkpoint, data: dict, ways=(2, 5, 20), n: int = 200,
+                    seed: int = 0) -> dict:
+    """How the trained heads attend in ``C``-way sequences of held-out characters (``data`` from
+    :func:`images`), for each ``C`` of ``ways``: every head's :func:`match_share` (mean and standard
+    error over the sequences; chance ``1 / C``), and from :func:`block_attention` the mass on the
+    query's drawing (``on_query``) and on tokens 33-48 (``on_trained_query``), where the query sits in
+    the 2-way sequences of training and a context drawing sits when ``C > 2``. The attention is that
+    of the bare input (the network's queries and keys), the same the theory's path features use."""
+    chars, patches, split = data["chars"], data["patches"], data["split"]
+    arch = network.architecture
+    out = {}
+    for c in ways:
+        index = nway_indices(chars.labels, np.random.default_rng([seed, c]), n, c, characters=split.test)
+        attn = attention_matrices(arch, assemble_nway_tokens(patches, index, channels=network.channels))
+        shares = [match_share(a, index) for a in attn]  # per layer [P, H]
+        blocks = [block_attention(a, c) for a in attn]  # per layer [H, C + 1]
+        out[str(c)] = {"chance": 1.0 / c, "n": n,
+                       "share": [sh.mean(axis=0).tolist() for sh in shares],
+                       "se": [(sh.std(axis=0, ddof=1) / np.sqrt(n)).tolist() for sh in shares],
+                       "on_query": [b[:, -1].tolist() for b in blocks],
+                       "on_trained_query": [b[:, 2].tolist() for b in blocks]}
+    return out
+
+
+def query_attention_table(att: dict) -> str:
+    """:func:`query_attention` as a table: one row per ``C``, one column per head (``layer.head``):
+    the share on the matching drawing ± SE, and the mass on the query's drawing / on tokens 33-48."""
+    first = next(iter(att.values()))
+    heads = [(l, h) for l, layer in enumerate(first["share"]) for h in range(len(layer))]
+    rows = []
+    for c, r in att.items():
+        rows.append([c, "match share", f"{r['chance']:.2f}",
+                     *(f"{r['share'][l][h]:.2f} ± {r['se'][l][h]:.2f}" for l, h in heads)])
+        rows.append([c, "on query / tokens 33–48", "",
+                     *(f"{r['on_query'][l][h]:.2f} / {r['on_trained_query'][l][h]:.2f}" for l, h in heads)])
+    return markdown_table(["C", "what", "chance", *(f"head {l + 1}.{h + 1}" for l, h in heads)], rows)
+
+
+def query_attention_sentences(att: dict) -> str:
+    """Sentences generated from :func:`query_attention`: whether any head's attention singles out the
+    drawing of the query's class (two standard errors above chance), per ``C``; and, for the head
+    that looks most at the query in the 2-way sequences, where it looks when ``C`` grows."""
+    parts = []
+    for c, r in att.items():
+        best, l, h, e = max((m, l, h, r["se"][l][h]) for l, layer in enumerate(r["share"]) for h, m in enumerate(layer))
+        above = best - r["chance"] > 2 * e
+        parts.append(f"C = {c}: at most {best:.2f} ± {e:.2f} (head {l + 1}.{h + 1}; chance {r['chance']:.2f}), "
+                     f"{'above' if above else 'not above'} chance by two standard errors")
+    text = ("Share of the query's attention on the drawing of its own class: " + "; ".join(parts) + ".")
+    if "2" not in att:
+        return text
+    two = att["2"]
+    on, l, h = max((m, l, h) for l, layer in enumerate(two["on_query"]) for h, m in enumerate(layer))
+    later = [f"at C = {c} it gives the query {r['on_query'][l][h]:.2f} and tokens 33–48 "
+             f"{r['on_trained_query'][l][h]:.2f}" for c, r in att.items() if c != "2"]
+    return (text + f" Head {l + 1}.{h + 1} gives the query's drawing {on:.2f} of all tokens' attention in the "
+            "2-way sequences of training, where the query holds tokens 33–48"
+            + ("; " + "; ".join(later) + ", where a context drawing now sits at tokens 33–48" if later else "")
+            + ".")
 
 
 # --------------------------------------------------------------------------- tables and sentences
