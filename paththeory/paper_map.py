@@ -242,6 +242,11 @@ ROWS: tuple[Row, ...] = (
                "NUTS; the plotted run is the uniform-head variant (Fig. 5c row)",
         numbers=("authors' repository",), numbers_note="σ⊥ = 5 (lost from the paper's text)",
         cites=("Fig. 2e",)),
+    Row("Fig. 2f", "App. G.2.2's name for the noisier two-path experiment, which §4.1 shows as Fig. 2e "
+        "(the text we have has no panel f)", "markov", "markov-two-paths",
+        ("paththeory.tasks.markov.two_paths_noisy",), status="variant",
+        reason="the same experiment as the Fig. 2e and Fig. 5c rows, under the name App. G.2.2 gives it",
+        numbers=("authors' repository",), numbers_note="see the Fig. 2e row", cites=("Fig. 2(f)",)),
     Row("Fig. 3a", "a diagram of the one-shot, in-context image task", "omniglot", "omniglot-task",
         ("paththeory.experiments.omniglot.plot_sequence", "paththeory.tasks.omniglot.icl_sequences"),
         status="variant", reason="the chapter draws one training sequence instead",
@@ -440,6 +445,17 @@ ROWS: tuple[Row, ...] = (
     Row("Book: saddle point", "which terms the saddle point drops, and when they are small",
         "depth", "derivation-saddle-validity", status="the book's own",
         reason="the paper states its limit; the book counts the dropped terms (|Π|/N)"),
+    Row("Book: validity figure", "theory against NUTS as |Π|/N grows: Markov at N = 10, 30, 100 and "
+        "Omniglot at N = 10, 20 (the paper's §4.2 remark on small widths, measured)", "depth",
+        "derivation-saddle-measured",
+        ("paththeory.experiments.validity.sample_points", "paththeory.experiments.validity.compare"),
+        status="the book's own", reason="the paper remarks that theory and sampling agree even at its "
+        "smallest Omniglot width; the book measures the distance at five values of |Π|/N",
+        profile="smoke and colab: samples drawn once on a CPU and shipped with the package; paper: more "
+        "widths and draws, sampled as the page is built",
+        numbers=("authors' repository", "this book's choice"),
+        numbers_note="Markov P = 100 and T = 0.01 from the authors' repository (as in the Fig. 2 chapter); "
+        "the widths, the Omniglot P and T and the draws: this book's choice"),
     Row("Book: pruning tests", "random and reverse pruning orders, and how the score depends on "
         "the width, the rule and the training set", "pruning", "pruning-score-sensitivity",
         ("paththeory.pruning.random_orders", "paththeory.experiments.pruning.score_variants",

@@ -216,21 +216,28 @@ def test_match_share_is_one_on_the_match_and_one_over_c_when_uniform():
     uniform = np.full((30, 2, 96, 96), 1 / 96)
     assert np.allclose(nway.match_share(uniform, index), 1 / n_ways)
     blocks = nway.block_attention(_attention_to(np.full(30, n_ways), n_ways), n_ways)  # all on the query
-    assert blocks.shape == (2, n_ways + 1) and np.allclose(blocks[:, -1], 1) and np.allclose(blocks.sum(axis=1), 1)
+    assert blocks.shape == (30, 2, n_ways + 1) and np.allclose(blocks[..., -1], 1) and np.allclose(blocks.sum(axis=2), 1)
+    assert np.allclose(nway.block_attention(uniform, n_ways), 1 / (n_ways + 1))
     with pytest.raises(ValueError, match="T = 96 tokens"):
         nway.match_share(np.zeros((30, 2, 48, 48)), index)
 
 
 def test_query_attention_sentences_follow_the_numbers():
     def entry(chance, share, se, on_query, on_33_48):
-        return {"chance": chance, "n": 200, "share": [share], "se": [se], "on_query": [on_query],
-                "on_trained_query": [on_33_48]}
+        return {"chance": chance, "uniform": chance * 2 / 3 if chance == 0.5 else 1 / 6, "n": 200,
+                "share": [share], "se": [se], "on_query": [on_query], "on_query_se": [[0.01, 0.01]],
+                "on_trained_query": [on_33_48], "on_trained_query_se": [[0.02, 0.02]]}
 
+    # head 1.2 at C = 2: 0.9 is far above 0.5; head 1.1: 0.52 +- 0.02 is not (Bonferroni z = 1.96 for 2 heads)
     att = {"2": entry(0.5, [0.52, 0.9], [0.02, 0.02], [0.4, 0.8], [0.4, 0.8]),
            "5": entry(0.2, [0.2, 0.19], [0.02, 0.02], [0.3, 0.05], [0.1, 0.4])}
     text = nway.query_attention_sentences(att)
-    assert "C = 2: at most 0.90 ± 0.02 (head 1.2; chance 0.50), above chance" in text
-    assert "C = 5: at most 0.20 ± 0.02 (head 1.1; chance 0.20), not above chance" in text
-    assert "Head 1.2 gives the query's drawing 0.80" in text and "at C = 5 it gives the query 0.05 and tokens 33–48 0.40" in text
+    assert "C = 2: 1 of 2 heads above chance (1.2)" in text
+    assert "C = 5: no head above chance (largest 0.20 ± 0.02, head 1.1; chance 0.20)" in text
+    assert "stop doing so at C = 5" in text
+    assert "Head 1.2 gives the query's drawing 0.80 ± 0.01" in text
+    assert "at C = 5 it gives the query 0.05 ± 0.01 and tokens 33–48 0.40 ± 0.02 (a blind head: 0.17)" in text
+    att["2"]["share"] = [[0.5, 0.5]]
+    assert "does not explain the failure at more ways" in nway.query_attention_sentences(att)
     table = nway.query_attention_table(att)
-    assert "| 5 | on query / tokens 33–48 |  | 0.30 / 0.10 | 0.05 / 0.40 |" in table
+    assert "| 5 | on query / tokens 33–48 | 0.17 | 0.30 / 0.10 | 0.05 / 0.40 |" in table

@@ -20,7 +20,7 @@ BOOK = ROOT / "book"
 LABEL = re.compile(r"^\(([^()\s]+)\)=\s*$", flags=re.M)
 
 REQUIRED_EQUATIONS = [f"Eq. {n}" for n in (*range(1, 14), *range(29, 35))]
-REQUIRED_FIGURES = ["Fig. 1c", "Fig. 1d", "Fig. 2c (top)", "Fig. 2c (bottom)", "Fig. 2d", "Fig. 2e",
+REQUIRED_FIGURES = ["Fig. 1c", "Fig. 1d", "Fig. 2c (top)", "Fig. 2c (bottom)", "Fig. 2d", "Fig. 2e", "Fig. 2f",
                     "Fig. 3b", "Fig. 3c", "Fig. 3d", "Fig. 3e", "Fig. 3f", "Fig. 5b", "Fig. 5c", "Fig. 6",
                     "Fig. 7"]
 #: Every appendix of the paper: Part I (related work, "Appendix I" in the main text), A to H, with

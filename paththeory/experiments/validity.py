@@ -1,0 +1,348 @@
+"""Where the saddle point stops being accurate: the theory against NUTS over ``|Pi| / N``.
+
+The saddle point and the large-width forms drop terms of relative order ``|Pi| / N`` (the book's
+``depth`` chapter, "When is the saddle point accurate?"). This module measures how far the
+theory's order parameter and predictor lie from posterior samples of the finite network as that
+ratio grows: the four-path hidden-Markov-chain task (the paper's Fig. 2) at several widths, and
+the 16-path Omniglot network (its Fig. 3) at the smallest widths, where ``|Pi| / N`` reaches 1.6.
+
+* :data:`SETTINGS` and :func:`settings`: the sizes per profile;
+* :func:`sample_points`: NUTS at every point (the expensive part), as JSON-ready records;
+* :func:`shipped_samples` / :func:`write_samples`: the records of a profile shipped with the
+  package (written by ``python -m paththeory validity``), so that the book need not sample again;
+* :func:`compare`: the theory solved on the same training sets, against the records: the relative
+  distance of ``U`` with its Monte Carlo error, and the paired accuracy difference;
+* :func:`plot` and :func:`summary`: the figure and its sentences, generated from :func:`compare`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from paththeory import _io, stats
+from paththeory.chapter import markdown_table
+from paththeory.experiments import jsonable, sampled_vs_theory
+from paththeory.experiments import markov as markov_experiment
+from paththeory.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
+from paththeory.predict import mean_predictor
+from paththeory.profiles import choose, current_profile
+from paththeory.sampling import sample_posterior
+from paththeory.solve import Theory
+
+#: Where the shipped records live (one JSON file per profile).
+SHIPPED = Path(__file__).resolve().parent.parent / "results"
+TASKS = ("markov", "omniglot")
+TASK_NAMES = {"markov": "hidden Markov chain, 4 paths", "omniglot": "Omniglot, 16 paths"}
+#: Largest rank-normalised R-hat of ``U``'s entries at which a point's Monte Carlo error is taken at face value.
+R_HAT_OK = 1.01
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one profile.
+
+    ``markov_widths`` / ``omniglot_widths``: the widths ``N`` sampled for each task (4 and 16
+    paths); ``*_train`` / ``*_test``: training and test sequences (balanced for Omniglot);
+    ``*_temperature``: the temperature ``T`` of both the theory and the samples; ``num_chains``
+    chains of ``num_warmup`` + ``num_samples`` NUTS iterations per point; ``time_limit``: the
+    fail-safe on the seconds of one point's run (a run that reaches it is incomplete and gives no
+    numbers, :func:`paththeory.sampling.sample_posterior`); ``seed``: data and sampler seed.
+    """
+
+    markov_widths: tuple[int, ...]
+    omniglot_widths: tuple[int, ...]
+    num_warmup: int
+    num_samples: int
+    num_chains: int
+    time_limit: float
+    markov_train: int = 100
+    markov_test: int = 500
+    markov_temperature: float = 0.01
+    omniglot_train: int = 300
+    omniglot_test: int = 500
+    omniglot_temperature: float = 0.25
+    seed: int = 0
+
+
+SETTINGS: dict[str, Config] = {
+    # smoke: sampled once on a 2-core CPU by `python -m paththeory validity` and shipped (the run
+    # takes about half an hour there, longer than the whole book build of CI); the chapter solves
+    # the theory against it. 4 chains x 300 draws: the Monte Carlo error of U's distance is a
+    # few per cent of U (2 chains x 150 draws gave 1.5-6 %).
+    "smoke": Config((10, 30, 100), (10, 20), 200, 300, 4, 3600.0),
+    # colab: the same sizes, so the chapter reads the shipped CPU run instead of sampling for ten
+    # minutes or more on the GPU (python -m paththeory validity --profile colab samples afresh).
+    "colab": Config((10, 30, 100), (10, 20), 200, 300, 4, 3600.0),
+    "paper": Config((10, 30, 50, 100), (10, 20, 40), 300, 300, 4, 4 * 3600.0, omniglot_train=600,
+                    omniglot_test=1000),
+}
+
+
+def settings(profile: str | None = None) -> Config:
+    """The :class:`Config` of ``profile`` (default: the current profile)."""
+    return choose(SETTINGS, profile)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One task's training and test path features ``[P, n_paths, N0]`` with their labels."""
+
+    task: str
+    arch: object
+    train: np.ndarray
+    y_train: np.ndarray
+    test: np.ndarray
+    y_test: np.ndarray
+    temperature: float
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the training and test arrays: a record is compared only with its own data."""
+        h = hashlib.sha256()
+        for a in (self.train, self.y_train, self.test, self.y_test):
+            h.update(np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes())
+        return h.hexdigest()[:16]
+
+
+def problem(task: str, cfg: Config) -> Problem:
+    """The data of ``task`` (``"markov"`` or ``"omniglot"``) at the sizes of ``cfg``.
+
+    Markov: the four-path task of the paper's Fig. 2 (:func:`paththeory.experiments.markov.problem`).
+    Omniglot: the shipped ``L = 2, H = 4`` network's queries and keys, balanced sequences of its
+    training characters for training and of its held-out characters for testing.
+    """
+    if task == "markov":
+        p = markov_experiment.problem("four_paths", cfg.markov_train, cfg.markov_test)
+        return Problem(task, p.arch, p.train, p.y_train, p.test, p.y_test, cfg.markov_temperature)
+    if task == "omniglot":
+        from paththeory.experiments.omniglot import trained_network
+        from paththeory.experiments.omniglot_base import training_sequences
+        from paththeory.model import path_features
+
+        network = trained_network()
+        rng_train, rng_test = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(2))
+        x, y = training_sequences(network, cfg.omniglot_train, rng_train)
+        xt, yt = training_sequences(network, cfg.omniglot_test, rng_test, characters="test")
+        arch = network.architecture
+        return Problem(task, arch, np.asarray(path_features(arch, x)), np.asarray(y),
+                       np.asarray(path_features(arch, xt)), np.asarray(yt), cfg.omniglot_temperature)
+    raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
+
+
+def _widths(task: str, cfg: Config) -> tuple[int, ...]:
+    return cfg.markov_widths if task == "markov" else cfg.omniglot_widths
+
+
+def sample_points(cfg: Config, *, progress: bool = False) -> list[dict]:
+    """NUTS at every (task, width) of ``cfg``: one JSON-ready record per point.
+
+    A record holds the task, ``width``, ``paths``, ``ratio = paths / width``, the data ``digest``,
+    the sampled ``U`` and its per-entry batch-means error ``U_se``, ``correct`` (whether the
+    sampled mean predictor classifies each test sequence correctly), ``diagnostics`` and
+    ``complete`` (``False`` for a run stopped by its time limit, whose numbers are not used).
+    """
+    records = []
+    for task in TASKS:
+        if not _widths(task, cfg):
+            continue
+        prob = problem(task, cfg)
+        for i, width in enumerate(_widths(task, cfg)):
+            res = sample_posterior(prob.arch, prob.train, prob.y_train, width, prob.temperature,
+                                   features_test=prob.test, num_warmup=cfg.num_warmup,
+                                   num_samples=cfg.num_samples, num_chains=cfg.num_chains,
+                                   time_limit=cfg.time_limit, seed=cfg.seed + i, progress_bar=progress)
+            if progress:
+                print(f"{task} N = {width}:\n{res.summary()}", flush=True)
+            complete = res.complete and res.U_draws.shape[1] >= 4
+            records.append(jsonable({
+                "task": task, "width": int(width), "paths": int(prob.arch.n_paths),
+                "ratio": prob.arch.n_paths / width, "temperature": prob.temperature,
+                "n_train": len(prob.y_train), "n_test": len(prob.y_test), "digest": prob.digest,
+                "complete": complete,
+                "U": np.asarray(res.U) if complete else None,
+                "U_se": stats.batch_means_se(res.U_draws) if complete else None,
+                "correct": (np.asarray(res.mean) * prob.y_test > 0).astype(int) if complete else None,
+                "diagnostics": res.to_dict()["diagnostics"],
+            }))
+    return records
+
+
+def _provenance(cfg: Config, profile: str, seconds: float) -> dict:
+    import jax
+    import numpyro
+
+    return {"profile": profile, "config": asdict(cfg), "command": f"python -m paththeory validity --profile {profile}",
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "seconds": round(seconds, 1),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, JAX on {jax.default_backend()}",
+            "versions": {"jax": jax.__version__, "numpyro": numpyro.__version__}}
+
+
+def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *,
+                  progress: bool = True) -> Path:
+    """Sample every point of ``profile`` and write the records with their provenance to ``out``
+    (default: the package's own file for the profile, which the book then reads). Atomic: an
+    interrupted run leaves the previous file intact."""
+    profile = current_profile(profile)
+    cfg = settings(profile)
+    start = time.perf_counter()
+    records = sample_points(cfg, progress=progress)
+    path = Path(out) if out is not None else SHIPPED / f"validity_{profile}.json"
+    payload = {"provenance": _provenance(cfg, profile, time.perf_counter() - start), "records": records}
+    _io.write_json(path, payload, "the validity records")
+    return path
+
+
+def shipped_samples(profile: str | None = None) -> dict | None:
+    """Shipped records (``{"provenance", "records"}``) sampled with the sizes of ``profile``'s
+    :class:`Config` (those of another profile with the same sizes serve too), or ``None``."""
+    wanted = jsonable(asdict(settings(profile)))
+    for path in sorted(SHIPPED.glob("validity_*.json")):
+        payload = json.loads(path.read_text())
+        if payload["provenance"]["config"] == wanted:
+            return payload
+    return None
+
+
+def samples(profile: str | None = None, *, progress: bool = False) -> dict:
+    """The shipped records of ``profile`` when they match its sizes, else a fresh run (not written)."""
+    payload = shipped_samples(profile)
+    if payload is not None:
+        return payload
+    profile = current_profile(profile)
+    cfg = settings(profile)
+    start = time.perf_counter()
+    records = sample_points(cfg, progress=progress)
+    return {"provenance": {**_provenance(cfg, profile, time.perf_counter() - start),
+                           "command": "sampled in this run"}, "records": records}
+
+
+def provenance_text(payload: dict) -> str:
+    """A reader's sentence on where the NUTS records of ``payload`` come from, and their sizes."""
+    prov = payload["provenance"]
+    cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in prov["config"].items()})
+    where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
+             f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
+             f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as "
+             "the page is built")
+    return (f"The NUTS samples ({prov['profile']} sizes) {where}. Each point is {cfg.num_chains} chains of "
+            f"{cfg.num_samples} draws after {cfg.num_warmup} warm-up steps. Markov: P = {cfg.markov_train} "
+            f"training and {cfg.markov_test} test sequences, T = {cfg.markov_temperature:g}, N = "
+            f"{', '.join(map(str, cfg.markov_widths))}. Omniglot: P = {cfg.omniglot_train} training "
+            f"sequences (training characters) and {cfg.omniglot_test} test sequences (held-out characters), "
+            f"T = {cfg.omniglot_temperature:g}, N = {', '.join(map(str, cfg.omniglot_widths))}.")
+
+
+def compare(records: Sequence[dict], cfg: Config) -> list[dict]:
+    """The theory against every complete record, on the same data (checked by its digest).
+
+    Per point: ``task``, ``width``, ``ratio``; ``distance``, the relative Frobenius distance
+    ``|U_NUTS - U*|_F / |U*|_F`` with its Monte Carlo ``noise`` and the GP point's distance
+    ``gp_distance`` (:func:`paththeory.experiments.sampled_vs_theory`); ``accuracy``, the paired
+    difference NUTS minus theory on the test sequences (:func:`paththeory.stats.paired_difference`);
+    ``theory_accuracy``, ``nuts_accuracy``; ``r_hat`` and ``ess``, the worst R-hat and bulk ESS of ``U``.
+    """
+    rows = []
+    problems = {}
+    for rec in records:
+        if not rec["complete"]:
+            continue
+        task = rec["task"]
+        prob = problems.setdefault(task, problem(task, cfg))
+        if prob.digest != rec["digest"]:
+            raise ValueError(f"the {task} record at N = {rec['width']} was sampled on other data than "
+                             f"this version builds (digest {rec['digest']} against {prob.digest}); "
+                             "sample again with `python -m paththeory validity`.")
+        U = Theory(prob.arch, prob.train, prob.y_train).solve(rec["width"], prob.temperature).U
+        theory_right = np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, prob.temperature)) * prob.y_test > 0
+        nuts_right = np.asarray(rec["correct"], dtype=bool)
+        d = sampled_vs_theory(U, rec["U"], rec["U_se"], prob.arch.gp_scale)
+        diag = rec["diagnostics"]
+        rows.append({"task": task, "width": rec["width"], "paths": rec["paths"], "ratio": rec["ratio"],
+                     "distance": d["relative_distance"], "noise": d["noise"], "gp_distance": d["gp_relative_distance"],
+                     "accuracy": stats.paired_difference(nuts_right, theory_right),
+                     "theory_accuracy": float(theory_right.mean()), "nuts_accuracy": float(nuts_right.mean()),
+                     "r_hat": diag.get("r_hat_U_max"), "ess": diag.get("ess_bulk_U_min")})
+    return sorted(rows, key=lambda r: (r["task"], r["ratio"]))
+
+
+def table(rows: Sequence[dict]) -> str:
+    """The rows of :func:`compare` as a Markdown table."""
+    return markdown_table(
+        ["task", "N", "|Π|/N", "distance of U", "Monte Carlo error", "GP point's distance",
+         "accuracy NUTS − theory", "R-hat / ESS of U"],
+        [(TASK_NAMES[r["task"]], r["width"], f"{r['ratio']:.2f}", f"{r['distance']:.3f}", f"{r['noise']:.3f}",
+          f"{r['gp_distance']:.3f}",
+          f"{100 * r['accuracy']['difference']:+.1f} ± {100 * r['accuracy']['se']:.1f} pts",
+          f"{r['r_hat']:.2f} / {r['ess']:.0f}") for r in rows])
+
+
+@book_style
+def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
+    """Left: the relative distance of the NUTS ``U`` from the theory's (filled, with two Monte Carlo
+    errors) and from the GP point (open) against ``|Pi| / N``. Right: the paired accuracy difference
+    NUTS minus theory with two standard errors."""
+    fig, (left, right) = panel_grid(2, height=3.0)
+    markers = {"markov": "o", "omniglot": "s"}
+    for task in TASKS:
+        sel = [r for r in rows if r["task"] == task]
+        if not sel:
+            continue
+        x = np.array([r["ratio"] for r in sel])
+        left.errorbar(x, [r["distance"] for r in sel], yerr=[2 * r["noise"] for r in sel], fmt=markers[task],
+                      color=COLOURS["theory"], capsize=3, label=f"{TASK_NAMES[task]}: NUTS to theory")
+        left.plot(x, [r["gp_distance"] for r in sel], markers[task], mfc="none", color=COLOURS["gp"],
+                  label=f"{TASK_NAMES[task]}: NUTS to GP point")
+        right.errorbar(x, [100 * r["accuracy"]["difference"] for r in sel],
+                       yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=markers[task], color=COLOURS["nuts"],
+                       capsize=3, label=f"{TASK_NAMES[task]}: NUTS − theory")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("paths per unit of width |Π|/N")
+    left.set_ylabel("relative distance of U")
+    left.set_ylim(bottom=0)
+    right.axhline(0, color="0.6", lw=0.8)
+    right.set_ylabel("accuracy difference (points)")
+    legend_below(fig, [left, right], columns=2)
+    stamp_profile(fig, profile)
+    return fig
+
+
+def summary(rows: Sequence[dict]) -> str:
+    """Sentences generated from :func:`compare`: per task, the distance at every ``|Pi| / N`` with its
+    Monte Carlo error, whether it is beyond two such errors,
+    its ratio to the GP point's distance, a note where R-hat exceeds :data:`R_HAT_OK`, and whether
+    any accuracy difference is beyond two SEs."""
+    if not rows:
+        return "No point was sampled to completion, so this build has no comparison."
+    out = []
+    for task in TASKS:
+        sel = sorted((r for r in rows if r["task"] == task), key=lambda r: r["ratio"])
+        if not sel:
+            continue
+        parts = []
+        for r in sel:
+            within = "within" if r["distance"] <= 2 * r["noise"] else "beyond"
+            mixing = "" if r["r_hat"] is None or r["r_hat"] <= R_HAT_OK else (
+                f"; R-hat {r['r_hat']:.2f}: the chains have not fully mixed, so the error is itself uncertain")
+            parts.append(f"{r['distance']:.3f} ± {r['noise']:.3f} at |Π|/N = {r['ratio']:.2f} (N = {r['width']}, "
+                         f"{within} two Monte Carlo errors; {r['distance'] / r['gp_distance']:.2f} of the GP "
+                         f"point's{mixing})")
+        beyond = [r for r in sel if abs(r["accuracy"]["difference"]) > 2 * r["accuracy"]["se"]]
+        acc = ("no accuracy difference is beyond two paired standard errors" if not beyond else
+               "the accuracy differs beyond two paired standard errors at " +
+               ", ".join(f"N = {r['width']} ({100 * r['accuracy']['difference']:+.1f} ± "
+                         f"{100 * r['accuracy']['se']:.1f} points)" for r in beyond))
+        out.append(f"{TASK_NAMES[task].capitalize()}: the relative distance of U is " + "; ".join(parts)
+                   + f"; {acc}.")
+    return " ".join(out)
