@@ -102,8 +102,8 @@ def test_the_figure_has_both_panels():
     fig = validity.plot([_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),
                          _row("markov", 30, 0.03, 0.02, 0.3, 0.0, 0.002)], "smoke")
     left, right = fig.axes[:2]
-    assert left.get_xscale() == "log" and "distance" in left.get_ylabel()
-    assert "accuracy" in right.get_ylabel()
+    assert left.get_xscale() == "log" and left.get_yscale() == "log" and "distance" in left.get_ylabel()
+    assert "points" in right.get_ylabel()
     plt.close(fig)
 
 

@@ -290,30 +290,33 @@ def table(rows: Sequence[dict]) -> str:
 @book_style
 def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
     """Left: the relative distance of the NUTS ``U`` from the theory's (filled, with two Monte Carlo
-    errors) and from the GP point (open) against ``|Pi| / N``. Right: the paired accuracy difference
-    NUTS minus theory with two standard errors."""
+    errors) and from the GP point (open) against ``|Pi| / N``, on log scales. Right: the paired
+    accuracy difference NUTS minus theory with two standard errors."""
     fig, (left, right) = panel_grid(2, height=3.0)
     markers = {"markov": "o", "omniglot": "s"}
+    short = {"markov": "Markov", "omniglot": "Omniglot"}
     for task in TASKS:
         sel = [r for r in rows if r["task"] == task]
         if not sel:
             continue
         x = np.array([r["ratio"] for r in sel])
-        left.errorbar(x, [r["distance"] for r in sel], yerr=[2 * r["noise"] for r in sel], fmt=markers[task],
-                      color=COLOURS["theory"], capsize=3, label=f"{TASK_NAMES[task]}: NUTS to theory")
+        d = np.array([r["distance"] for r in sel])
+        low = np.minimum(2 * np.array([r["noise"] for r in sel]), 0.9 * d)  # a log axis has no zero
+        left.errorbar(x, d, yerr=[low, 2 * np.array([r["noise"] for r in sel])], fmt=markers[task],
+                      color=COLOURS["theory"], capsize=3, label=f"{short[task]}: to the theory")
         left.plot(x, [r["gp_distance"] for r in sel], markers[task], mfc="none", color=COLOURS["gp"],
-                  label=f"{TASK_NAMES[task]}: NUTS to GP point")
+                  label=f"{short[task]}: to the GP point")
         right.errorbar(x, [100 * r["accuracy"]["difference"] for r in sel],
                        yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=markers[task], color=COLOURS["nuts"],
-                       capsize=3, label=f"{TASK_NAMES[task]}: NUTS − theory")
+                       capsize=3, label=f"{short[task]}: accuracy, NUTS − theory")
     for ax in (left, right):
         ax.set_xscale("log")
-        ax.set_xlabel("paths per unit of width |Π|/N")
-    left.set_ylabel("relative distance of U")
-    left.set_ylim(bottom=0)
+        ax.set_xlabel("paths per unit width |Π|/N")
+    left.set_yscale("log")
+    left.set_ylabel("distance of NUTS's U")
     right.axhline(0, color="0.6", lw=0.8)
-    right.set_ylabel("accuracy difference (points)")
-    legend_below(fig, [left, right], columns=2)
+    right.set_ylabel("NUTS − theory (points)")
+    legend_below(fig, [left, right], columns=3)
     stamp_profile(fig, profile)
     return fig
 
