@@ -235,8 +235,8 @@ def test_query_attention_sentences_follow_the_numbers():
     assert "C = 2: 1 of 2 heads above chance (1.2)" in text
     assert "C = 5: no head above chance (largest 0.20 ± 0.02, head 1.1; chance 0.20)" in text
     assert "stop doing so at C = 5" in text
-    assert "Head 1.2 gives the query's drawing 0.80 ± 0.01" in text
-    assert "at C = 5 it gives the query 0.05 ± 0.01 and tokens 33–48 0.40 ± 0.02 (a blind head: 0.17)" in text
+    assert "Head 1.2 gives the query's drawing 0.80 ± 0.010" in text
+    assert "at C = 5 it gives the query 0.05 ± 0.010 and tokens 33–48 0.40 ± 0.020 (a blind head: 0.17)" in text
     att["2"]["share"] = [[0.5, 0.5]]
     assert "does not explain the failure at more ways" in nway.query_attention_sentences(att)
     table = nway.query_attention_table(att)

@@ -93,7 +93,7 @@ def test_the_summary_is_generated_from_the_numbers():
     rows[0]["r_hat"] = 1.08
     assert "R-hat 1.08: the chains have not fully mixed" in validity.summary(rows)
     table = validity.table(rows)
-    assert table.count("\n") == 3 and "+0.2 ± 0.4 pts" in table
+    assert table.count("\n") == 3 and "+0.2 ± 0.4 pts" in table and "0.050 (0.040)" in table
 
 
 def test_the_figure_has_both_panels():

@@ -323,17 +323,17 @@ def query_attention_sentences(att: dict, alpha: float = 0.05) -> str:
         return text
     wider = [c for c in att if c != "2"]
     if not above["2"]:
-        text += (" Since no head singles out the matching drawing even in the 2-way format, where the "
-                 "theory works, the match share does not explain the failure at more ways.")
+        text += (" Since no head singles out the matching drawing even in the 2-way format the network was "
+                 "trained on, the match share does not explain the failure at more ways.")
     elif wider and not any(above[c] for c in wider):
         text += (" Heads that single out the matching drawing in the 2-way format stop doing so at "
                  f"C = {', '.join(wider)}.")
     two = att["2"]
     on, l, h = max((m, l, h) for l, layer in enumerate(two["on_query"]) for h, m in enumerate(layer))
-    later = [f"at C = {c} it gives the query {r['on_query'][l][h]:.2f} ± {r['on_query_se'][l][h]:.2f} and "
-             f"tokens 33–48 {r['on_trained_query'][l][h]:.2f} ± {r['on_trained_query_se'][l][h]:.2f} (a blind "
+    later = [f"at C = {c} it gives the query {r['on_query'][l][h]:.2f} ± {r['on_query_se'][l][h]:.3f} and "
+             f"tokens 33–48 {r['on_trained_query'][l][h]:.2f} ± {r['on_trained_query_se'][l][h]:.3f} (a blind "
              f"head: {r['uniform']:.2f})" for c, r in att.items() if c != "2"]
-    return (text + f" Head {l + 1}.{h + 1} gives the query's drawing {on:.2f} ± {two['on_query_se'][l][h]:.2f} "
+    return (text + f" Head {l + 1}.{h + 1} gives the query's drawing {on:.2f} ± {two['on_query_se'][l][h]:.3f} "
             f"of all tokens' attention in the 2-way format (a blind head: {two['uniform']:.2f}), where the "
             "query holds tokens 33–48"
             + ("; " + "; ".join(later) + ", where a context drawing now sits at tokens 33–48" if later else "")

@@ -43,7 +43,7 @@ from paththeory.solve import Theory
 #: Where the shipped records live (one JSON file per profile).
 SHIPPED = Path(__file__).resolve().parent.parent / "results"
 TASKS = ("markov", "omniglot")
-TASK_NAMES = {"markov": "hidden Markov chain, 4 paths", "omniglot": "Omniglot, 16 paths"}
+TASK_NAMES = {"markov": "the hidden Markov chain (4 paths)", "omniglot": "Omniglot (16 paths)"}
 #: Largest rank-normalised R-hat of ``U``'s entries at which a point's Monte Carlo error is taken at face value.
 R_HAT_OK = 1.01
 
@@ -277,11 +277,12 @@ def compare(records: Sequence[dict], cfg: Config) -> list[dict]:
 
 
 def table(rows: Sequence[dict]) -> str:
-    """The rows of :func:`compare` as a Markdown table."""
+    """The rows of :func:`compare` as a Markdown table, narrow enough for a phone."""
+    short = {"markov": "Markov (4 paths)", "omniglot": "Omniglot (16 paths)"}
     return markdown_table(
-        ["task", "N", "|Π|/N", "distance of U", "Monte Carlo error", "GP point's distance",
-         "accuracy NUTS − theory", "R-hat / ESS of U"],
-        [(TASK_NAMES[r["task"]], r["width"], f"{r['ratio']:.2f}", f"{r['distance']:.3f}", f"{r['noise']:.3f}",
+        ["task", "N", "paths/N", "distance of U (Monte Carlo error)", "GP point's distance",
+         "accuracy, NUTS − theory", "R-hat / ESS of U"],
+        [(short[r["task"]], r["width"], f"{r['ratio']:.2f}", f"{r['distance']:.3f} ({r['noise']:.3f})",
           f"{r['gp_distance']:.3f}",
           f"{100 * r['accuracy']['difference']:+.1f} ± {100 * r['accuracy']['se']:.1f} pts",
           f"{r['r_hat']:.2f} / {r['ess']:.0f}") for r in rows])
@@ -346,6 +347,7 @@ def summary(rows: Sequence[dict]) -> str:
                "the accuracy differs beyond two paired standard errors at " +
                ", ".join(f"N = {r['width']} ({100 * r['accuracy']['difference']:+.1f} ± "
                          f"{100 * r['accuracy']['se']:.1f} points)" for r in beyond))
-        out.append(f"{TASK_NAMES[task].capitalize()}: the relative distance of U is " + "; ".join(parts)
+        name = TASK_NAMES[task]
+        out.append(f"{name[0].upper()}{name[1:]}: the relative distance of U is " + "; ".join(parts)
                    + f"; {acc}.")
     return " ".join(out)
