@@ -445,14 +445,14 @@ ROWS: tuple[Row, ...] = (
     Row("Book: saddle point", "which terms the saddle point drops, and when they are small",
         "depth", "derivation-saddle-validity", status="the book's own",
         reason="the paper states its limit; the book counts the dropped terms (|Π|/N)"),
-    Row("Book: validity figure", "theory against NUTS as |Π|/N grows: Markov at N = 10, 30, 100 and "
-        "Omniglot at N = 10, 20 (the paper's §4.2 remark on small widths, measured)", "depth",
+    Row("Book: validity figure", "theory against NUTS as |Π|/N grows, Markov (4 paths) and Omniglot (16 paths) "
+        "from N = 10 up (the paper's §4.2 remark on small widths, measured)", "depth",
         "derivation-saddle-measured",
         ("paththeory.experiments.validity.sample_points", "paththeory.experiments.validity.compare"),
         status="the book's own", reason="the paper remarks that theory and sampling agree even at its "
-        "smallest Omniglot width; the book measures the distance at five values of |Π|/N",
-        profile="smoke and colab: samples drawn once on a CPU and shipped with the package; paper: more "
-        "widths and draws, sampled as the page is built",
+        "smallest Omniglot width; the book measures the distance at several values of |Π|/N",
+        profile="smoke and colab: Markov N = 10, 30, 100 and Omniglot N = 10, 20, sampled once on a CPU and "
+        "shipped with the package; paper: more widths and draws, sampled as the page is built",
         numbers=("authors' repository", "this book's choice"),
         numbers_note="Markov P = 100 and T = 0.01 from the authors' repository (as in the Fig. 2 chapter); "
         "the widths, the Omniglot P and T and the draws: this book's choice"),
