@@ -37,8 +37,9 @@ import re
 import shutil
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -505,15 +506,23 @@ def _autograde_all(api, course: Path, assignment: str, students: list[str]) -> N
         api.generate_feedback(assignment, student, force=True)
 
 
+@contextmanager
+def _gradebook(course: Path) -> Iterator:
+    """nbgrader's gradebook of ``course``, with SQLAlchemy's notes on nbgrader's sessions silenced."""
+    from nbgrader.api import Gradebook
+
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        warnings.simplefilter("ignore")
+        yield gb
+
+
 def _write_grades(course: Path, assignment: str, students: list[str]) -> Path:
     import nbformat
-    from nbgrader.api import Gradebook
 
     out = course / f"grades-{assignment}.csv"
     source = nbformat.read(course / "source" / assignment / f"{assignment}.ipynb", as_version=4)
     order = {c.metadata["nbgrader"]["grade_id"]: i for i, c in enumerate(source.cells) if "nbgrader" in c.metadata}
-    with warnings.catch_warnings(), Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
+    with _gradebook(course) as gb:
         rows = []
         for student in students:
             submission = gb.find_submission(assignment, student)
@@ -540,14 +549,13 @@ def mark(course_dir: str | Path, assignment: str, student: str, question: str, p
     ``comment`` (it shows in the student's feedback after the next :func:`grade`), and rewrite
     ``grades-<assignment>.csv``. The same as nbgrader's formgrader, from the command line.
     """
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     course = Path(course_dir)
     if not (course / "gradebook.db").is_file():
         raise FileNotFoundError(f"no gradebook in {course}: grade {assignment} first (paththeory course grade).")
     points = float(points)
-    with warnings.catch_warnings(), Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        warnings.simplefilter("ignore")  # SQLAlchemy's notes on nbgrader's sessions
+    with _gradebook(course) as gb:
         try:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:

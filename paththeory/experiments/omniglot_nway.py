@@ -217,21 +217,27 @@ def run(profile: str | None = None, *, config: Config | None = None, network: tr
     return jsonable(results)
 
 
+def _image_mass(attn, n_ways: int, queries: slice = slice(None)) -> np.ndarray:
+    """The attention mass on each image's 16 key tokens, averaged over the query tokens ``queries``:
+    ``[P, H, C + 1]`` (the ``C`` contexts, then the query) from ``attn [P, H, T, T]`` (``[b, h, key, query]``)."""
+    attn = np.asarray(attn, dtype=float)
+    t = PATCHES_PER_IMAGE * (n_ways + 1)
+    if attn.ndim != 4 or attn.shape[2:] != (t, t):
+        raise ValueError(f"attn must be [P, H, T, T] with T = {t} tokens for {n_ways} ways; got {attn.shape}.")
+    n, heads = attn.shape[:2]
+    return attn[..., queries].mean(axis=3).reshape(n, heads, n_ways + 1, PATCHES_PER_IMAGE).sum(axis=3)
+
+
 def match_share(attn, index) -> np.ndarray:
     """Of the attention the query's tokens give to the context images, the share on the drawing of the
     query's own class: ``[P, H]`` per attention matrix ``attn [P, H, T, T]`` (``[b, h, key, query]``)
     of ``C``-way sequences ``index`` (:class:`~paththeory.tasks.omniglot.NWayIndex`). A head that
     ignores the drawings' content gives ``1 / C`` on average; one that finds the match gives 1."""
-    attn = np.asarray(attn, dtype=float)
     labels, classes = np.asarray(index.labels), np.asarray(index.classes)
     n, n_ways = len(classes), labels.shape[1] - 1
-    if attn.ndim != 4 or attn.shape[0] != n or attn.shape[2] != PATCHES_PER_IMAGE * (n_ways + 1):
-        raise ValueError(f"attn must be [{n}, H, T, T] with T = {PATCHES_PER_IMAGE * (n_ways + 1)} tokens; "
-                         f"got {attn.shape}.")
-    query = slice(PATCHES_PER_IMAGE * n_ways, None)
-    # mass from the query's tokens (averaged) to each context image's tokens: [P, H, C]
-    per_image = attn[:, :, :PATCHES_PER_IMAGE * n_ways, query].mean(axis=3)
-    per_image = per_image.reshape(n, attn.shape[1], n_ways, PATCHES_PER_IMAGE).sum(axis=3)
+    if np.shape(attn)[0] != n:
+        raise ValueError(f"attn must hold the {n} sequences of index; got {np.shape(attn)[0]}.")
+    per_image = _image_mass(attn, n_ways, slice(PATCHES_PER_IMAGE * n_ways, None))[:, :, :n_ways]
     match = np.argmax(labels[:, :n_ways] == classes[:, None], axis=1)  # the context of the query's class
     return per_image[np.arange(n), :, match] / per_image.sum(axis=2)
 
@@ -240,11 +246,7 @@ def block_attention(attn, n_ways: int) -> np.ndarray:
     """Where a head looks: the attention mass on each image's 16 key tokens, averaged over every query
     token, ``[P, H, C + 1]`` (the ``C`` contexts, then the query) from ``attn [P, H, T, T]``; a head
     blind to content and position gives ``1 / (C + 1)`` to each image."""
-    attn = np.asarray(attn, dtype=float)
-    n, heads, t, _ = attn.shape
-    if t != PATCHES_PER_IMAGE * (n_ways + 1):
-        raise ValueError(f"attn must have T = {PATCHES_PER_IMAGE * (n_ways + 1)} tokens for {n_ways} ways; got {t}.")
-    return attn.reshape(n, heads, n_ways + 1, PATCHES_PER_IMAGE, t).sum(axis=3).mean(axis=3)
+    return _image_mass(attn, n_ways)
 
 
 def query_attention(network: training.Checkpoint, data: dict, ways=(2, 5, 20), n: int = 200,

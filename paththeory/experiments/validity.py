@@ -188,18 +188,22 @@ def _provenance(cfg: Config, profile: str, seconds: float) -> dict:
             "versions": {"jax": jax.__version__, "numpyro": numpyro.__version__}}
 
 
+def _sampled(profile: str, progress: bool) -> dict:
+    """``{"provenance", "records"}`` of a fresh :func:`sample_points` run at ``profile``'s sizes."""
+    cfg = settings(profile)
+    start = time.perf_counter()
+    records = sample_points(cfg, progress=progress)
+    return {"provenance": _provenance(cfg, profile, time.perf_counter() - start), "records": records}
+
+
 def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *,
                   progress: bool = True) -> Path:
     """Sample every point of ``profile`` and write the records with their provenance to ``out``
     (default: the package's own file for the profile, which the book then reads). Atomic: an
     interrupted run leaves the previous file intact."""
     profile = current_profile(profile)
-    cfg = settings(profile)
-    start = time.perf_counter()
-    records = sample_points(cfg, progress=progress)
     path = Path(out) if out is not None else SHIPPED / f"validity_{profile}.json"
-    payload = {"provenance": _provenance(cfg, profile, time.perf_counter() - start), "records": records}
-    _io.write_json(path, payload, "the validity records")
+    _io.write_json(path, _sampled(profile, progress), "the validity records")
     return path
 
 
@@ -219,12 +223,9 @@ def samples(profile: str | None = None, *, progress: bool = False) -> dict:
     payload = shipped_samples(profile)
     if payload is not None:
         return payload
-    profile = current_profile(profile)
-    cfg = settings(profile)
-    start = time.perf_counter()
-    records = sample_points(cfg, progress=progress)
-    return {"provenance": {**_provenance(cfg, profile, time.perf_counter() - start),
-                           "command": "sampled in this run"}, "records": records}
+    payload = _sampled(current_profile(profile), progress)
+    payload["provenance"]["command"] = "sampled in this run"
+    return payload
 
 
 def provenance_text(payload: dict) -> str:
@@ -258,7 +259,9 @@ def compare(records: Sequence[dict], cfg: Config) -> list[dict]:
         if not rec["complete"]:
             continue
         task = rec["task"]
-        prob = problems.setdefault(task, problem(task, cfg))
+        if task not in problems:  # built once per task (the Omniglot features take seconds)
+            problems[task] = problem(task, cfg)
+        prob = problems[task]
         if prob.digest != rec["digest"]:
             raise ValueError(f"the {task} record at N = {rec['width']} was sampled on other data than "
                              f"this version builds (digest {rec['digest']} against {prob.digest}); "
