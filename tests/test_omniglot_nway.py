@@ -77,6 +77,66 @@ def test_label_vectors_keep_the_networks_and_add_fresh_ones():
     assert 0.7 < np.diag(gram).min() and np.diag(gram).max() < 1.3  # N(0, 1) entries
 
 
+def test_each_control_changes_one_thing_only():
+    """fresh_labels changes the contexts' label vectors and nothing else (the query keeps E_2);
+    query_slot moves the query's positions to those of slot k and nothing else."""
+    patches = np.random.default_rng(1).standard_normal((len(LABELS), 16, 64))
+    index = om.nway_indices(LABELS, 4, 6, 2)
+    plain = om.assemble_nway_tokens(patches, index)
+    fresh = om.assemble_nway_tokens(patches, index, fresh_labels=True)
+    new = om.nway_label_vectors(2, 192, 0, fresh=True)
+    np.testing.assert_array_equal(new[2], om.label_vectors(192, 0)[2])
+    for k in range(len(index.classes)):
+        for slot in range(2):
+            old_vec, new_vec = om.label_vectors(192, 0)[index.labels[k, slot]], new[index.labels[k, slot]]
+            np.testing.assert_allclose(fresh[k, 16 * slot:16 * slot + 16] - plain[k, 16 * slot:16 * slot + 16],
+                                       np.broadcast_to(new_vec - old_vec, (16, 192)), atol=1e-12)
+    np.testing.assert_array_equal(fresh[:, 32:], plain[:, 32:])
+    moved = om.assemble_nway_tokens(patches, index, query_slot=5)
+    pe = om.positional_encoding(96, 192, standardise_over=48)
+    np.testing.assert_array_equal(moved[:, :32], plain[:, :32])
+    np.testing.assert_allclose(moved[:, 32:] - plain[:, 32:], np.broadcast_to(pe[80:96] - pe[32:48], (6, 16, 192)),
+                               atol=1e-12)
+    np.testing.assert_array_equal(om.assemble_nway_tokens(patches, index, query_slot=2), plain)
+    with pytest.raises(ValueError, match="query_slot must be at least C = 2"):
+        om.assemble_nway_tokens(patches, index, query_slot=1)
+    with pytest.raises(TypeError, match="fresh must be True or False"):
+        om.nway_label_vectors(2, fresh="yes")
+
+
+def test_control_sentences_follow_the_numbers():
+    def entry(acc, diff=None):
+        out = {"accuracy": acc, "se": 0.02}
+        if diff is not None:
+            out["gain"] = {"difference": diff, "se": 0.02, "n": 400}
+        return out
+
+    def fmt(gp, th, diff=None):
+        return {"gp": {"one_shot_runs": entry(gp, diff and diff[0])},
+                "theory": {"10": {"one_shot_runs": entry(th, diff and diff[1])}}}
+
+    results = {"config": {"widths": [10]}, "controls": {
+        "n_train": 120, "chance": 0.5, "n_eval": {"one_shot_runs": 400}, "formats": {
+            "trained format": fmt(0.7, 0.75),
+            "fresh label vectors": fmt(0.69, 0.74, (-0.01, -0.01)),
+            "the query at its 5-way position": fmt(0.51, 0.5, (-0.19, -0.25))}}}
+    text = nway.controls_sentences(results)
+    assert "the GP scores 0.700 ± 0.020 (above chance)" in text
+    assert "With fresh label vectors: the GP does not change beyond noise (-0.010 ± 0.020, now above chance)" in text
+    assert "the theory at N = 10 falls (-0.250 ± 0.020, now at chance)" in text
+    assert ("Changing the label vectors alone leaves the GP (0.690 ± 0.020) and the theory at N = 10 "
+            "(0.740 ± 0.020) above chance.") in text
+    assert text.endswith("Moving the query alone brings every predictor that is above chance in the trained format "
+                         "to chance.")
+    assert "0.500 ± 0.020 (-0.250 ± 0.020)" in nway.controls_table(results)
+    formats = results["controls"]["formats"]
+    formats["the query at its 5-way position"] = fmt(0.6, 0.5, (-0.1, -0.25))
+    assert nway.controls_sentences(results).endswith(
+        "Moving the query alone brings the theory at N = 10 to chance, while the GP (0.600 ± 0.020) stays above chance.")
+    formats["trained format"] = fmt(0.52, 0.51)
+    assert nway.controls_sentences(results).endswith("cannot tell the two apart.")
+
+
 def test_positions_extend_the_trained_encoding():
     long = om.positional_encoding(96, 192, standardise_over=48)
     np.testing.assert_array_equal(long[:48], om.positional_encoding(48, 192))

@@ -61,7 +61,7 @@ class Config:
     """Sizes of one profile: ``ways`` (``C``), ``n_train[i]`` training sequences for ``ways[i]`` (so the
     kernel is ``C P`` square), ``n_validation`` and ``n_test`` sequences per character split, ``n_runs``
     one-shot-run queries (at most 400), the theory's ``widths`` and the ``temperatures`` searched by
-    theory and GP alike."""
+    theory and GP alike; ``n_control`` training sequences for the 2-way controls of :func:`controls`."""
 
     ways: tuple[int, ...]
     n_train: tuple[int, ...]
@@ -72,12 +72,14 @@ class Config:
     temperatures: tuple[float, ...]
     tol: float = 1e-6
     seed: int = 0
+    n_control: int = 600
 
     def __post_init__(self) -> None:
         if len(self.ways) != len(self.n_train) or not self.ways:
             raise ValueError(f"ways and n_train must pair up; got {self.ways} and {self.n_train}.")
-        if any(c < 2 for c in self.ways) or any(p < 2 for p in self.n_train):
-            raise ValueError(f"ways and n_train must be >= 2; got {self.ways} and {self.n_train}.")
+        if any(c < 2 for c in self.ways) or any(p < 2 for p in (*self.n_train, self.n_control)):
+            raise ValueError(f"ways must be >= 2 and n_train, n_control >= 2; got {self.ways}, {self.n_train} and "
+                             f"{self.n_control}.")
         if not self.widths or not self.temperatures or min(self.temperatures) <= 0:
             raise ValueError("give at least one width and one temperature > 0.")
 
@@ -86,9 +88,11 @@ class Config:
 #: smoke profile leaves it out to stay within a minute on a 2-core CPU (the 20-way sequences, 336
 #: tokens, dominate: their features take about 0.05 s each there).
 SETTINGS = {
-    "smoke": Config((5, 20), (120, 30), 40, 80, 100, (10, 1000), (0.5,)),
-    "colab": Config((2, 5, 20), (600, 600, 150), 500, 1000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0)),
-    "paper": Config((2, 5, 20), (600, 600, 300), 1000, 2000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0)),
+    "smoke": Config((5, 20), (120, 30), 40, 80, 100, (10, 1000), (0.5,), n_control=600),
+    "colab": Config((2, 5, 20), (600, 600, 150), 500, 1000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
+                    n_control=600),
+    "paper": Config((2, 5, 20), (600, 600, 300), 1000, 2000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
+                    n_control=600),
 }
 
 
@@ -136,10 +140,12 @@ def images(network: training.Checkpoint, root=None) -> dict:
             "run_patches": encode_images(one_shot_run_images(runs))}
 
 
-def nway_problem(cfg: Config, n_ways: int, n_train: int, network: training.Checkpoint, data: dict) -> dict:
+def nway_problem(cfg: Config, n_ways: int, n_train: int, network: training.Checkpoint, data: dict,
+                 tokens: dict | None = None) -> dict:
     """Path features of ``n_ways``-way sequences: ``train``, each split of :data:`SPLITS`, with the
     classes (label ids) ``classes[split]`` and simplex labels ``y_train [P, C]``; ``data`` from
-    :func:`images`."""
+    :func:`images`; ``tokens``: options of :func:`~paththeory.tasks.omniglot.assemble_nway_tokens` (the
+    sequences themselves depend on ``cfg.seed`` and ``n_ways`` only)."""
     chars, patches, split = data["chars"], data["patches"], data["split"]
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence([cfg.seed, n_ways]).spawn(4)]
     index = {name: nway_indices(chars.labels, rng, n, n_ways, characters=ids)
@@ -148,21 +154,23 @@ def nway_problem(cfg: Config, n_ways: int, n_train: int, network: training.Check
                                                    ("test", split.test, cfg.n_test)))}
     run_index = one_shot_run_nway_indices(data["runs"], rngs[3], n_ways, cfg.n_runs)
     arch, batch = network.architecture, feature_batch(n_ways, max(network.architecture.heads))
-    ch = network.channels
-    features = {k: np.asarray(path_features(arch, assemble_nway_tokens(patches, i, channels=ch), batch))
+    opts = {"channels": network.channels, **(tokens or {})}
+    features = {k: np.asarray(path_features(arch, assemble_nway_tokens(patches, i, **opts), batch))
                 for k, i in index.items()}
     features["one_shot_runs"] = np.asarray(path_features(
-        arch, assemble_nway_tokens(data["run_patches"], run_index, channels=ch), batch))
+        arch, assemble_nway_tokens(data["run_patches"], run_index, **opts), batch))
     classes = {k: i.classes for k, i in index.items()} | {"one_shot_runs": run_index.classes}
     return {"features": features, "classes": classes, "y_train": encode_labels(classes["train"], n_ways),
             "characters": {k: int(len(getattr(split, k))) for k in ("train", "validation", "test")}}
 
 
-def evaluate_ways(cfg: Config, n_ways: int, n_train: int, network: training.Checkpoint, data: dict) -> dict:
+def evaluate_ways(cfg: Config, n_ways: int, n_train: int, network: training.Checkpoint, data: dict,
+                  tokens: dict | None = None, items: bool = False) -> dict:
     """Theory (every width) and GP on ``n_ways``-way sequences, temperatures chosen on validation;
-    ``data`` from :func:`images`."""
+    ``data`` from :func:`images`, ``tokens`` as in :func:`nway_problem`. With ``items`` the result keeps
+    the per-sequence correctness, ``right["gp"][split]`` and ``right["theory"][width][split]``."""
     start = time.perf_counter()
-    prob = nway_problem(cfg, n_ways, n_train, network, data)
+    prob = nway_problem(cfg, n_ways, n_train, network, data, tokens)
     f, y, classes = prob["features"], prob["y_train"], prob["classes"]
     f_eval = np.concatenate([f[s] for s in SPLITS])
     seconds = {"features": time.perf_counter() - start}
@@ -195,6 +203,9 @@ def evaluate_ways(cfg: Config, n_ways: int, n_train: int, network: training.Chec
         out["converged"][key] = bool(grid[i][j].report["converged"])
         out["theory"][key] = {s: score(th_grid[i][j][s], gp[s]) for s in SPLITS}
     out["gp"] = {s: score(gp[s]) for s in SPLITS}
+    if items:
+        out["right"] = {"gp": gp, "theory": {str(w): th_grid[temps.index(float(t))][j]
+                                             for j, (w, t) in enumerate(zip(cfg.widths, th_t))}}
     seconds["total"] = time.perf_counter() - start
     out["seconds"] = seconds
     return out
@@ -213,8 +224,112 @@ def run(profile: str | None = None, *, config: Config | None = None, network: tr
     results["seconds_images"] = time.perf_counter() - start
     for c, p in zip(cfg.ways, cfg.n_train):
         results["ways"][str(c)] = evaluate_ways(cfg, c, p, net, data)
+    results["controls"] = controls(cfg, net, data)
     results["seconds"] = time.perf_counter() - start
     return jsonable(results)
+
+
+#: The 2-way controls of :func:`controls`: the trained format, then one departure of the ``C``-way
+#: format each (options of :func:`~paththeory.tasks.omniglot.assemble_nway_tokens`).
+CONTROLS = {"trained format": {}, "fresh label vectors": {"fresh_labels": True},
+            "the query at its 5-way position": {"query_slot": 5}}
+#: What each change of :data:`CONTROLS` does, for the sentences.
+CONTROL_ACTIONS = {"fresh label vectors": "changing the label vectors",
+                   "the query at its 5-way position": "moving the query"}
+
+
+def controls(cfg: Config, network: training.Checkpoint, data: dict) -> dict:
+    """Which departure of the ``C``-way format breaks the predictors: 2-way sequences
+    (``cfg.n_control`` training sequences) in the format of training and with one change each
+    (:data:`CONTROLS`), the same sequences every time. Per format, split and predictor (GP, theory per
+    width) the accuracy ± SE and, for the changed formats, the paired change from the trained format."""
+    runs = {name: evaluate_ways(cfg, 2, cfg.n_control, network, data, tokens, items=True)
+            for name, tokens in CONTROLS.items()}
+    base = runs["trained format"]["right"]
+    out = {"n_train": cfg.n_control, "chance": 0.5, "n_eval": runs["trained format"]["n_eval"], "formats": {}}
+    for name, r in runs.items():
+        right = r["right"]
+        ref = None if name == "trained format" else base
+        out["formats"][name] = {
+            "gp": {s: score(right["gp"][s], None if ref is None else ref["gp"][s]) for s in SPLITS},
+            "theory": {w: {s: score(right["theory"][w][s], None if ref is None else ref["theory"][w][s])
+                           for s in SPLITS} for w in right["theory"]},
+            "temperature": r["temperature"], "converged": r["converged"]}
+    return out
+
+
+def controls_table(results: dict, split: str = "one_shot_runs") -> str:
+    """:func:`controls` as a table: per format, accuracy ± SE of the GP and the theory per width on
+    ``split``, with the paired change from the trained format."""
+    ctl = results["controls"]
+    widths = [str(w) for w in results["config"]["widths"]]
+
+    def cell(r: dict) -> str:
+        change = f" ({r['gain']['difference']:+.3f} ± {r['gain']['se']:.3f})" if "gain" in r else ""
+        return _cell(r) + change
+
+    rows = [[name, cell(f["gp"][split]), *(cell(f["theory"][w][split]) for w in widths)]
+            for name, f in ctl["formats"].items()]
+    return markdown_table(["2-way format", "GP", *(f"theory N = {w}" for w in widths)], rows)
+
+
+def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
+    """Generated reading of :func:`controls`: per changed format and predictor, whether the change
+    moves the accuracy (paired change against two paired SEs) and whether what is left is above chance
+    (against two binomial SEs); then, of the predictors above chance in the trained format, which each
+    change alone brings to chance."""
+    ctl = results["controls"]
+    chance = ctl["chance"]
+
+    def above(r: dict) -> bool:
+        return stats.verdict(r["accuracy"] - chance, r["se"]) == "holds"
+
+    def level(r: dict) -> str:
+        return {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[
+            stats.verdict(r["accuracy"] - chance, r["se"])]
+
+    def listed(names: list) -> str:
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    formats = ctl["formats"]
+    base = formats["trained format"]
+    names = ["the GP"] + [f"the theory at N = {w}" for w in base["theory"]]
+    pick = lambda f: [f["gp"][split], *(f["theory"][w][split] for w in f["theory"])]  # noqa: E731
+    working = [above(r) for r in pick(base)]
+    text = [f"In the trained format ({ctl['n_eval'][split]} {SPLIT_NAMES[split]}, P = {ctl['n_train']}) "
+            + ", ".join(f"{n} scores {r['accuracy']:.3f} ± {r['se']:.3f} ({level(r)})"
+                        for n, r in zip(names, pick(base))) + "."]
+    for name, f in formats.items():
+        if name == "trained format":
+            continue
+        parts = []
+        for n, r in zip(names, pick(f)):
+            g = r["gain"]
+            move = {"holds": "rises", "fails": "falls", "within noise": "does not change beyond noise"}[
+                stats.verdict(g["difference"], g["se"])]
+            parts.append(f"{n} {move} ({g['difference']:+.3f} ± {g['se']:.3f}, now {level(r)})")
+        text.append(f"With {name}: " + "; ".join(parts) + ".")
+    if not any(working):
+        text.append("No predictor is above chance in the trained format at this size, so these controls cannot "
+                    "tell the two apart.")
+        return " ".join(text)
+    for name, f in formats.items():
+        if name == "trained format":
+            continue
+        action = CONTROL_ACTIONS[name]
+        after = pick(f)
+        down = [n for n, w, r in zip(names, working, after) if w and not above(r)]
+        kept = [f"{n} ({r['accuracy']:.3f} ± {r['se']:.3f})" for n, w, r in zip(names, working, after)
+                if w and above(r)]
+        if not kept:
+            text.append(f"{action.capitalize()} alone brings every predictor that is above chance in the trained "
+                        "format to chance.")
+        else:
+            verb = "stays" if len(kept) == 1 else "stay"
+            text.append(f"{action.capitalize()} alone " + (
+                f"brings {listed(down)} to chance, while {listed(kept)} {verb} above chance." if down else
+                f"leaves {listed(kept)} above chance."))
+    return " ".join(text)
 
 
 def _image_mass(attn, n_ways: int, queries: slice = slice(None)) -> np.ndarray:

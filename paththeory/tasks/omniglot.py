@@ -47,7 +47,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from paththeory._checks import check_count, check_nonnegative
+from paththeory._checks import check_count, check_flag, check_nonnegative
 from paththeory.data import DataNotFoundError, OneShotRuns, load_mnist
 
 IMAGE_SIZE = 32
@@ -472,14 +472,26 @@ def _check_ways(n_ways: int, available: int, what: str) -> int:
     return n_ways
 
 
-def nway_label_vectors(n_ways: int, dim: int = 3 * PIXELS_PER_PATCH, seed: int = 0) -> np.ndarray:
+def nway_label_vectors(n_ways: int, dim: int = 3 * PIXELS_PER_PATCH, seed: int = 0, *,
+                       fresh: bool = False) -> np.ndarray:
     """Label vectors ``[C + 1, dim]`` for ``C``-way sequences: rows ``0, 1`` and the query's row ``C``
     are the 2-way vectors ``E_0, E_1, E_2`` of :func:`label_vectors` (``seed``); rows ``2..C-1`` are
     fresh N(0, 1) vectors drawn like them from the generator seeded ``[seed, 1]`` (the same prefix for
-    every ``C``). A network trained on 2-way sequences has never seen rows ``2..C-1``."""
+    every ``C``). A network trained on 2-way sequences has never seen rows ``2..C-1``. With ``fresh``
+    every context row ``0..C-1`` is new (generator ``[seed, 2]``) and only the query's ``E_2`` is kept:
+    the control that changes the label vectors alone.
+
+    Example:
+      >>> E = label_vectors(); F = nway_label_vectors(2, fresh=True)
+      >>> bool(np.allclose(F[2], E[2])), bool(np.allclose(F[:2], E[:2]))
+      (True, False)
+    """
     n_ways = _check_ways(n_ways, n_ways, "")
     base = label_vectors(dim, seed)
-    extra = np.random.default_rng([check_count(seed, "seed", minimum=0), 1]).standard_normal((n_ways - 2, dim))
+    seed = check_count(seed, "seed", minimum=0)
+    if check_flag(fresh, "fresh"):
+        return np.concatenate([np.random.default_rng([seed, 2]).standard_normal((n_ways, dim)), base[2:]])
+    extra = np.random.default_rng([seed, 1]).standard_normal((n_ways - 2, dim))
     return np.concatenate([base[:2], extra, base[2:]])
 
 
@@ -537,12 +549,16 @@ def one_shot_run_nway_indices(runs: OneShotRuns, rng: Rng, n_ways: int, n: int |
 
 
 def assemble_nway_tokens(
-    patches: np.ndarray, index: NWayIndex, *, channels: int = 3, label_seed: int = 0
+    patches: np.ndarray, index: NWayIndex, *, channels: int = 3, label_seed: int = 0, fresh_labels: bool = False,
+    query_slot: int | None = None,
 ) -> np.ndarray:
     """Tokens of ``C``-way sequences: ``x[P, 16 (C + 1), 64 channels]``, built as :func:`assemble_tokens`
     with :func:`nway_label_vectors` and the sinusoidal positions continued beyond the 48 of the 2-way
     sequences (:func:`positional_encoding` standardised over those 48). At ``C = 2`` these are exactly
-    the tokens of :func:`assemble_tokens`."""
+    the tokens of :func:`assemble_tokens`. Two controls change one thing each: ``fresh_labels`` gives
+    every context fresh label vectors (``nway_label_vectors(fresh=True)``); ``query_slot = k >= C``
+    moves the query's 16 tokens to the positions ``16 k .. 16 k + 15`` of image slot ``k`` (at ``C = 2``,
+    ``k = 5`` is where the query of a 5-way sequence sits), the contexts keeping theirs."""
     channels, label_seed = check_count(channels, "channels"), check_count(label_seed, "label_seed", minimum=0)
     patches = np.asarray(patches)
     if patches.ndim != 3 or patches.shape[1:] != (PATCHES_PER_IMAGE, PIXELS_PER_PATCH):
@@ -556,6 +572,12 @@ def assemble_nway_tokens(
         raise ValueError(f"index.images must hold indices into patches, whole numbers in [0, {len(patches) - 1}].")
     if not (np.issubdtype(image_labels.dtype, np.integer) and np.all((image_labels >= 0) & (image_labels <= n_ways))):
         raise ValueError(f"index.labels must hold label ids 0..{n_ways - 1} (contexts) or {n_ways} (the query).")
+    slot = n_ways if query_slot is None else check_count(query_slot, "query_slot", minimum=0)
+    if slot < n_ways:
+        raise ValueError(f"query_slot must be at least C = {n_ways} (the slots before it hold the contexts); "
+                         f"got {slot}.")
     dim = PIXELS_PER_PATCH * channels
-    pe = positional_encoding(images.shape[1] * PATCHES_PER_IMAGE, dim, standardise_over=N_TOKENS)
-    return _tokens(patches, images, image_labels, nway_label_vectors(n_ways, dim, label_seed), pe, channels)
+    pe = positional_encoding((slot + 1) * PATCHES_PER_IMAGE, dim, standardise_over=N_TOKENS)
+    pe = np.concatenate([pe[: n_ways * PATCHES_PER_IMAGE], pe[slot * PATCHES_PER_IMAGE:]])
+    vectors = nway_label_vectors(n_ways, dim, label_seed, fresh=fresh_labels)
+    return _tokens(patches, images, image_labels, vectors, pe, channels)
