@@ -135,14 +135,21 @@ def test_nearest_kronecker_matches_alternating_least_squares():
         nearest_kronecker(np.eye(10), 3)
 
 
-def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path):
-    """A tiny config through run(): every comparison present, verdict rows generated, outputs written."""
+def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
+    """A tiny config through run(): every comparison present, verdict rows generated, outputs written;
+    the N-way section (stubbed here: tests/test_omniglot_nway.py checks it) joins the results when
+    writing them."""
     from paththeory.experiments import multiclass as ex
+    from paththeory.experiments import omniglot_nway
 
     cfg = ex.Config(n_features=6, seq_len=4, n_classes=3, n_train=12, n_test=30, temperature=0.1,
                     sample_widths=(30, 10), num_warmup=20, num_samples=20, num_chains=2, time_limit=600.0,
                     scaling_classes=(2, 3), per_class=4, p_over_n=0.5)
+    with pytest.raises(TypeError, match="nway must be True or False"):
+        ex.run("smoke", config=cfg, nway="yes")
+    monkeypatch.setattr(omniglot_nway, "run", lambda profile: {"profile": profile, "ways": {}})
     results = ex.run("smoke", tmp_path, config=cfg, progress=False)
+    assert results["nway"] == {"profile": "smoke", "ways": {}}
     assert (tmp_path / "results.json").exists() and (tmp_path / "order_parameter.png").exists()
     assert ex.valid_widths(results) == ["30"]  # C |Pi| / N = 0.4 and 1.2
     ids = {r["id"] for r in results["claims"]}

@@ -25,7 +25,6 @@ import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 import jax
 import numpy as np
@@ -33,6 +32,7 @@ from matplotlib.figure import Figure
 
 import paththeory
 from paththeory import _io, stats
+from paththeory._checks import check_flag
 from paththeory.chapter import markdown_table
 from paththeory.experiments import jsonable
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, _paired_row, _row
@@ -242,12 +242,15 @@ def class_scaling(cfg: Config) -> dict:
 
 
 def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
-        progress: bool = True) -> dict:
+        progress: bool = True, nway: bool | None = None) -> dict:
     """All of the chapter's numbers at the profile's scale; write ``results.json``, ``features.npz`` and
-    PNGs to ``out_dir`` when given (all or nothing)."""
+    PNGs to ``out_dir`` when given (all or nothing). ``nway``: also the Omniglot N-way section
+    (:func:`paththeory.experiments.omniglot_nway.run`, key ``"nway"``); by default only when writing
+    ``out_dir`` (``paththeory reproduce multiclass``), since the chapter runs that section in its own cell."""
     name = current_profile(profile)
     if out_dir is not None:
         out_dir = _io.check_output_folder(out_dir)
+    with_nway = out_dir is not None if nway is None else check_flag(nway, "nway")
     cfg = config or settings(name)
     start = time.perf_counter()
     prob = problem(cfg.n_classes, cfg.n_train, cfg.n_test, cfg.n_features, cfg.seq_len)
@@ -266,6 +269,12 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     t = time.perf_counter()
     results["scaling"] = class_scaling(cfg)
     timings["scaling"] = time.perf_counter() - t
+    if with_nway:
+        from paththeory.experiments import omniglot_nway
+
+        t = time.perf_counter()
+        results["nway"] = omniglot_nway.run(name)
+        timings["nway"] = time.perf_counter() - t
     results["timings"] = timings
     results["seconds"] = time.perf_counter() - start
     results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
