@@ -13,11 +13,11 @@ gradient is always evaluated in float64. Cases:
   heads (G = 128), mean pooling, one (N, T) solve;
 * ``multioutput``: the ``markov`` case with C = 3 outputs, one-hot classes of a random linear teacher on
   the mean token, so the energy acts on a 300 x 300 kernel and U is 12 x 12; also timed without the
-  Hessian restart (first-order L-BFGS). The baseline keeps lr 0.1: no smaller rate rescues it. Measured
-  on 2 CPU cores: at N = 10 Adam's symmetric matrices leave the positive-definite cone and the action
-  turns NaN after 68, 84 and 337 steps at lr 0.03, 0.01 and 0.003 (at lr 0.03 also at the next three
-  widths, after 32-721 steps; at N = 129 it had not converged in 50,000 steps), as at lr 0.1; such
-  widths are reported with a NaN gradient;
+  Hessian restart (first-order L-BFGS). The baseline keeps lr 0.1, since none of lr 0.03, 0.01 and
+  0.003 avoided its divergence at N = 10 (measured on 2 CPU cores): there, as at lr 0.1, Adam's
+  symmetric matrices leave the positive-definite cone and the action turns NaN, after 68, 84 and 337
+  steps. At lr 0.03 the next three widths diverged too (after 32-721 steps) and the sixth, N = 129,
+  had not converged in 50,000 steps. Diverged widths are reported with a NaN gradient;
 * ``multioutput_omniglot``: the ``omniglot`` size with C = 3 outputs (one-hot classes of a random linear
   teacher on the features; a 1800 x 1800 kernel, U 48 x 48), one (N, T) solve against first-order
   L-BFGS (the solver without the Hessian restart): Adam would take hours here.

@@ -469,6 +469,16 @@ ROWS: tuple[Row, ...] = (
         status="the book's own", reason="the paper names the extension and leaves it undone",
         profile="smoke: NUTS at two widths (2 short chains); colab and paper: three and four widths",
         numbers=("this book's choice",), numbers_note="the task, P, T, the widths and the draws"),
+    Row("Book: N-way Omniglot", "the C-output theory and the GP on 5- and 20-way one-shot tasks with the "
+        "queries and keys of the 2-way network, the heads' attention there, and 2-way controls that change "
+        "the label vectors or the query's position alone", "many_outputs", "many-outputs-nway",
+        ("paththeory.experiments.omniglot_nway.run", "paththeory.experiments.omniglot_nway.query_attention",
+         "paththeory.experiments.omniglot_nway.controls", "paththeory.tasks.omniglot.assemble_nway_tokens"),
+        status="the book's own", reason="the paper's Omniglot task is 2-way (§4.2); C-way versions are this "
+        "book's test", profile="smoke: 5- and 20-way at P = 120 and 30, one temperature, controls at P = 600; "
+        "colab and paper: also 2-way, four temperatures",
+        numbers=("this book's choice",), numbers_note="the new label vectors and positions, P and the splits",
+        cites=("§4.2",)),
 )
 
 

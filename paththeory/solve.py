@@ -518,8 +518,9 @@ class Theory:
         size it cuts the evaluations to tolerance 1e-9 from about 120 to 37, and with 3 outputs the
         iterations from about 330 to about 25. Its memory grows as ``(C n N0)^2``: at P = 600 with 16 paths
         of N0 = 192 (2 CPU cores, mixed precision) the process peaked at 2.9, 6.3 and 21 GB for C = 3, 5
-        and 10 (solves of 11, 39 and 535 s, 20-27 iterations); C = 10 needs ``memory_budget=2**34`` and
-        ``hessian=True``, without which 25 first-order iterations took 440 s and reached only 5e-3.
+        and 10 (solves of 11, 39 and 535 s, 20-27 iterations). ``memory_budget`` gates it: C = 10 needs
+        ``memory_budget=2**34`` (the default 2 GiB turns the restart off, and then 25 first-order
+        iterations took 440 s and reached only 5e-3).
 
     Example:
       >>> from paththeory.exercises import model_problem

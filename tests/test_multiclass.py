@@ -147,9 +147,10 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
                     scaling_classes=(2, 3), per_class=4, p_over_n=0.5)
     with pytest.raises(TypeError, match="nway must be True or False"):
         ex.run("smoke", config=cfg, nway="yes")
-    monkeypatch.setattr(omniglot_nway, "run", lambda profile: {"profile": profile, "ways": {}})
+    monkeypatch.setattr(omniglot_nway, "images", lambda network: {"chars": None})
+    monkeypatch.setattr(omniglot_nway, "run", lambda profile, network, data: {"profile": profile, "ways": {}, **data})
     results = ex.run("smoke", tmp_path, config=cfg, progress=False)
-    assert results["nway"] == {"profile": "smoke", "ways": {}}
+    assert results["nway"] == {"profile": "smoke", "ways": {}, "chars": None}
     assert (tmp_path / "results.json").exists() and (tmp_path / "order_parameter.png").exists()
     assert ex.valid_widths(results) == ["30"]  # C |Pi| / N = 0.4 and 1.2
     ids = {r["id"] for r in results["claims"]}

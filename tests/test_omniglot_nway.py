@@ -113,7 +113,8 @@ def test_control_sentences_follow_the_numbers():
 
     def fmt(gp, th, diff=None):
         return {"gp": {"one_shot_runs": entry(gp, diff and diff[0])},
-                "theory": {"10": {"one_shot_runs": entry(th, diff and diff[1])}}}
+                "theory": {"10": {"one_shot_runs": entry(th, diff and diff[1])}},
+                "temperature": {"gp": 0.5, "10": 0.25}, "converged": {"10": True}}
 
     results = {"config": {"widths": [10]}, "controls": {
         "n_train": 120, "chance": 0.5, "n_eval": {"one_shot_runs": 400}, "formats": {
@@ -121,22 +122,53 @@ def test_control_sentences_follow_the_numbers():
             "fresh label vectors": fmt(0.69, 0.74, (-0.01, -0.01)),
             "the query at its 5-way position": fmt(0.51, 0.5, (-0.19, -0.25))}}}
     text = nway.controls_sentences(results)
-    assert "the GP scores 0.700 ± 0.020 (above chance)" in text
+    assert "(400 sequences of the evaluation alphabets (one-shot runs), P = 120) the GP scores 0.700" in text
     assert "With fresh label vectors: the GP does not change beyond noise (-0.010 ± 0.020, now above chance)" in text
     assert "the theory at N = 10 falls (-0.250 ± 0.020, now at chance)" in text
-    assert ("Changing the label vectors alone leaves the GP (0.690 ± 0.020) and the theory at N = 10 "
-            "(0.740 ± 0.020) above chance.") in text
+    assert ("Changing the label vectors alone: the GP (0.690 ± 0.020) and the theory at N = 10 "
+            "(0.740 ± 0.020) stay above chance.") in text
     assert text.endswith("Moving the query alone brings every predictor that is above chance in the trained format "
                          "to chance.")
-    assert "0.500 ± 0.020 (-0.250 ± 0.020)" in nway.controls_table(results)
+    table = nway.controls_table(results)
+    assert "0.500 ± 0.020 (-0.250 ± 0.020)" in table and "| 0.5, 0.25 |" in table
     formats = results["controls"]["formats"]
     formats["the query at its 5-way position"] = fmt(0.6, 0.5, (-0.1, -0.25))
     assert nway.controls_sentences(results).endswith(
-        "Moving the query alone brings the theory at N = 10 to chance, while the GP (0.600 ± 0.020) stays above chance.")
+        "Moving the query alone: brings the theory at N = 10 to chance; the GP (0.600 ± 0.020) stays above chance.")
+    # at chance afterwards but without a significant drop: not counted as brought to chance
+    formats["the query at its 5-way position"] = fmt(0.53, 0.53, (-0.01, -0.02))
+    assert nway.controls_sentences(results).endswith(
+        "Moving the query alone: the GP and the theory at N = 10 end at chance without a significant drop.")
+    formats["the query at its 5-way position"] = fmt(0.40, 0.40, (-0.3, -0.35))
+    assert nway.controls_sentences(results).endswith("in the trained format to or below chance.")
     formats["trained format"] = fmt(0.52, 0.51)
     assert nway.controls_sentences(results).endswith("cannot tell the two apart.")
+    formats["the query at its 5-way position"]["theory"]["10"]["one_shot_runs"]["accuracy"] = 0.5
+    results["controls"]["formats"]["trained format"]["converged"]["10"] = False
+    assert "(not converged)" in nway.controls_table(results)
 
 
+def test_controls_pair_the_same_sequences_across_formats():
+    """A tiny real run of controls(): every format scores the same items (paired), and the changed
+    formats' differences are those of the per-item correctness."""
+    from paththeory import training
+
+    net = training.load_checkpoint()
+    cfg = nway.Config((3,), (8,), 6, 6, 6, (10,), (0.5,), n_control=10)
+    data = nway.images(net)
+    out = nway.controls(cfg, net, data)
+    assert set(out["formats"]) == set(nway.CONTROLS) and out["n_train"] == 10
+    assert out["n_eval"] == {"validation": 6, "test": 6, "one_shot_runs": 6}
+    runs = {name: nway.evaluate_ways(cfg, 2, 10, net, data, tokens, items=True)
+            for name, tokens in nway.CONTROLS.items()}
+    base = runs["trained format"]["right"]["gp"]
+    for name, r in runs.items():
+        for s in nway.SPLITS:
+            got = out["formats"][name]["gp"][s]
+            assert got["accuracy"] == pytest.approx(np.mean(r["right"]["gp"][s]))
+            if name != "trained format":
+                d = np.asarray(r["right"]["gp"][s], float) - np.asarray(base[s], float)
+                assert got["gain"]["difference"] == pytest.approx(d.mean())
 def test_positions_extend_the_trained_encoding():
     long = om.positional_encoding(96, 192, standardise_over=48)
     np.testing.assert_array_equal(long[:48], om.positional_encoding(48, 192))

@@ -245,12 +245,20 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
         progress: bool = True, nway: bool | None = None) -> dict:
     """All of the chapter's numbers at the profile's scale; write ``results.json``, ``features.npz`` and
     PNGs to ``out_dir`` when given (all or nothing). ``nway``: also the Omniglot N-way section
-    (:func:`paththeory.experiments.omniglot_nway.run`, key ``"nway"``); by default only when writing
-    ``out_dir`` (``paththeory reproduce multiclass``), since the chapter runs that section in its own cell."""
+    (:func:`paththeory.experiments.omniglot_nway.run`, key ``"nway"``, at the profile's sizes whatever
+    ``config`` says); by default only when writing ``out_dir`` (``paththeory reproduce multiclass``), since
+    the chapter runs that section in its own cell. It needs the shipped network and the Omniglot data
+    (downloaded unless present), checked before any work."""
     name = current_profile(profile)
     if out_dir is not None:
         out_dir = _io.check_output_folder(out_dir)
     with_nway = out_dir is not None if nway is None else check_flag(nway, "nway")
+    if with_nway:  # a missing network or data file fails here, before any work
+        from paththeory import training
+        from paththeory.experiments import omniglot_nway
+
+        network = training.load_checkpoint()
+        images = omniglot_nway.images(network)
     cfg = config or settings(name)
     start = time.perf_counter()
     prob = problem(cfg.n_classes, cfg.n_train, cfg.n_test, cfg.n_features, cfg.seq_len)
@@ -270,10 +278,8 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["scaling"] = class_scaling(cfg)
     timings["scaling"] = time.perf_counter() - t
     if with_nway:
-        from paththeory.experiments import omniglot_nway
-
         t = time.perf_counter()
-        results["nway"] = omniglot_nway.run(name)
+        results["nway"] = omniglot_nway.run(name, network=network, data=images)
         timings["nway"] = time.perf_counter() - t
     results["timings"] = timings
     results["seconds"] = time.perf_counter() - start

@@ -85,8 +85,9 @@ class Config:
 
 
 #: ``C = 2`` is the control: the 2-way task the network was trained on, through the same code. The
-#: smoke profile leaves it out to stay within a minute on a 2-core CPU (the 20-way sequences, 336
-#: tokens, dominate: their features take about 0.05 s each there).
+#: smoke profile leaves that row out (the 20-way sequences, 336 tokens, dominate its time: their
+#: features take about 0.05 s each on a 2-core CPU); there the trained format of :func:`controls`
+#: (``n_control`` = 600 sequences, as colab's ``C = 2``) stands in for it.
 SETTINGS = {
     "smoke": Config((5, 20), (120, 30), 40, 80, 100, (10, 1000), (0.5,), n_control=600),
     "colab": Config((2, 5, 20), (600, 600, 150), 500, 1000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
@@ -212,15 +213,16 @@ def evaluate_ways(cfg: Config, n_ways: int, n_train: int, network: training.Chec
 
 
 def run(profile: str | None = None, *, config: Config | None = None, network: training.Checkpoint | None = None,
-        root=None) -> dict:
-    """Every ``C`` of the profile's :class:`Config` with the shipped network (or ``network``)."""
+        root=None, data: dict | None = None) -> dict:
+    """Every ``C`` of the profile's :class:`Config` and the 2-way :func:`controls`, with the shipped
+    network (or ``network``) and the images of :func:`images` (read here unless ``data`` is given)."""
     name = current_profile(profile)
     cfg = config or settings(name)
     net = network or training.load_checkpoint()
     start = time.perf_counter()
     results = {"profile": name, "config": asdict(cfg), "n_paths": net.architecture.n_paths,
                "trained_ways": 2, "ways": {}}
-    data = images(net, root)
+    data = images(net, root) if data is None else data
     results["seconds_images"] = time.perf_counter() - start
     for c, p in zip(cfg.ways, cfg.n_train):
         results["ways"][str(c)] = evaluate_ways(cfg, c, p, net, data)
@@ -241,12 +243,16 @@ CONTROL_ACTIONS = {"fresh label vectors": "changing the label vectors",
 def controls(cfg: Config, network: training.Checkpoint, data: dict) -> dict:
     """Which departure of the ``C``-way format breaks the predictors: 2-way sequences
     (``cfg.n_control`` training sequences) in the format of training and with one change each
-    (:data:`CONTROLS`), the same sequences every time. Per format, split and predictor (GP, theory per
-    width) the accuracy ± SE and, for the changed formats, the paired change from the trained format."""
+    (:data:`CONTROLS`). The sequences (images, label ids, targets) are the same every time; each format's
+    tokens carry its change, and the theory and the GP are fitted and their temperatures chosen on
+    validation anew per format. Per format, split and predictor (GP, theory per width) the accuracy
+    ± SE and, for the changed formats, the paired change from the trained format."""
+    start = time.perf_counter()
     runs = {name: evaluate_ways(cfg, 2, cfg.n_control, network, data, tokens, items=True)
             for name, tokens in CONTROLS.items()}
     base = runs["trained format"]["right"]
-    out = {"n_train": cfg.n_control, "chance": 0.5, "n_eval": runs["trained format"]["n_eval"], "formats": {}}
+    out = {"n_train": cfg.n_control, "chance": 0.5, "n_eval": runs["trained format"]["n_eval"],
+           "seconds": time.perf_counter() - start, "formats": {}}
     for name, r in runs.items():
         right = r["right"]
         ref = None if name == "trained format" else base
@@ -264,13 +270,15 @@ def controls_table(results: dict, split: str = "one_shot_runs") -> str:
     ctl = results["controls"]
     widths = [str(w) for w in results["config"]["widths"]]
 
-    def cell(r: dict) -> str:
+    def cell(r: dict, converged: bool = True) -> str:
         change = f" ({r['gain']['difference']:+.3f} ± {r['gain']['se']:.3f})" if "gain" in r else ""
-        return _cell(r) + change
+        return _cell(r) + change + ("" if converged else " (not converged)")
 
-    rows = [[name, cell(f["gp"][split]), *(cell(f["theory"][w][split]) for w in widths)]
+    rows = [[name, cell(f["gp"][split]), *(cell(f["theory"][w][split], f["converged"][w]) for w in widths),
+             ", ".join(f"{f['temperature'][k]:g}" for k in ("gp", *widths))]
             for name, f in ctl["formats"].items()]
-    return markdown_table(["2-way format", "GP", *(f"theory N = {w}" for w in widths)], rows)
+    return markdown_table(["2-way format", "GP", *(f"theory N = {w}" for w in widths),
+                           f"T (GP, {', '.join(f'N = {w}' for w in widths)})"], rows)
 
 
 def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
@@ -296,7 +304,8 @@ def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
     names = ["the GP"] + [f"the theory at N = {w}" for w in base["theory"]]
     pick = lambda f: [f["gp"][split], *(f["theory"][w][split] for w in f["theory"])]  # noqa: E731
     working = [above(r) for r in pick(base)]
-    text = [f"In the trained format ({ctl['n_eval'][split]} {SPLIT_NAMES[split]}, P = {ctl['n_train']}) "
+    text = [f"In the trained format ({ctl['n_eval'][split]} sequences of the {SPLIT_NAMES[split]}, "
+            f"P = {ctl['n_train']}) "
             + ", ".join(f"{n} scores {r['accuracy']:.3f} ± {r['se']:.3f} ({level(r)})"
                         for n, r in zip(names, pick(base))) + "."]
     for name, f in formats.items():
@@ -317,18 +326,25 @@ def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
         if name == "trained format":
             continue
         action = CONTROL_ACTIONS[name]
-        after = pick(f)
-        down = [n for n, w, r in zip(names, working, after) if w and not above(r)]
-        kept = [f"{n} ({r['accuracy']:.3f} ± {r['se']:.3f})" for n, w, r in zip(names, working, after)
+        # "brought to chance": above chance before, not after, and the paired change itself significant
+        broken = [(n, r) for n, w, r in zip(names, working, pick(f))
+                  if w and not above(r) and stats.verdict(r["gain"]["difference"], r["gain"]["se"]) == "fails"]
+        kept = [f"{n} ({r['accuracy']:.3f} ± {r['se']:.3f})" for n, w, r in zip(names, working, pick(f))
                 if w and above(r)]
-        if not kept:
+        unclear = [n for n, w, r in zip(names, working, pick(f))
+                   if w and not above(r) and n not in {b for b, _ in broken}]
+        down = [f"{n} {'to chance' if level(r) == 'at chance' else 'below chance'}" for n, r in broken]
+        if broken and not kept and not unclear:
+            where = "chance" if all(level(r) == "at chance" for _, r in broken) else "or below chance"
             text.append(f"{action.capitalize()} alone brings every predictor that is above chance in the trained "
-                        "format to chance.")
-        else:
-            verb = "stays" if len(kept) == 1 else "stay"
-            text.append(f"{action.capitalize()} alone " + (
-                f"brings {listed(down)} to chance, while {listed(kept)} {verb} above chance." if down else
-                f"leaves {listed(kept)} above chance."))
+                        f"format to {where}.")
+            continue
+        verb = "stays" if len(kept) == 1 else "stay"
+        clauses = ([f"brings {listed(down)}"] if down else []) + (
+            [f"{listed(kept)} {verb} above chance"] if kept else []) + (
+            [f"{listed(unclear)} {'ends' if len(unclear) == 1 else 'end'} at chance without a significant drop"]
+            if unclear else [])
+        text.append(f"{action.capitalize()} alone: " + "; ".join(clauses) + ".")
     return " ".join(text)
 
 

@@ -557,7 +557,7 @@ def assemble_nway_tokens(
     sequences (:func:`positional_encoding` standardised over those 48). At ``C = 2`` these are exactly
     the tokens of :func:`assemble_tokens`. Two controls change one thing each: ``fresh_labels`` gives
     every context fresh label vectors (``nway_label_vectors(fresh=True)``); ``query_slot = k >= C``
-    moves the query's 16 tokens to the positions ``16 k .. 16 k + 15`` of image slot ``k`` (at ``C = 2``,
+    moves the query's 16 tokens to the (0-based) positions ``16 k .. 16 k + 15`` of image slot ``k`` (at ``C = 2``,
     ``k = 5`` is where the query of a 5-way sequence sits), the contexts keeping theirs."""
     channels, label_seed = check_count(channels, "channels"), check_count(label_seed, "label_seed", minimum=0)
     patches = np.asarray(patches)
