@@ -108,11 +108,6 @@ def problem(n_classes: int, n_train: int, n_test: int, n_features: int, seq_len:
     return Problem(arch, n_classes, *arrays)
 
 
-def correct(mean, classes) -> np.ndarray:
-    """Whether ``argmax_c <f^c>`` is the true class, per test sequence: ``[P_test]`` bool."""
-    return np.argmax(np.asarray(mean), axis=1) == np.asarray(classes)
-
-
 def independent_order_parameter(prob: Problem, width: float, temperature: float) -> np.ndarray:
     """``C`` single-output theories, one per label column ``Y_{:, c}``, as one block-diagonal ``(C |Pi|)``
     square ``U`` (every output its own network: no output-output blocks)."""
@@ -186,9 +181,9 @@ def compare_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progres
     out = {"width": int(width), "ratio": prob.n_classes * arch.n_paths / width, "U_theory": sol.U,
            "U_sampled": samples.U, "converged": bool(sol.report["converged"]),
            "diagnostics": samples.diagnostics, "complete": samples.complete}
-    right = {k: correct(p[0], prob.classes_test) for k, p in preds.items()}
+    right = {k: task.correct(p[0], prob.classes_test) for k, p in preds.items()}
     if samples.complete:
-        right["nuts"] = correct(samples.mean, prob.classes_test)
+        right["nuts"] = task.correct(samples.mean, prob.classes_test)
         # every distance to NUTS relative to the theory's norm, as its Monte-Carlo noise is
         out["errors"] = {k: {"U": relative(candidates[k], samples.U, sol.U),
                              "mean": relative(preds[k][0], samples.mean, mean_th)} for k in candidates}
@@ -232,9 +227,9 @@ def class_scaling(cfg: Config) -> dict:
         prob = problem(c, n_train, n_test, cfg.n_features, cfg.seq_len)
         width = n_train / cfg.p_over_n
         U = Theory(prob.arch, prob.train, prob.y_train).solve(width, cfg.temperature).U
-        th = correct(predictor(U, prob.train, prob.y_train, prob.test, cfg.temperature)[0], prob.classes_test)
+        th = task.correct(predictor(U, prob.train, prob.y_train, prob.test, cfg.temperature)[0], prob.classes_test)
         gp_U = prob.arch.gp_scale * np.eye(len(U))
-        gp = correct(predictor(gp_U, prob.train, prob.y_train, prob.test, cfg.temperature)[0], prob.classes_test)
+        gp = task.correct(predictor(gp_U, prob.train, prob.y_train, prob.test, cfg.temperature)[0], prob.classes_test)
         rows[str(c)] = {"n_train": n_train, "width": width, "ratio": c * prob.arch.n_paths / width,
                         "theory": float(th.mean()), "gp": float(gp.mean()), "chance": 1.0 / c,
                         "gain": stats.paired_difference(th.astype(float), gp.astype(float))}

@@ -33,14 +33,13 @@ from paththeory import stats, training
 from paththeory.chapter import markdown_table
 from paththeory.data import load_one_shot_runs
 from paththeory.experiments import jsonable
-from paththeory.experiments.multiclass import correct
 from paththeory.experiments.omniglot import select_temperature
 from paththeory.experiments.omniglot_base import _characters
 from paththeory.model import attention_matrices, path_features
 from paththeory.predict import mean_predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.solve import Theory
-from paththeory.tasks.multiclass import encode_labels
+from paththeory.tasks.multiclass import correct, encode_labels
 from paththeory.tasks.omniglot import (
     PATCHES_PER_IMAGE,
     assemble_nway_tokens,

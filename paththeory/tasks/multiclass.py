@@ -132,6 +132,17 @@ def encode_labels(classes, n_classes: int, coding: Coding = "simplex") -> np.nda
     return math.sqrt(n_classes / (n_classes - 1.0)) * (onehot - 1.0 / n_classes)
 
 
+def correct(mean, classes) -> np.ndarray:
+    """Whether ``argmax_c <f^c>`` (the decoding of :func:`encode_labels`, one-hot or simplex) is the true
+    class, per sequence: ``[P]`` bool from outputs ``mean [P, C]`` and classes ``[P]``.
+
+    Example:
+      >>> correct(encode_labels(np.array([2, 0]), 3), np.array([2, 1])).tolist()
+      [True, False]
+    """
+    return np.argmax(np.asarray(mean), axis=1) == np.asarray(classes)
+
+
 def sample_task(
     n_examples: int,
     *,
