@@ -125,8 +125,8 @@ def test_control_sentences_follow_the_numbers():
     assert "(400 sequences of the evaluation alphabets (one-shot runs), P = 120) the GP scores 0.700" in text
     assert "With fresh label vectors: the GP does not change beyond noise (-0.010 ± 0.020, now above chance)" in text
     assert "the theory at N = 10 falls (-0.250 ± 0.020, now at chance)" in text
-    assert ("Changing the label vectors alone: the GP (0.690 ± 0.020) and the theory at N = 10 "
-            "(0.740 ± 0.020) stay above chance.") in text
+    assert ("Changing the label vectors alone leaves the GP (0.690 ± 0.020) and the theory at N = 10 "
+            "(0.740 ± 0.020) above chance.") in text
     assert text.endswith("Moving the query alone brings every predictor that is above chance in the trained format "
                          "to chance.")
     table = nway.controls_table(results)
@@ -134,11 +134,12 @@ def test_control_sentences_follow_the_numbers():
     formats = results["controls"]["formats"]
     formats["the query at its 5-way position"] = fmt(0.6, 0.5, (-0.1, -0.25))
     assert nway.controls_sentences(results).endswith(
-        "Moving the query alone: brings the theory at N = 10 to chance; the GP (0.600 ± 0.020) stays above chance.")
+        "Moving the query alone brings the theory at N = 10 to chance, while the GP (0.600 ± 0.020) stays above "
+        "chance.")
     # at chance afterwards but without a significant drop: not counted as brought to chance
     formats["the query at its 5-way position"] = fmt(0.53, 0.53, (-0.01, -0.02))
     assert nway.controls_sentences(results).endswith(
-        "Moving the query alone: the GP and the theory at N = 10 end at chance without a significant drop.")
+        "Moving the query alone leaves the GP and the theory at N = 10 at chance without a significant drop.")
     formats["the query at its 5-way position"] = fmt(0.40, 0.40, (-0.3, -0.35))
     assert nway.controls_sentences(results).endswith("in the trained format to or below chance.")
     formats["trained format"] = fmt(0.52, 0.51)

@@ -332,18 +332,21 @@ def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
                 if w and above(r)]
         unclear = [n for n, w, r in zip(names, working, pick(f))
                    if w and not above(r) and n not in {b for b, _ in broken}]
-        down = [f"{n} {'to chance' if level(r) == 'at chance' else 'below chance'}" for n, r in broken]
         if broken and not kept and not unclear:
             where = "chance" if all(level(r) == "at chance" for _, r in broken) else "or below chance"
             text.append(f"{action.capitalize()} alone brings every predictor that is above chance in the trained "
                         f"format to {where}.")
             continue
-        verb = "stays" if len(kept) == 1 else "stay"
-        clauses = ([f"brings {listed(down)}"] if down else []) + (
-            [f"{listed(kept)} {verb} above chance"] if kept else []) + (
-            [f"{listed(unclear)} {'ends' if len(unclear) == 1 else 'end'} at chance without a significant drop"]
-            if unclear else [])
-        text.append(f"{action.capitalize()} alone: " + "; ".join(clauses) + ".")
+        groups = [f"{listed(g)} {where}" for where, g in (
+            ("to chance", [n for n, r in broken if level(r) == "at chance"]),
+            ("below chance", [n for n, r in broken if level(r) != "at chance"])) if g]
+        pieces = ["brings " + " and ".join(groups)] if groups else []
+        if kept:
+            verb = "stays" if len(kept) == 1 else "stay"
+            pieces.append(f"while {listed(kept)} {verb} above chance" if pieces else f"leaves {listed(kept)} above chance")
+        if unclear:
+            pieces.append(("and " if pieces else "") + f"leaves {listed(unclear)} at chance without a significant drop")
+        text.append(f"{action.capitalize()} alone " + ", ".join(pieces) + ".")
     return " ".join(text)
 
 
