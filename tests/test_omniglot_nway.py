@@ -170,6 +170,8 @@ def test_controls_pair_the_same_sequences_across_formats():
             if name != "trained format":
                 d = np.asarray(r["right"]["gp"][s], float) - np.asarray(base[s], float)
                 assert got["gain"]["difference"] == pytest.approx(d.mean())
+
+
 def test_positions_extend_the_trained_encoding():
     long = om.positional_encoding(96, 192, standardise_over=48)
     np.testing.assert_array_equal(long[:48], om.positional_encoding(48, 192))

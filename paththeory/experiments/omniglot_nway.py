@@ -60,7 +60,8 @@ class Config:
     """Sizes of one profile: ``ways`` (``C``), ``n_train[i]`` training sequences for ``ways[i]`` (so the
     kernel is ``C P`` square), ``n_validation`` and ``n_test`` sequences per character split, ``n_runs``
     one-shot-run queries (at most 400), the theory's ``widths`` and the ``temperatures`` searched by
-    theory and GP alike; ``n_control`` training sequences for the 2-way controls of :func:`controls`."""
+    theory and GP alike; ``n_control`` training sequences (600 in every profile) for the 2-way controls of
+    :func:`controls`."""
 
     ways: tuple[int, ...]
     n_train: tuple[int, ...]
@@ -88,11 +89,9 @@ class Config:
 #: features take about 0.05 s each on a 2-core CPU); there the trained format of :func:`controls`
 #: (``n_control`` = 600 sequences, as colab's ``C = 2``) stands in for it.
 SETTINGS = {
-    "smoke": Config((5, 20), (120, 30), 40, 80, 100, (10, 1000), (0.5,), n_control=600),
-    "colab": Config((2, 5, 20), (600, 600, 150), 500, 1000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
-                    n_control=600),
-    "paper": Config((2, 5, 20), (600, 600, 300), 1000, 2000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
-                    n_control=600),
+    "smoke": Config((5, 20), (120, 30), 40, 80, 100, (10, 1000), (0.5,)),
+    "colab": Config((2, 5, 20), (600, 600, 150), 500, 1000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0)),
+    "paper": Config((2, 5, 20), (600, 600, 300), 1000, 2000, 400, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0)),
 }
 
 
@@ -253,11 +252,10 @@ def controls(cfg: Config, network: training.Checkpoint, data: dict) -> dict:
     out = {"n_train": cfg.n_control, "chance": 0.5, "n_eval": runs["trained format"]["n_eval"],
            "seconds": time.perf_counter() - start, "formats": {}}
     for name, r in runs.items():
-        right = r["right"]
-        ref = None if name == "trained format" else base
+        right, paired = r["right"], name != "trained format"
         out["formats"][name] = {
-            "gp": {s: score(right["gp"][s], None if ref is None else ref["gp"][s]) for s in SPLITS},
-            "theory": {w: {s: score(right["theory"][w][s], None if ref is None else ref["theory"][w][s])
+            "gp": {s: score(right["gp"][s], base["gp"][s] if paired else None) for s in SPLITS},
+            "theory": {w: {s: score(right["theory"][w][s], base["theory"][w][s] if paired else None)
                            for s in SPLITS} for w in right["theory"]},
             "temperature": r["temperature"], "converged": r["converged"]}
     return out
@@ -288,12 +286,11 @@ def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
     ctl = results["controls"]
     chance = ctl["chance"]
 
-    def above(r: dict) -> bool:
-        return stats.verdict(r["accuracy"] - chance, r["se"]) == "holds"
-
     def level(r: dict) -> str:
-        return {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[
-            stats.verdict(r["accuracy"] - chance, r["se"])]
+        return _versus_chance(r, chance)
+
+    def above(r: dict) -> bool:
+        return level(r) == "above chance"
 
     def listed(names: list) -> str:
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -325,13 +322,12 @@ def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
         if name == "trained format":
             continue
         action = CONTROL_ACTIONS[name]
+        after = [(n, r) for n, w, r in zip(names, working, pick(f)) if w]  # the predictors that work
         # "brought to chance": above chance before, not after, and the paired change itself significant
-        broken = [(n, r) for n, w, r in zip(names, working, pick(f))
-                  if w and not above(r) and stats.verdict(r["gain"]["difference"], r["gain"]["se"]) == "fails"]
-        kept = [f"{n} ({r['accuracy']:.3f} ± {r['se']:.3f})" for n, w, r in zip(names, working, pick(f))
-                if w and above(r)]
-        unclear = [n for n, w, r in zip(names, working, pick(f))
-                   if w and not above(r) and n not in {b for b, _ in broken}]
+        broken = [(n, r) for n, r in after
+                  if not above(r) and stats.verdict(r["gain"]["difference"], r["gain"]["se"]) == "fails"]
+        kept = [f"{n} ({r['accuracy']:.3f} ± {r['se']:.3f})" for n, r in after if above(r)]
+        unclear = [n for n, r in after if not above(r) and n not in {b for b, _ in broken}]
         if broken and not kept and not unclear:
             where = "chance" if all(level(r) == "at chance" for _, r in broken) else "or below chance"
             text.append(f"{action.capitalize()} alone brings every predictor that is above chance in the trained "
@@ -343,7 +339,8 @@ def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
         pieces = ["brings " + " and ".join(groups)] if groups else []
         if kept:
             verb = "stays" if len(kept) == 1 else "stay"
-            pieces.append(f"while {listed(kept)} {verb} above chance" if pieces else f"leaves {listed(kept)} above chance")
+            pieces.append(f"while {listed(kept)} {verb} above chance" if pieces else
+                          f"leaves {listed(kept)} above chance")
         if unclear:
             pieces.append(("and " if pieces else "") + f"leaves {listed(unclear)} at chance without a significant drop")
         text.append(f"{action.capitalize()} alone " + ", ".join(pieces) + ".")
@@ -478,6 +475,12 @@ def query_attention_sentences(att: dict, alpha: float = 0.05) -> str:
 # --------------------------------------------------------------------------- tables and sentences
 
 
+def _versus_chance(r: dict, chance: float) -> str:
+    """"above chance", "at chance" or "below chance": accuracy ``r`` against ``chance`` and two SEs."""
+    return {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[
+        stats.verdict(r["accuracy"] - chance, r["se"])]
+
+
 def _cell(r: dict) -> str:
     return f"{r['accuracy']:.3f} ± {r['se']:.3f}"
 
@@ -519,15 +522,13 @@ def verdict_sentences(results: dict, split: str = "one_shot_runs") -> str:
         parts = []
         for w, th in r["theory"].items():
             s = th[split]
-            chance = stats.verdict(s["accuracy"] - r["chance"], s["se"])
-            word = {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[chance]
+            word = _versus_chance(s, r["chance"])
             g = s["gain"]
             versus = {"holds": "better than the GP", "fails": "worse than the GP",
                       "within noise": "not distinguishable from the GP"}[stats.verdict(g["difference"], g["se"])]
             parts.append(f"at N = {w} the theory scores {s['accuracy']:.3f} ± {s['se']:.3f}, {word} "
                          f"and {versus} ({g['difference']:+.3f} ± {g['se']:.3f})")
-        gp_word = {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[
-            stats.verdict(gp["accuracy"] - r["chance"], gp["se"])]
+        gp_word = _versus_chance(gp, r["chance"])
         out.append(f"**{c}-way** ({SPLIT_NAMES[split]}, chance {r['chance']:.3f}): the GP scores "
                    f"{gp['accuracy']:.3f} ± {gp['se']:.3f}, {gp_word}; " + "; ".join(parts) + ".")
     return "\n\n".join(out)
