@@ -1,11 +1,11 @@
 # The two commands of README.md:
-#   make book   create .venv, install paththeory with [book,test,course], build the book strictly
+#   make book   create .venv, install paththeory with [test,widgets] and the repository tooling (tools/), build the book strictly
 #               (every chapter executed, any warning or cell error fails) into _build/html;
-#               BOOK_JOBS chapters execute at once (book/_ext/build.py; BOOK_JOBS=1: serial)
-#   make test   create .venv, install paththeory with [book,test,course], run the tests in
+#               BOOK_JOBS chapters execute at once (tools/paththeory_tools/build.py; BOOK_JOBS=1: serial)
+#   make test   create .venv, install paththeory with [test,widgets] and the repository tooling (tools/), run the tests in
 #               TEST_WORKERS processes (pytest-xdist, one test file per process at a time)
 #   make student   the web book without solutions into _build/student/html (builds the book first if needed)
-# `make install` alone sets up .venv; it reinstalls only when pyproject.toml changes.
+# `make install` alone sets up .venv; it reinstalls only when pyproject.toml or tools/pyproject.toml changes.
 # `make pdf` builds the whole book as one HTML page and prints it to _build/paththeory.pdf with
 # headless Chromium (CHROMIUM=...; MathJax ships with the book, book/_static/mathjax: no internet needed).
 
@@ -21,19 +21,19 @@ TEST_WORKERS ?= 2
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tools/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -e ".[book,test,course]"
+	$(BIN)/python -m pip install -e ".[test,widgets]" -e tools
 	touch $(STAMP)
 
 book: install
 	rm -rf _build/html _build/jupyter_execute
-	BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python book/_ext/build.py . -W --keep-going --all
+	BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python -m paththeory_tools.build . -W --keep-going --all
 
 # The student edition (no solutions) from the full build's executed notebooks: _build/student/html.
 student: install
 	test -f _build/html/index.html || $(MAKE) book
-	$(BIN)/python -m paththeory student
+	$(BIN)/paththeory-tools student
 
 pdf: install
 	rm -rf _build/singlehtml

@@ -6,7 +6,7 @@ reports every page with one of FORBIDDEN: internal document references, machine-
 paths, Python tracebacks, and MyST roles or fences that were printed instead of rendered; and
 every page whose MathJax is not the copy shipped with the book (formulas offline, LOCAL_MATHJAX);
 and every image of a page's article whose alt text is missing, empty or a file path (a figure's
-alt is its caption, set by book/_ext/figure_alt.py).
+alt is its caption, set by tools/paththeory_tools/sphinxext/figure_alt.py).
 Exits 1 and lists ``page: what`` for each problem; prints one summary line otherwise.
 """
 
@@ -60,7 +60,7 @@ def mathjax_problem(page: Path, html: str) -> str | None:
     return None
 
 
-#: An alt text that is a file name or path, not words (as book/_ext/figure_alt.py's PATH_LIKE).
+#: An alt text that is a file name or path, not words (as tools/paththeory_tools/sphinxext/figure_alt.py's PATH_LIKE).
 PATH_LIKE_ALT = re.compile(r"^\S*[/\\]\S*$|\.(png|jpe?g|gif|svg|webp|pdf)$", re.IGNORECASE)
 
 

@@ -1,5 +1,18 @@
 """paththeory: the statistical mechanics of attention paths in transformers.
 
+``import paththeory as pt`` reaches the names a chapter needs (:data:`__all__`): the model and its
+path features, the path-path kernels, the action, the order-parameter solver (:class:`Theory`,
+:func:`sweep`), the predictor and its accuracy, head scores, the posterior sampler, the profiles and
+the shipped networks. The layers below are importable too, one folder each: :mod:`paththeory.tasks`,
+:mod:`paththeory.sampling`, :mod:`paththeory.training`, :mod:`paththeory.display`,
+:mod:`paththeory.experiments` and :mod:`paththeory.exercises` (the README's "Where things are").
+
+Example:
+  >>> import paththeory as pt
+  >>> arch = pt.Architecture([pt.ScoreAttention([[[0.0]]])])
+  >>> arch.n_paths, callable(pt.Theory), callable(pt.sample_posterior)
+  (1, True, True)
+
 Importing the package turns on JAX's 64-bit mode (``jax_enable_x64``), because the
 theory (Cholesky factors of ill-conditioned kernels, stationarity to 1e-8) needs
 float64. The switch is global for the process: after ``import paththeory`` any JAX
@@ -15,7 +28,7 @@ measured on 2 cores). The variable only takes effect if SciPy has not been impor
 
 Finally it turns on JAX's persistent compilation cache in ``~/.cache/paththeory/jax``, so that
 the solvers compile once per machine rather than once per process
-(:mod:`paththeory.compilation_cache`; opt out with ``PATHTHEORY_NO_COMPILATION_CACHE=1``).
+(:mod:`paththeory._compilation_cache`; opt out with ``PATHTHEORY_NO_COMPILATION_CACHE=1``).
 """
 
 from __future__ import annotations
@@ -33,13 +46,17 @@ if not _io.env_flag("PATHTHEORY_NO_X64"):  # 1/true/yes/on or 0/false/no/off; an
 
 __version__ = "0.1.0"
 #: The repository: the Colab install cell of every chapter, the book's launch buttons (_config.yml)
-#: and the README use this address (tests/test_book.py checks every copy).
+#: and the README use this address (tests/book/test_book.py checks every copy).
 REPOSITORY = "https://github.com/paththeory/paththeory"
 
-from paththeory import compilation_cache  # noqa: E402
+from paththeory import _compilation_cache  # noqa: E402
 
-compilation_cache.enable()
+_compilation_cache.enable()
 
+# The public face: explicit re-exports, from the theory up to the shipped networks. No name here may be
+# a submodule's (``action``, ``solve``, ``pruning``...): ``from paththeory import solve`` must stay the module.
+from paththeory.action import entropy, gp_order_parameters  # noqa: E402
+from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels  # noqa: E402
 from paththeory.model import (  # noqa: E402
     Architecture,
     FixedAttention,
@@ -54,20 +71,28 @@ from paththeory.model import (  # noqa: E402
     path_features,
     sample_prior,
 )
-from paththeory.solve import ConvergenceWarning  # noqa: E402
+from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor  # noqa: E402
+from paththeory.profiles import current_profile, describe  # noqa: E402
+from paththeory.pruning import head_scores, pruning_curves  # noqa: E402
+from paththeory.sampling import PosteriorSamples, sample_posterior  # noqa: E402
+from paththeory.solve import ConvergenceWarning, Solution, Theory, sweep  # noqa: E402
+from paththeory.training import load_checkpoint  # noqa: E402
 
 __all__ = [
-    "ConvergenceWarning",
-    "Architecture",
-    "FixedAttention",
-    "QKAttention",
-    "ScoreAttention",
-    "attention_matrices",
-    "effective_weights",
-    "network_output",
-    "path_attention",
-    "path_contributions",
-    "path_expansion_output",
-    "path_features",
-    "sample_prior",
+    # the model and its attention paths (paththeory.model)
+    "Architecture", "FixedAttention", "QKAttention", "ScoreAttention",
+    "attention_matrices", "effective_weights", "network_output", "path_attention", "path_contributions",
+    "path_expansion_output", "path_features", "sample_prior",
+    # path-path kernels and the action (paththeory.kernels, paththeory.action)
+    "gp_kernel", "kernel_matrix", "path_kernels", "entropy", "gp_order_parameters",
+    # the order parameter (paththeory.solve)
+    "ConvergenceWarning", "Solution", "Theory", "sweep",
+    # the predictor (paththeory.predict)
+    "accuracy", "mean_predictor", "pc_label_overlap", "predictor",
+    # head pruning (paththeory.pruning)
+    "head_scores", "pruning_curves",
+    # the finite network's posterior (paththeory.sampling)
+    "PosteriorSamples", "sample_posterior",
+    # sizes and the shipped networks (paththeory.profiles, paththeory.training)
+    "current_profile", "describe", "load_checkpoint",
 ]

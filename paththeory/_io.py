@@ -31,6 +31,21 @@ def env_flag(name: str) -> bool:
     raise ValueError(f"${name} must be one of 1, true, yes, on or 0, false, no, off; got {os.environ[name]!r}.")
 
 
+#: Set (to anything) in the environment of a graded run: ``solution()`` and ``reveal=True`` refuse,
+#: and a chapter that lacks a file fails instead of showing a notice (:mod:`paththeory.display.notices`).
+GRADING_ENV = "PATHTHEORY_GRADING"
+
+
+def grading() -> bool:
+    """Whether this process is a graded run (:data:`GRADING_ENV` set)."""
+    return bool(os.environ.get(GRADING_ENV))
+
+
+def cache_dir() -> Path:
+    """The user cache folder, ``$XDG_CACHE_HOME/paththeory`` (default ``~/.cache/paththeory``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "paththeory"
+
+
 def _file_mode() -> int:
     """The permissions a newly created file gets under the current umask."""
     umask = os.umask(0)

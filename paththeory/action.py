@@ -269,7 +269,7 @@ def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, 
     """``S / N`` with ``N = max_l n_l`` for order parameters ``Us`` and the kernel ``K = K(U^(1))``.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> from paththeory.kernels import kernel_matrix
       >>> arch, _, x = model_problem()
       >>> Us = [jnp.eye(6), jnp.eye(2)]

@@ -1,5 +1,6 @@
 """Command line: ``paththeory bench``, ``paththeory reproduce CHAPTER``, ``paththeory train omniglot``,
-``paththeory notebooks``.
+``paththeory validity``. (The repository's commands, ``notebooks``, ``student`` and ``course``, are
+``paththeory-tools``: ``tools/`` of the repository.)
 
 Also available as ``python -m paththeory ...``. A bad argument, a missing file or any other error
 ends the command with one line on stderr and a non-zero exit status; ``paththeory --debug ...``
@@ -90,7 +91,7 @@ def error_line(exc: BaseException) -> str:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from paththeory import bench
+    from paththeory.experiments import bench
 
     cases = bench.CASES if args.case == "all" else (args.case,)
     report = bench.run(cases, baseline_max_steps=args.baseline_max_steps)
@@ -116,26 +117,6 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     return train_command(args.rest, command_line=" ".join(["paththeory", "train", "omniglot", *args.rest]))
-
-
-def _notebooks(args: argparse.Namespace) -> int:
-    from paththeory import notebooks
-
-    root = Path(args.root)
-    if not (root / "_toc.yml").is_file():
-        raise FileNotFoundError(f"{root} has no _toc.yml; run from the repository root or give --root.")
-    if args.check:
-        stale = notebooks.stale_notebooks(root)
-        for line in stale:
-            print(line)
-        if stale:
-            print(f"run `{notebooks.REGENERATE}` from the repository root to regenerate them")
-            return 1
-        print(f"{notebooks.NOTEBOOKS_DIR}/: {len(notebooks.toc_chapters(root))} notebooks, up to date")
-        return 0
-    written = notebooks.write_colab_notebooks(root)
-    print(f"wrote {len(written)} notebooks in {root / notebooks.NOTEBOOKS_DIR}")
-    return 0
 
 
 def train_parser() -> argparse.ArgumentParser:
@@ -165,7 +146,7 @@ def train_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=checkpoint_stem,
                    help="checkpoint name: writes OUT.npz and OUT.json (a dot in the name is kept)")
     p.add_argument("--data-root", default=None, type=existing_folder,
-                   help="an existing folder holding omniglot/ and mnist/ (see paththeory.data)")
+                   help="an existing folder holding omniglot/ and mnist/ (see paththeory.tasks.data)")
     return p
 
 
@@ -213,40 +194,11 @@ def train_command(argv: list[str], command_line: str) -> int:
     return 0
 
 
-def _course(args) -> int:
-    from paththeory import grading
-
-    if args.action == "release":
-        print(grading.release(args.target, args.course))
-    elif args.action == "collect":
-        if not args.uploads:
-            raise ValueError("collect needs --uploads FOLDER (one <student>.ipynb per student).")
-        print("collected:", ", ".join(grading.collect(args.course, args.target, args.uploads)))
-    elif args.action == "mark":
-        if args.student is None or args.question is None or args.points is None:
-            raise ValueError("mark needs --student NAME --question ID --points P (and, if you like, --comment TEXT).")
-        path = grading.mark(args.course, args.target, args.student, args.question, args.points, args.comment)
-        score, top = grading.read_grades(path)[args.student]["total"]
-        print(f"{path}\n  {args.student}: {score:g} / {top:g}")
-    else:
-        path = grading.grade(args.course, args.target)
-        totals = {s: q["total"] for s, q in grading.read_grades(path).items()}
-        print(f"{path}\n" + "\n".join(f"  {s}: {score:g} / {top:g}" for s, (score, top) in totals.items()))
-    return 0
-
-
 def _validity(args) -> int:
     from paththeory.experiments import validity
 
     path = validity.write_samples(args.profile, args.out, progress=not args.quiet)
     print(f"the NUTS records of the validity figure: {path}")
-    return 0
-
-
-def _student(args) -> int:
-    from paththeory import edition
-
-    print(f"the student edition: {edition.build(args.root, args.out)}/index.html")
     return 0
 
 
@@ -293,22 +245,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="options of the task (paththeory train omniglot --help lists them)")
     train.set_defaults(func=_train)
 
-    nbs = sub.add_parser("notebooks", help="write the Colab notebooks (plain Markdown) of the book's chapters",
-                         description="Write notebooks/<chapter>.ipynb for every notebook chapter of _toc.yml: "
-                                     "plain Markdown, captions kept, links to the web book, solutions kept.")
-    nbs.add_argument("--root", default=".", help="the repository root (default: the current folder)")
-    nbs.add_argument("--check", action="store_true",
-                     help="write nothing; list the stale notebooks and exit 1 if any")
-    nbs.set_defaults(func=_notebooks)
-
-    student = sub.add_parser("student", help="build the student edition of the web book (after make book)",
-                             description="Build the web book without its solutions into OUT/html from the full "
-                                         "build's executed notebooks (run make book first), and check that no "
-                                         "solution, written answer or answer value shows.")
-    student.add_argument("--root", default=".", help="the repository root (default: the current folder)")
-    student.add_argument("--out", default=None, help="output folder (default: ROOT/_build/student)")
-    student.set_defaults(func=_student)
-
     val = sub.add_parser("validity", help="sample the network with NUTS for the figure of where the saddle point "
                                           "stops being accurate",
                          description="Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS at the "
@@ -320,21 +256,6 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
     val.set_defaults(func=_validity)
 
-    course = sub.add_parser("course", help="grade a chapter's exercises with nbgrader: release, collect, grade",
-                            description="Grading with nbgrader, no JupyterHub needed (paththeory.grading). "
-                                        "release book/problems.md: the students' notebook (hidden tests and keys "
-                                        "frozen now); collect problems --uploads DIR: DIR/<student>.ipynb become "
-                                        "submissions; grade problems: autograde, feedback and grades-problems.csv; "
-                                        "mark problems --student S --question Q --points P: grade a written answer.")
-    course.add_argument("action", choices=("release", "collect", "grade", "mark"))
-    course.add_argument("target", help="release: a chapter's .md; collect and grade: the assignment's name")
-    course.add_argument("--course", default="course", help="the nbgrader course folder (default: ./course)")
-    course.add_argument("--uploads", default=None, help="collect: the folder of uploaded <student>.ipynb")
-    course.add_argument("--student", default=None, help="mark: the student whose written answer is graded")
-    course.add_argument("--question", default=None, help="mark: the written answer's id (a manual row of the CSV)")
-    course.add_argument("--points", type=float, default=None, help="mark: the points given")
-    course.add_argument("--comment", default=None, help="mark: a comment for the student's feedback")
-    course.set_defaults(func=_course)
     return parser
 
 

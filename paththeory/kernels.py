@@ -70,7 +70,7 @@ def path_kernels(features, features_b=None) -> Array:
     Materialises ``n^2 P P'`` numbers: use it for figures and small problems only.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem()
       >>> path_kernels(pt.path_features(arch, x)).shape
       (6, 6, 4, 4)
@@ -83,7 +83,7 @@ def gp_kernel(arch, features, features_b=None) -> Array:
     """The GP (infinite-width) kernel ``sigma_a^2 prod sigma_l^2 sum_pi C^{pi pi}``: ``[P, P']``.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem()
       >>> f = pt.path_features(arch, x)
       >>> bool(np.allclose(gp_kernel(arch, f), kernel_matrix(arch.gp_scale * np.eye(6), f)))
@@ -115,7 +115,7 @@ def kernel_matrix(U, features, features_b=None, batch_size: int = 2048, n_output
     ``[C P, C P']`` with blocks ``K^{cd} = sum_ab U^{cd}_ab C^{ab}``, output index slowest.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem()
       >>> f = pt.path_features(arch, x)
       >>> kernel_matrix(np.eye(6), f, f[:2]).shape
@@ -134,7 +134,7 @@ def kernel_diagonal(U, features, n_outputs: int = 1) -> Array:
     ``K^{cd}_U(x, x)``: ``[P, C, C]``.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem()
       >>> f = pt.path_features(arch, x)
       >>> bool(np.allclose(kernel_diagonal(np.eye(6), f), np.diag(kernel_matrix(np.eye(6), f))))

@@ -301,7 +301,7 @@ def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
     """Attention of every layer, computed from the bare input: tuple of ``[B, H_l, T, T]``.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()  # heads (3, 2), 4 inputs of 5 tokens
       >>> [a.shape for a in pt.attention_matrices(arch, x)]
       [(4, 3, 5, 5), (4, 2, 5, 5)]
@@ -327,7 +327,7 @@ def path_attention(arch: Architecture, x) -> Array:
     """Path attention vectors ``alpha^pi(x)``: ``[B, n_paths, T]``; each sums to one over tokens.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()
       >>> alpha = pt.path_attention(arch, x)
       >>> alpha.shape, bool(np.allclose(alpha.sum(axis=-1), 1.0))
@@ -346,7 +346,7 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
       ``[B, n_paths, N0]`` float64.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()
       >>> pt.path_features(arch, x).shape
       (4, 6, 6)
@@ -377,7 +377,7 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
 
     Example:
       >>> import jax
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem()
       >>> params = pt.sample_prior(arch, 8, x.shape[2], jax.random.PRNGKey(0))
       >>> params["V0"].shape, [v.shape for v in params["V"]], params["a"].shape
@@ -461,7 +461,7 @@ def network_output(
         (paper §4.2, App. H.2.3). A mask must leave every layer at least one head.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()
       >>> f = pt.network_output(arch, params, x)
       >>> f.shape, bool(np.allclose(f, pt.path_expansion_output(arch, params, x)))
@@ -471,7 +471,7 @@ def network_output(
     attn = attention_matrices(arch, xj) if attn is None else _check_attention(arch, attn, xj)
     check_params(arch, params, xj.shape[2])
     params = _weights(params)
-    masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else _check_head_mask(
+    masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else check_head_mask(
         arch, head_mask, xj.dtype)
     z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
     for v, a, m in zip(params["V"], attn, masks):
@@ -498,7 +498,7 @@ def _check_attention(arch: Architecture, attn: Sequence, x: Array) -> tuple[Arra
     return tuple(jnp.asarray(a) for a in attn)
 
 
-def _check_head_mask(arch: Architecture, head_mask: Sequence, dtype) -> list[Array]:
+def check_head_mask(arch: Architecture, head_mask: Sequence, dtype) -> list[Array]:
     """The masks as arrays of ``dtype``; raise unless there is one ``[H_l]`` array per layer, of finite
     nonnegative weights, leaving every layer at least one head."""
     if not isinstance(head_mask, (list, tuple)):
@@ -521,7 +521,7 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
     """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (paper Eqs. (6), (22)).
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()
       >>> pt.effective_weights(arch, params).shape  # [paths, n0]
       (6, 8)
@@ -546,7 +546,7 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
       features: path features ``[B, n_paths, N0]`` (:func:`path_features`).
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()
       >>> c = pt.path_contributions(arch, params, pt.path_features(arch, x))
       >>> c.shape, bool(np.allclose(c.sum(axis=1), pt.network_output(arch, params, x)))
@@ -572,7 +572,7 @@ def path_expansion_output(arch: Architecture, params: dict, x) -> Array:
     """``f(x) = sum_pi w^pi . (V^0 xi^pi(x)) / (sigma_0 sqrt(n_0))``: the network as a sum over paths.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()
       >>> bool(np.allclose(pt.path_expansion_output(arch, params, x), pt.network_output(arch, params, x)))
       True

@@ -38,7 +38,7 @@ from paththeory._checks import (
     require_finite,
 )
 from paththeory.kernels import check_features, kernel_diagonal, kernel_matrix
-from paththeory.outputs import as_labels, stacked
+from paththeory._labels import as_labels, stacked
 
 Array = jax.Array
 #: The largest error of the means, relative to the labels, that :func:`predictor` accepts: it refuses a
@@ -60,7 +60,7 @@ def predictor(U, features_train, y, features_test, temperature, batch_size: int 
       batch_size: test points per batch of the cross kernel.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
       >>> f = pt.path_features(arch, x)
       >>> mean, var = predictor(arch.gp_scale * np.eye(6), f[:3], np.array([1.0, -1.0, 1.0]), f, 0.1)
@@ -88,7 +88,7 @@ def mean_predictor(U, features_train, y, features_test, temperature) -> Array:
     or ``[P_test, C]`` for labels ``[P, C]`` (the paper's Eq. 29). Same arguments and checks.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
       >>> f = pt.path_features(arch, x)
       >>> U, y = arch.gp_scale * np.eye(6), np.array([1.0, -1.0, 1.0])

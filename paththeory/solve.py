@@ -66,11 +66,11 @@ from paththeory.kernels import (
     kernel_operator,
     operator_astype,
 )
-from paththeory.lbfgs import State as _State
-from paththeory.lbfgs import reached as _reached
-from paththeory.lbfgs import run as _lbfgs
+from paththeory._lbfgs import State as _State
+from paththeory._lbfgs import reached as _reached
+from paththeory._lbfgs import run as _lbfgs
 from paththeory.model import Architecture
-from paththeory.outputs import as_labels, stacked
+from paththeory._labels import as_labels, stacked
 
 Array = jax.Array
 
@@ -472,7 +472,7 @@ class Solution:
         ``rtol``.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
       >>> sol = solve(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 10, 0.1)
       >>> [u.shape for u in sol.order_parameters], sol.widths, sol.report["converged"]
@@ -523,7 +523,7 @@ class Theory:
         iterations took 440 s and reached only 5e-3).
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
       >>> theory = Theory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]))
       >>> sol = theory.solve(10, 0.1)
@@ -623,7 +623,7 @@ class Theory:
         unconverged :class:`Solution` with a :class:`ConvergenceWarning`.
 
         Example:
-          >>> from paththeory.exercises import model_problem
+          >>> from paththeory.tasks.examples import model_problem
           >>> arch, _, x = model_problem("mean")
           >>> theory = Theory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]))
           >>> sol = theory.solve(10, 0.1)
@@ -709,7 +709,7 @@ class Theory:
         :meth:`solve_many` (``tol``, ``max_iter``, ``rtol``).
 
         Example:
-          >>> from paththeory.exercises import model_problem
+          >>> from paththeory.tasks.examples import model_problem
           >>> arch, _, x = model_problem("mean")
           >>> theory = Theory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]))
           >>> grid = theory.sweep([10], [0.1, 1.0])  # one list of widths per temperature
@@ -792,7 +792,7 @@ def solve(arch: Architecture, features, y, width, temperature, **opts) -> Soluti
     """One-call solver: ``Theory(arch, features, y).solve(width, temperature, **opts)``.
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
       >>> sol = solve(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 10, 0.1)
       >>> sol.U.shape, sol.report["converged"]
@@ -806,7 +806,7 @@ def sweep(arch: Architecture, features, y, widths, temperatures, **opts):
     """One-call sweep: ``Theory(arch, features, y).sweep(widths, temperatures, **opts)`` (same result shape).
 
     Example:
-      >>> from paththeory.exercises import model_problem
+      >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
       >>> sols = sweep(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), [10], 0.1)
       >>> [round(float(np.linalg.norm(s.U - np.eye(6))), 2) for s in sols]

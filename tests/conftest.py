@@ -130,8 +130,8 @@ def _files_stay_in_test_folders(tmp_path_factory):
     watching file access (see above)."""
     import matplotlib
 
-    from paththeory.compilation_cache import default_folder
-    from paththeory.data import cache_dir
+    from paththeory._compilation_cache import default_folder
+    from paththeory.tasks.data import cache_dir
 
     base = tmp_path_factory.getbasetemp().resolve()
     system_tmp = os.path.realpath(tempfile.gettempdir())
@@ -173,8 +173,8 @@ def _no_file_outside_test_folders(_files_stay_in_test_folders):
 
 # --------------------------------------------------------------------------- modules loaded from their files
 
-#: The folder of the book's own Sphinx extensions (``local_extensions`` of ``_config.yml``).
-BOOK_EXTENSIONS = Path(__file__).resolve().parents[1] / "book" / "_ext"
+#: The folder of the book's own Sphinx extensions (``paththeory_tools.sphinxext``, listed in ``_config.yml``).
+BOOK_EXTENSIONS = Path(__file__).resolve().parents[1] / "tools" / "paththeory_tools" / "sphinxext"
 
 
 @pytest.fixture(scope="session")
@@ -196,5 +196,5 @@ def module_from_file():
 @pytest.fixture(scope="session")
 def book_extension(module_from_file):
     """``book_extension("script_dedup")``: a fresh module of the book's Sphinx extension
-    ``book/_ext/script_dedup.py``, loaded from its file (``book/_ext`` is no package)."""
+    ``tools/paththeory_tools/sphinxext/script_dedup.py``, loaded from its file (a fresh copy, outside ``sys.modules``)."""
     return lambda name: module_from_file(name, BOOK_EXTENSIONS / f"{name}.py")

@@ -10,15 +10,19 @@ Every check compares with the expected answer, computed with the package, within
 tolerance. A right answer prints ``Correct (<id>): ...``. A wrong one raises
 :class:`WrongAnswer` with a diagnosis (shape, sign, order of magnitude, which entries, which
 step to revisit) and without the expected value, which only ``check(id, answer, reveal=True)``
-or :func:`solution` show (a graded run, :mod:`paththeory.grading`, refuses both). An answer of
+or :func:`solution` show (a graded run, :mod:`paththeory.exercises.grading`, refuses both). An answer of
 the wrong kind (``None``, a string, NaN, a dict, a wrong shape) raises :class:`InvalidAnswer`,
 naming the exercise and the kind of answer expected.
 
 * :mod:`~paththeory.exercises.answers`: the kinds of answer, their validation and diagnoses.
 * :mod:`~paththeory.exercises.keys`: every exercise (:data:`EXERCISES`) and its answer key.
 * :mod:`~paththeory.exercises.checking`: :func:`check`, :func:`hint`, :func:`solution`.
-* :mod:`~paththeory.exercises.student`: student notebooks (:func:`write_student_notebooks`) and
-  the exercises page.
+* :mod:`~paththeory.exercises.problems`: the problem set's implement-it-yourself checks.
+* :mod:`~paththeory.exercises.grading`: what a graded notebook's test cells call (:func:`graded`,
+  :func:`graded_function`, :func:`assert_honest`).
+
+Student notebooks, the exercises page and the instructor's side of grading are repository tools
+(``paththeory-tools``, in ``tools/``), not part of the package.
 """
 
 from paththeory.exercises.answers import Answer, Exercise, ExerciseError, InvalidAnswer, WrongAnswer, diagnose, validate
@@ -37,29 +41,17 @@ from paththeory.exercises.keys import (
     omniglot_problem,
     toy_problem,
 )
-from paththeory.exercises.student import (
-    BEGIN,
-    END,
-    exercise_id,
-    exercise_label,
-    exercises_page,
-    figure_caption,
-    plain_notebook,
-    strip_solution,
-    student_version,
-    write_exercises_page,
-)
-from paththeory.notebooks import write_student_notebooks
+from paththeory.exercises.grading import GradingError, assert_honest, graded, graded_function
+from paththeory.exercises.problems import check_implementation
 
 # The errors print as ``paththeory.exercises.WrongAnswer`` wherever they are raised.
-for _cls in (ExerciseError, WrongAnswer, InvalidAnswer):
+for _cls in (ExerciseError, WrongAnswer, InvalidAnswer, GradingError):
     _cls.__module__ = __name__
 
 __all__ = [
-    "Answer", "BEGIN", "END", "EXERCISES", "Exercise", "ExerciseError", "GP_SETUP", "InvalidAnswer",
+    "Answer", "EXERCISES", "Exercise", "ExerciseError", "GP_SETUP", "GradingError", "InvalidAnswer",
     "OMNIGLOT_GP_TEMPERATURES", "OMNIGLOT_SPLITS", "OmniglotProblem", "READOUT_SETUP", "SINGLE_PATH_WIDTHS",
     "TOY_WIDTHS", "WrongAnswer",
-    "check", "diagnose", "exercise_id", "exercise_label", "exercises_page", "figure_caption", "hint", "markov_problem",
-    "model_problem", "omniglot_problem", "plain_notebook", "solution", "strip_solution", "student_version",
-    "toy_problem", "validate", "write_exercises_page", "write_student_notebooks",
+    "assert_honest", "check", "check_implementation", "diagnose", "graded", "graded_function", "hint",
+    "markov_problem", "model_problem", "omniglot_problem", "solution", "toy_problem", "validate",
 ]

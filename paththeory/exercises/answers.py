@@ -9,12 +9,14 @@ from the expected one (shape, sign, order of magnitude, which entries) without g
 from __future__ import annotations
 
 import math
-import os
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from paththeory._io import GRADING_ENV, grading  # noqa: F401 (GRADING_ENV: re-exported)
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -238,9 +240,6 @@ def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, accura
 
 # --------------------------------------------------------------------------- graded runs
 
-#: Set (to anything) in the environment of a graded run: ``solution()`` and ``reveal=True`` refuse,
-#: and a chapter that lacks a file fails instead of showing a notice (:mod:`paththeory.chapter`).
-GRADING_ENV = "PATHTHEORY_GRADING"
 
 _REVEALED: set[str] = set()
 
@@ -250,11 +249,6 @@ class GradingError(AssertionError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"GradingError: {self}"]
-
-
-def grading() -> bool:
-    """Whether this process is a graded run (:data:`GRADING_ENV` set)."""
-    return bool(os.environ.get(GRADING_ENV))
 
 
 def note_revealed(exercise_id: str) -> None:

@@ -8,44 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from paththeory.exercises.answers import Answer, Exercise
-
-def model_problem(readout: str = "first"):
-    """The small network of the model exercises: ``(arch, params, x)``, L = 2, heads (3, 2).
-
-    Example:
-      >>> arch, params, x = model_problem()
-      >>> arch.heads, x.shape
-      ((3, 2), (4, 5, 6))
-    """
-    import jax
-
-    import paththeory as pt
-
-    rng = np.random.default_rng(0)
-    layers = [pt.QKAttention(rng.normal(size=(h, 3, 6)), rng.normal(size=(h, 3, 6))) for h in (3, 2)]
-    arch = pt.Architecture(layers, readout=readout)
-    params = pt.sample_prior(arch, 8, 6, jax.random.PRNGKey(1))
-    return arch, params, rng.normal(size=(4, 5, 6))
-
-
-@functools.lru_cache(maxsize=None)
-def toy_problem(n_train: int = 100, n_test: int = 1000):
-    """The toy needle task of the GP-vs-finite exercises: ``(arch, f_train, y_train, f_test, y_test)``.
-
-    Example:
-      >>> arch, f_train, y_train, f_test, y_test = toy_problem(10, 20)
-      >>> f_train.shape, f_test.shape
-      ((10, 4, 48), (20, 4, 48))
-    """
-    import paththeory as pt
-    from paththeory.tasks import toy
-
-    arch = toy.architecture()
-    train = toy.sample_task(n_train, seed=toy.TRAIN_SEED)
-    test = toy.sample_task(n_test, seed=toy.TEST_SEED)
-    y_train, y_test = np.array(train.y), np.array(test.y)  # cached: one caller's change must not reach the next
-    y_train.flags.writeable = y_test.flags.writeable = False
-    return arch, pt.path_features(arch, train.x), y_train, pt.path_features(arch, test.x), y_test
+from paththeory.tasks.examples import model_problem, toy_problem  # noqa: F401 (the exercises' problems)
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,7 +57,7 @@ def omniglot_problem(n: int = 200) -> OmniglotProblem:
     """The trained network and ``n`` balanced sequences per split for the Omniglot and pruning exercises.
 
     The sequences are those of :func:`paththeory.experiments.omniglot.build_sequences` with ``n``
-    sequences per split (seed 0), whatever the profile; needs the Omniglot files (:mod:`paththeory.data`).
+    sequences per split (seed 0), whatever the profile; needs the Omniglot files (:mod:`paththeory.tasks.data`).
 
     Example:
       >>> network, x, y, features = omniglot_problem(20)

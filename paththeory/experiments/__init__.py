@@ -39,7 +39,7 @@ def sampled_vs_theory(theory, sampled, sampled_se, gp_scale: float, seed: int = 
       >>> round(d["relative_distance"], 3), round(d["noise"], 3), round(d["gp_relative_distance"], 3)
       (0.1, 0.017, 0.1)
     """
-    from paththeory import stats
+    from paththeory.experiments import stats
 
     th, sampled = np.asarray(theory, dtype=float), np.asarray(sampled, dtype=float)
     norm = float(np.linalg.norm(th))

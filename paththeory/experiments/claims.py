@@ -4,7 +4,7 @@ a verdict.
 :func:`fig3_claims` reads a ``results.json`` of :func:`paththeory.experiments.omniglot.run` and
 returns one row per claim and split; :func:`fig2_claims` does the same for Fig. 2 (the Markov
 chain, :func:`paththeory.experiments.markov.run`); :func:`claims_table` prints them. A verdict is
-``"holds"``, ``"within noise"`` or ``"fails"`` (:mod:`paththeory.stats`): an estimate must clear
+``"holds"``, ``"within noise"`` or ``"fails"`` (:mod:`paththeory.experiments.stats`): an estimate must clear
 two standard errors, a permutation test a one-sided p-value of 0.05. Nothing is written by
 hand: change the results and the verdicts follow.
 
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paththeory import stats
+from paththeory.experiments import stats
 from paththeory.sampling import diagnostics_summary
 
 #: The ``source`` of a row that tests something the paper does not claim.
@@ -60,7 +60,7 @@ TRANSFERRED_TEST = "this book's test of a §4.2 claim on another network"
 #: for the §4.2 network (Fig. 3f), up to four for the wider one (App. H.2.3, Fig. 7d).
 MARGINAL_PRUNED_HEADS: dict[tuple[int, int], int] = {(2, 4): 2, (2, 8): 4}
 #: Relative Frobenius distance between the sampled and the theory's ``U`` below which they "match".
-#: Fixed before any Omniglot run, from the Markov-chain test of the sampler (``tests/test_sampling.py``,
+#: Fixed before any Omniglot run, from the Markov-chain test of the sampler (``tests/sampling/test_sampling.py``,
 #: 20 %); the saddle point is exact only for ``N`` much larger than the number of paths, so exact
 #: agreement is not expected at N = 10.
 U_TOLERANCE = 0.2
@@ -343,7 +343,7 @@ SAMPLED_SOURCE = "§4.2, 'Agreement with sampled statistics'; Fig. 2c, e"
 def _sampled_u(tvs: dict | None, diagnostics: dict | None) -> tuple | None:
     """``(value, noise, verdict, measured)`` of the claim that NUTS's ``U`` lies within
     :data:`U_TOLERANCE` of the theory's, from a ``theory_vs_sampled`` entry
-    (:func:`paththeory.experiments.sampled_vs_theory`); :data:`~paththeory.stats.NOT_ENOUGH_DRAWS`
+    (:func:`paththeory.experiments.sampled_vs_theory`); :data:`~paththeory.experiments.stats.NOT_ENOUGH_DRAWS`
     for a run stopped by its time limit; ``None`` when there is nothing to report."""
     if diagnostics is not None and not diagnostics.get("complete", True):
         return None, "n/a", stats.NOT_ENOUGH_DRAWS, diagnostics_summary(diagnostics)
@@ -359,7 +359,7 @@ def _sampled_u(tvs: dict | None, diagnostics: dict | None) -> tuple | None:
 
 def _paired_row(claim_id: str, claim: str, split: str | None, d: dict, paper: str, source: str,
                 tolerance: float | None = None) -> dict:
-    """A row on a paired accuracy difference ``d`` (:func:`paththeory.stats.paired_difference`): the claim
+    """A row on a paired accuracy difference ``d`` (:func:`paththeory.experiments.stats.paired_difference`): the claim
     ``difference > 0``, or, with ``tolerance``, ``|difference| <= tolerance``."""
     if tolerance is None:
         verdict = stats.verdict(d["difference"], d["se"])

@@ -32,13 +32,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import paththeory
-from paththeory import _io, stats
-from paththeory.chapter import markdown_table
+from paththeory import _io
+from paththeory.experiments import stats
+from paththeory.display.tables import markdown_table
 from paththeory.experiments import jsonable, sampled_vs_theory
 from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
-from paththeory.plots import COLOURS, COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
+from paththeory.display.plots import COLOURS, COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior
@@ -101,7 +102,7 @@ def settings(profile: str | None = None) -> Config:
 
 
 def sizes_table(cfg: Config) -> str:
-    """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.chapter.markdown_table`)."""
+    """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.display.tables.markdown_table`)."""
     def nuts(widths: Sequence[int]) -> str:
         if not widths:
             return "not sampled"
@@ -263,7 +264,7 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
 
     The dict's ``sampled_vs_theory`` holds, per sampled width (``None`` for a run stopped by its
     time limit), the paired accuracy difference NUTS minus theory on the same test sequences
-    (:func:`paththeory.stats.paired_difference`) and the distance of the NUTS ``U`` from the
+    (:func:`paththeory.experiments.stats.paired_difference`) and the distance of the NUTS ``U`` from the
     theory's with its batch-means Monte Carlo error
     (:func:`paththeory.experiments.sampled_vs_theory`)."""
     t = time.perf_counter()
@@ -306,7 +307,7 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
 
 def finite_vs_gp(theory_correct: dict[str, np.ndarray], gp: dict[str, np.ndarray]) -> dict:
     """Paired accuracy difference theory minus each GP line on the same test sequences, per GP line and
-    width: ``{gp_key: {width: paired_difference}}`` (:func:`paththeory.stats.paired_difference`)."""
+    width: ``{gp_key: {width: paired_difference}}`` (:func:`paththeory.experiments.stats.paired_difference`)."""
     return {key: {w: stats.paired_difference(c, g) for w, c in theory_correct.items()} for key, g in gp.items()}
 
 

@@ -14,9 +14,9 @@ Used by the chapter ``book/many_outputs.md`` and ``paththeory reproduce multicla
 * tables and figures for the chapter.
 
 Relative errors are Frobenius norms, ``|X - X_theory| / |X_theory|``; their Monte-Carlo noise is
-the Frobenius norm of the per-entry batch-means errors (:func:`paththeory.stats.batch_means_se`) on
+the Frobenius norm of the per-entry batch-means errors (:func:`paththeory.experiments.stats.batch_means_se`) on
 the same scale. Accuracies are argmax decisions on the same test sequences, so every difference
-has a paired standard error (:func:`paththeory.stats.paired_difference`).
+has a paired standard error (:func:`paththeory.experiments.stats.paired_difference`).
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import paththeory
-from paththeory import _io, stats
+from paththeory import _io
+from paththeory.experiments import stats
 from paththeory._checks import check_flag
-from paththeory.chapter import markdown_table
+from paththeory.display.tables import markdown_table
 from paththeory.experiments import jsonable
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.model import Architecture, path_features
-from paththeory.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
+from paththeory.display.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import PosteriorSamples, sample_posterior

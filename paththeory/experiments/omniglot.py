@@ -61,10 +61,11 @@ from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 import paththeory
-from paththeory import _io, action, hessian, kernels, predict, solve, stats, training
+from paththeory import _io, action, hessian, kernels, predict, solve, training
+from paththeory.experiments import stats
 from paththeory._checks import check_count, check_nonnegative
-from paththeory.chapter import markdown_table
-from paththeory.data import load_mnist, load_omniglot, load_one_shot_runs
+from paththeory.display.tables import markdown_table
+from paththeory.tasks.data import load_mnist, load_omniglot, load_one_shot_runs
 from paththeory.experiments import jsonable, sampled_vs_theory
 from paththeory.experiments.claims import fig3_claims
 from paththeory.experiments.omniglot_base import (
@@ -94,7 +95,7 @@ from paththeory.experiments.omniglot_figures import (
 from paththeory.experiments import pruning as pruning_experiment
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
 from paththeory.model import NETWORK_WIDTHS, Architecture, path_features
-from paththeory.plots import COLOURS, book_style, panel_grid, stamp_profile
+from paththeory.display.plots import COLOURS, book_style, panel_grid, stamp_profile
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import sample_posterior
 from paththeory.solve import Theory
@@ -690,7 +691,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
       config: sizes overriding the profile's entry (:func:`settings`).
       network: the trained network, or a checkpoint name (e.g. ``"omniglot_l2h8"``; its sizes come
         from :data:`NETWORK_SETTINGS`); default :func:`trained_network` with ``config.retrain``.
-      root: data folder (see :mod:`paththeory.data`).
+      root: data folder (see :mod:`paththeory.tasks.data`).
       cache: folder for the theory sweep (``True``: :func:`cache_dir`; ``False``/``None``: no cache).
       progress: print the time of each stage and show the NUTS bar.
     Returns:

@@ -15,8 +15,8 @@ from typing import Sequence
 import numpy as np
 
 from paththeory import training
-from paththeory.chapter import markdown_table
-from paththeory.data import load_omniglot
+from paththeory.display.tables import markdown_table
+from paththeory.tasks.data import load_omniglot
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
 from paththeory.predict import mean_predictor
 from paththeory.tasks.omniglot import encode_images, icl_sequences, split_characters
@@ -108,7 +108,7 @@ class Config:
 
 
 def sizes_table(cfg: Config) -> str:
-    """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.chapter.markdown_table`)."""
+    """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.display.tables.markdown_table`)."""
     def values(xs) -> str:
         return ", ".join(f"{x:g}" for x in xs)
 

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from paththeory.plots import (COLOURS, COLUMN_WIDTH, book_style, label_points, legend_below, matrix_heatmap,
+from paththeory.display.plots import (COLOURS, COLUMN_WIDTH, book_style, label_points, legend_below, matrix_heatmap,
                               panel_grid, stamp_profile)
 
 

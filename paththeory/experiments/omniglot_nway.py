@@ -29,9 +29,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from paththeory import stats, training
-from paththeory.chapter import markdown_table
-from paththeory.data import load_one_shot_runs
+from paththeory import training
+from paththeory.experiments import stats
+from paththeory.display.tables import markdown_table
+from paththeory.tasks.data import load_one_shot_runs
 from paththeory.experiments import jsonable
 from paththeory.experiments.omniglot import select_temperature
 from paththeory.experiments.omniglot_base import _characters

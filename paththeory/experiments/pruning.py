@@ -33,7 +33,8 @@ from typing import Callable, Sequence
 import jax
 import numpy as np
 
-from paththeory import pruning, stats, training
+from paththeory import pruning, training
+from paththeory.experiments import stats
 from paththeory.experiments import jsonable
 from paththeory.experiments.omniglot_base import (
     Config,
@@ -120,7 +121,7 @@ def pruning_study(heads: Sequence[int], contribution: np.ndarray, y: np.ndarray,
     """Single-head drops and cumulative pruning on one split, from the per-path contributions.
 
     Returns ``single_head_drop`` ``[layer][head]`` (unpruned minus pruned accuracy) with its paired
-    standard errors ``single_head_se``; ``spearman`` (score against drop, :func:`paththeory.stats.spearman_test`);
+    standard errors ``single_head_se``; ``spearman`` (score against drop, :func:`paththeory.experiments.stats.spearman_test`);
     ``cumulative``: the curves (accuracy after ``k = 0..n_heads`` heads) of the theory's order
     (``score_ascending``), its reverse and the band of ``n_random`` random orders (mean, 5 and
     95 % quantiles); ``area``: each order's mean accuracy over ``k >= 1`` and the fraction of random
@@ -233,7 +234,7 @@ def score_sensitivity(cfg: Config, network: training.Checkpoint, features: dict,
     * ``resamples``: the paper's score from ``cfg.score_resamples`` fresh training sets of the same
       size ``P`` (new sequences of the training characters): the score's own sampling noise.
 
-    Every entry holds :func:`paththeory.stats.spearman_test` output, and the ``scores``.
+    Every entry holds :func:`paththeory.experiments.stats.spearman_test` output, and the ``scores``.
     """
     arch, heads = network.architecture, network.architecture.heads
     drops = np.concatenate([np.asarray(d, dtype=float) for d in results["pruning"][split]["single_head_drop"]])

@@ -30,11 +30,12 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from paththeory import _io, stats
-from paththeory.chapter import markdown_table
+from paththeory import _io
+from paththeory.experiments import stats
+from paththeory.display.tables import markdown_table
 from paththeory.experiments import jsonable, sampled_vs_theory
 from paththeory.experiments import markov as markov_experiment
-from paththeory.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
+from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
 from paththeory.profiles import choose, current_profile
 from paththeory.sampling import sample_posterior
@@ -250,7 +251,7 @@ def compare(records: Sequence[dict], cfg: Config) -> list[dict]:
     Per point: ``task``, ``width``, ``ratio``; ``distance``, the relative Frobenius distance
     ``|U_NUTS - U*|_F / |U*|_F`` with its Monte Carlo ``noise`` and the GP point's distance
     ``gp_distance`` (:func:`paththeory.experiments.sampled_vs_theory`); ``accuracy``, the paired
-    difference NUTS minus theory on the test sequences (:func:`paththeory.stats.paired_difference`);
+    difference NUTS minus theory on the test sequences (:func:`paththeory.experiments.stats.paired_difference`);
     ``theory_accuracy``, ``nuts_accuracy``; ``r_hat`` and ``ess``, the worst R-hat and bulk ESS of ``U``.
     """
     rows = []

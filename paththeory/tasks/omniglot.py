@@ -29,7 +29,7 @@ copies (inner products smaller by the factor 3), while ``pe`` and the label vect
 All outputs are float64 numpy arrays: tokens ``x[P, 48, N0]``, targets ``y[P]`` in ``{-1, +1}``.
 Typical use::
 
-    s = load_omniglot()                      # paththeory.data; 242 characters offline
+    s = load_omniglot()                      # paththeory.tasks.data; 242 characters offline
     patches = encode_images(s.images)        # once per data set
     split = split_characters(s.n_classes, validation=0.1, test=0.25, seed=0)
     x, y = icl_sequences(patches, s.labels, 0, 600, characters=split.train, balanced=True)
@@ -48,7 +48,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from paththeory._checks import check_count, check_flag, check_nonnegative
-from paththeory.data import DataNotFoundError, OneShotRuns, load_mnist
+from paththeory.tasks.data import DataNotFoundError, OneShotRuns, load_mnist
 
 IMAGE_SIZE = 32
 PATCH_SIZE = 8
@@ -339,7 +339,7 @@ def one_shot_run_indices(
     permutation are random, or ``balanced`` as in :func:`icl_indices`.
     """
     if not isinstance(runs, OneShotRuns):
-        raise TypeError(f"runs must be a paththeory.data.OneShotRuns (load_one_shot_runs()); got {type(runs).__name__}.")
+        raise TypeError(f"runs must be a paththeory.tasks.data.OneShotRuns (load_one_shot_runs()); got {type(runs).__name__}.")
     n = None if n is None else check_count(n, "n")
     n_runs, n_classes = runs.answers.shape
     total = n_runs * n_classes * (n_classes - 1)
@@ -403,7 +403,7 @@ def ood_sequences(
         and query images are disjoint.
         ``"auto"``: ``"train"`` if the training set can be found or downloaded, else ``"test"``
         with a warning.
-      root, download: see :func:`paththeory.data.locate`.
+      root, download: see :func:`paththeory.tasks.data.locate`.
       channels, label_seed: see :func:`assemble_tokens`; use the values of the training data.
 
     Returns:
@@ -531,7 +531,7 @@ def one_shot_run_nway_indices(runs: OneShotRuns, rng: Rng, n_ways: int, n: int |
     sequences; at ``C = 20`` these are the official runs, each scored 20-way), else ``n`` of them
     without replacement. Random context order and label permutation."""
     if not isinstance(runs, OneShotRuns):
-        raise TypeError(f"runs must be a paththeory.data.OneShotRuns (load_one_shot_runs()); got {type(runs).__name__}.")
+        raise TypeError(f"runs must be a paththeory.tasks.data.OneShotRuns (load_one_shot_runs()); got {type(runs).__name__}.")
     n_runs, n_classes = runs.answers.shape
     n_ways = _check_ways(n_ways, n_classes, "the one-shot runs")
     total = n_runs * n_classes

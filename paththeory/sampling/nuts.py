@@ -1,0 +1,612 @@
+"""Posterior sampling of the finite network with NumPyro NUTS (the paper's Eqs. 8 and 13, Appendix F).
+
+The Gibbs posterior of the paper's Eq. (8) is sampled over the value weights ``V^0 [n_0, N_0]`` and
+``V^l [H_l, n_l, n_{l-1}]`` with the attention fixed. The network is evaluated in path form
+from path features ``xi`` computed once per data set (:func:`paththeory.path_features`):
+``f = Phi b`` with the pooled last-layer activations
+``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`readout_design`).
+This is the layer-by-layer forward pass of the paper's Eqs. (1-4) (a test checks it against
+:func:`paththeory.network_output`) with ``n_tokens / n_paths`` times fewer operations in the first layer.
+
+**The readout is integrated out.** Given the other weights, ``f = Phi b`` is linear in the
+standardised readout ``b = a / sigma_a ~ N(0, I)``, with ``Phi = sigma_a df/da`` ``[P, n_L]``.
+So the labels are Gaussian, ``y ~ N(0, C)`` with ``C = T I_P + Phi Phi^T``, and NUTS samples
+only the ``V``'s against this marginal likelihood. ``log det C`` and ``C^{-1}`` are computed
+with a Cholesky factor of ``T I + Phi^T Phi`` (Woodbury, ``n_L <= P``) or of ``C`` itself
+(``n_L > P``), whichever is smaller. For every kept draw, ``b`` is then drawn from its exact
+Gaussian conditional by Matheron's rule, ``b = e + Phi^T C^{-1} (y - Phi e - sqrt(T) d)`` with
+``e, d`` standard normal, so that predictions and effective weights ``w^pi`` are exact
+posterior draws. Sampling ``a`` jointly (``integrate_readout=False``) targets the same
+posterior; at small temperature ``a`` is pinned by the likelihood while it multiplies
+every other weight, a funnel that forces tiny steps.
+
+**Outputs.** Mean and unbiased variance of ``f`` over draws on the test inputs (the paper's Eq. 9
+and Appendix B.1), and the sampled order parameter ``U_{pi sigma} = < w^pi . w^sigma > / n_0``
+(the paper's Eq. 13).
+
+**C outputs.** Labels ``[P]`` (one output, as in the paper) or ``[P, C]`` go through the same code:
+the readout ``a`` becomes ``[n_L, C]``, one standardised column ``b_c`` per output, and given ``Phi``
+the label columns are independent, ``Y_{:, c} ~ N(0, T I_P + Phi Phi^T)``, so the marginal likelihood
+is ``-1/2 [tr(Y^T C^{-1} Y) + C log det C + P C log 2 pi]`` with one Cholesky factor for all outputs.
+Each output has its effective weights ``w^{c pi}`` (those of ``a_c``); the sampled order parameter is
+``U^{cc'}_{pi sigma} = < w^{c pi} . w^{c' sigma} > / n_0``, ``(C n_paths)`` square with the output index
+slowest (the packing of :mod:`paththeory._labels` and of the theory's ``U``). The mean predictor is
+``[P_test, C]`` and ``var`` holds the unbiased output-output covariance ``[P_test, C, C]``. ``[P]``
+labels give ``[P_test]`` arrays, exactly as a ``[P, 1]`` spelling would.
+
+**Diagnostics.** Rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021, as Stan and ArviZ
+compute them, :func:`rank_rhat_ess`) of the identifiable summaries (entries of
+``w^pi . w^sigma / n_0`` and test predictions; raw weights are not identifiable: their signs
+and rotations are free), divergences, E-BFMI per chain, mean acceptance, wall time, and ESS/s
+(the smallest bulk ESS of the ``U`` entries per second of the whole run, compilation included).
+
+**Stalling chains, and what fixes them** (measured on the 2-core CPU shared with other jobs:
+Markov task, P = 100, N = 30, T = 0.01, 100 warm-up iterations, one chain per run). A chain
+that "stalls" is one whose every iteration reaches the maximum tree depth: 1023 gradient
+evaluations per draw. Sampling the readout ``a`` jointly (``init_to_uniform``), the step size adapted to 4e-3 and
+every post-warm-up iteration hit depth 10 (129 s for 150 iterations). With ``a`` integrated
+out, 24 of 24 chains (both initialisations, warm-up 50 or 100, float32 or float64) adapted
+to steps of 0.03-0.06 with 63-255 leapfrog steps per iteration and never reached the maximum
+depth (20-46 s per chain, compilation included). The initialisation is not the cause:
+``init_to_uniform`` (every weight uniform in ``(-2, 2)``) starts at potential energy ~19 000
+and a prior draw (the default, ``init="prior"``) at ~17 100; both reach the typical set
+(~15 000) within 10 iterations. The funnel between ``a`` and the other weights is the
+cause, and integrating ``a`` out removes it. A run takes a fixed number of draws; ``time_limit``
+(seconds, checked after each NUTS iteration) is only a fail-safe: a run that reaches it stops
+cleanly, returns what it has, is marked incomplete (``complete`` is False) and says which chain
+stopped, in which phase and after how many iterations; each
+:class:`ChainReport` counts the iterations at maximum depth and keeps the per-iteration
+step size, tree size and potential energy (``trace``).
+
+**Speed** (same setting, two chains of 100 + 100 iterations, wall time with compilation):
+sequential float64 70 s, sequential float32 52 s (second chain 20 s vs 31 s: 1.5x faster, same
+accuracy and U within Monte Carlo error), vectorized float64 138 s (a batched tree runs as
+long as its longest member). Hence float64 by default, and ``chain_method="auto"``, which runs
+the chains one after another on a CPU and as one batch on a GPU, where a batched leapfrog step
+costs about as much as a single one (small models leave the GPU idle between kernel launches), so
+four chains should take about the time of the longest (expected, not yet measured here: no GPU
+was available when this was written).
+"""
+
+
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable, Literal, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from numpyro.infer.hmc import HMCState, hmc
+from numpyro.infer.util import potential_energy
+from tqdm import tqdm
+
+from paththeory._checks import (
+    as_float_array,
+    check_count,
+    check_flag,
+    check_key,
+    check_open_interval,
+    check_positive,
+    check_targets,
+)
+from paththeory.model import Architecture, effective_weights, sample_prior
+from paththeory._labels import as_labels
+from paththeory.sampling.diagnostics import e_bfmi, rank_rhat_ess, stopped_text
+
+
+Array = jax.Array
+ChainMethod = Literal["auto", "sequential", "vectorized"]
+INITS = ("prior", "uniform")
+
+# --------------------------------------------------------------------------- the model
+
+
+def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
+    """``Phi = sigma_a df/da`` ``[B, n_L]``, so that ``f = Phi b`` with ``b = a / sigma_a`` (the paper's Eqs. 5-7).
+
+    ``Phi = sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L)) sum_pi V^L_{h_L} ... V^1_{h_1} V^0 xi^pi``: the
+    pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
+    needs ``V0`` and ``V`` only.
+    """
+    if not isinstance(params, dict) or "V0" not in params or "V" not in params:
+        raise ValueError("params must be a dict with the weights 'V0' and 'V' (paththeory.sample_prior).")
+    n_in = params["V0"].shape[1]
+    if jnp.ndim(features) != 3 or tuple(jnp.shape(features)[1:]) != (arch.n_paths, n_in):
+        raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
+                         f"got {tuple(jnp.shape(features))}.")
+    z = jnp.einsum("in,bpn->bpi", params["V0"], features)  # [B, paths, n_0]
+    for v in params["V"]:  # contract this layer's head (the slowest remaining path index)
+        z = z.reshape(z.shape[0], v.shape[0], -1, z.shape[-1])
+        z = jnp.einsum("hji,bhqi->bqj", v, z)
+    scale = arch.variances[-1] / (arch.variances[0] * params["V0"].shape[0])
+    for v in params["V"]:
+        scale /= v.shape[1]
+    return math.sqrt(scale) * z[:, 0, :]
+
+
+def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], Array], Array]:
+    """``v -> C^{-1} v`` and ``log det C`` for ``C = T I_P + Phi Phi^T``, by the smaller Cholesky factor."""
+    if not isinstance(temperature, jax.core.Tracer):
+        temperature = check_positive(temperature, "temperature")
+    p, n = phi.shape
+    if n <= p:  # Woodbury: C^{-1} = (I - Phi M^{-1} Phi^T) / T with M = T I_n + Phi^T Phi
+        chol = jnp.linalg.cholesky(temperature * jnp.eye(n, dtype=phi.dtype) + phi.T @ phi)
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol))) + (p - n) * math.log(temperature)
+
+        def solve(v: Array) -> Array:
+            return (v - phi @ jax.scipy.linalg.cho_solve((chol, True), phi.T @ v)) / temperature
+
+    else:
+        chol = jnp.linalg.cholesky(temperature * jnp.eye(p, dtype=phi.dtype) + phi @ phi.T)
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol)))
+
+        def solve(v: Array) -> Array:
+            return jax.scipy.linalg.cho_solve((chol, True), v)
+
+    return solve, logdet
+
+
+def _check_design(phi: Array, y: Array) -> None:
+    """Raise unless ``phi`` is ``[P, n_L]`` and ``y`` is ``[P]`` or ``[P, C]``."""
+    if jnp.ndim(phi) != 2 or jnp.ndim(y) not in (1, 2) or jnp.shape(y)[0] != jnp.shape(phi)[0]:
+        raise ValueError(f"phi must be [P, n_L] and y [P] or [P, C] with the same P; got {tuple(jnp.shape(phi))} "
+                         f"and {tuple(jnp.shape(y))}.")
+
+
+def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
+    """``sum_c log N(Y_{:, c}; 0, T I + Phi Phi^T)``: the likelihood with the readout integrated out.
+
+    ``phi [P, n_L]``; ``y [P]`` (one output) or ``[P, C]`` (the columns are independent given ``Phi``).
+    """
+    _check_design(phi, y)
+    solve, logdet = _gaussian_factor(phi, temperature)
+    n_outputs = y.size // y.shape[0]
+    return -0.5 * (jnp.vdot(y, solve(y)) + n_outputs * logdet + y.size * math.log(2.0 * math.pi))
+
+
+def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
+    """One exact draw of ``b = a / sigma_a`` given ``Phi`` (Matheron's rule): ``[n_L]`` for ``y [P]``,
+    ``[n_L, C]`` for ``y [P, C]`` (one column per output)."""
+    _check_design(phi, y)
+    key = check_key(key)
+    solve, _ = _gaussian_factor(phi, temperature)
+    k_e, k_d = jax.random.split(key)
+    e = jax.random.normal(k_e, (phi.shape[1],) + y.shape[1:], phi.dtype)
+    d = jax.random.normal(k_d, y.shape, phi.dtype)
+    return e + phi.T @ solve(y - phi @ e - math.sqrt(temperature) * d)
+
+
+def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Array:
+    """``w^{c pi}`` of every output, ``[C n_paths, n_0]`` with the output index slowest.
+
+    ``b``: standardised readout ``[n_L]`` (one output) or ``[n_L, C]``; output ``c`` has readout
+    ``a_c = sigma_a b_{:, c}`` and the effective weights of :func:`paththeory.effective_weights`.
+    """
+    columns = jnp.reshape(b, (b.shape[0], -1)).T  # [C, n_L]
+    sd_a = math.sqrt(arch.variances[-1])
+    w = jax.vmap(lambda bc: effective_weights(arch, {**params, "a": sd_a * bc}))(columns)
+    return w.reshape(-1, w.shape[-1])
+
+
+def posterior_model(
+    features: Array,
+    y: Array,
+    *,
+    arch: Architecture,
+    widths: tuple[int, ...],
+    temperature: float,
+    integrate_readout: bool = True,
+) -> None:
+    """NumPyro model of the posterior (the paper's Eq. 8): Normal priors, likelihood ``Normal(f, sqrt(T))``.
+
+    Sites ``V0 [n_0, N0]``, ``V1..VL [H_l, n_l, n_{l-1}]`` and, unless ``integrate_readout``,
+    ``a [n_L]`` (``[n_L, C]`` for labels ``y [P, C]``). ``features``: path features ``[P, n_paths, N0]``;
+    their dtype sets the precision.
+    """
+    zero = jnp.zeros((), features.dtype)
+    sd = [math.sqrt(v) for v in arch.variances]
+    v0 = numpyro.sample("V0", dist.Normal(zero, sd[0]).expand((widths[0], features.shape[2])).to_event(2))
+    vs = tuple(
+        numpyro.sample(f"V{l + 1}", dist.Normal(zero, sd[l + 1]).expand((h, widths[l + 1], widths[l])).to_event(3))
+        for l, h in enumerate(arch.heads)
+    )
+    params = {"V0": v0, "V": vs}
+    if integrate_readout:
+        numpyro.factor("y", marginal_log_likelihood(readout_design(arch, params, features), y, temperature))
+    else:
+        a = numpyro.sample("a", dist.Normal(zero, sd[-1]).expand((widths[-1],) + y.shape[1:]).to_event(y.ndim))
+        f = readout_design(arch, params, features) @ a / sd[-1]
+        numpyro.sample("y", dist.Normal(f, math.sqrt(temperature)), obs=y)
+
+
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class ChainReport:
+    """What one chain did: iterations reached, time, and its NUTS statistics over the kept draws."""
+
+    chain: int
+    warmup_done: int
+    samples_done: int
+    completed: bool
+    seconds: float
+    step_size: float
+    mean_tree_steps: float  # leapfrog steps per iteration (sampling phase)
+    max_depth_hits: int  # iterations that hit the maximum tree depth (sampling phase)
+    divergences: int
+    accept_prob: float
+    e_bfmi: float
+    trace: dict = field(default_factory=dict, repr=False)  # per iteration: num_steps, step_size, potential
+
+
+@dataclass
+class PosteriorSamples:
+    """Result of :func:`sample_posterior`.
+
+    Attributes:
+      mean, var: sampled mean predictor and unbiased variance of ``f`` on the test inputs ``[P_test]``;
+        with ``C`` outputs the means ``[P_test, C]`` and output-output covariances ``[P_test, C, C]``.
+      U: sampled order parameter ``<w^pi . w^sigma> / n_0`` ``[n_paths, n_paths]``; with ``C`` outputs
+        ``<w^{c pi} . w^{c' sigma}> / n_0``, ``C n_paths`` square with the output index slowest.
+      f_draws: ``[chains, draws, P_test]`` (``[..., P_test, C]``) test outputs of the kept draws (complete chains only
+        when a run stopped early and at least one chain completed).
+      U_draws: ``[chains, draws, C n_paths, C n_paths]`` per-draw ``w^{c pi} . w^{c' sigma} / n_0``.
+      chains: one :class:`ChainReport` per started chain.
+      diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s, and
+        ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`diagnostics_summary`
+        turns them into one readable line, also when read back from JSON).
+      stopped: ``None``, or what the time limit interrupted.
+      settings: the arguments of the run.
+
+    A run stopped by its time limit is *incomplete* (``complete`` is False): its numbers come from
+    fewer draws than planned, and so depend on how busy the machine was; a verdict must not use them.
+    """
+
+    mean: np.ndarray = field(repr=False)
+    var: np.ndarray = field(repr=False)
+    U: np.ndarray
+    f_draws: np.ndarray = field(repr=False)
+    U_draws: np.ndarray = field(repr=False)
+    chains: list[ChainReport]
+    diagnostics: dict
+    stopped: dict | None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every planned draw was taken (the time limit did not stop the run)."""
+        return self.stopped is None
+
+    def summary(self) -> str:
+        """A few lines for logs and notebooks."""
+        d, s = self.diagnostics, self.settings
+        lines = [
+            f"NUTS posterior  N={s['widths']}  T={s['temperature']}  {s['dtype']}  "
+            f"{len(self.chains)}/{s['num_chains']} chains x ({s['num_warmup']} warm-up + {s['num_samples']} draws), "
+            f"{s['chain_method']}, init={s['init']}",
+            f"  wall {d['seconds']:.1f} s   R-hat max {d['r_hat_max']:.3f} (U: {d['r_hat_U_max']:.3f})   "
+            f"bulk ESS min {d['ess_bulk_min']:.0f} (U: {d['ess_bulk_U_min']:.0f}, median {d['ess_bulk_median']:.0f})   "
+            f"ESS/s (U) {d['ess_per_second']:.2f}",
+            f"  divergences {d['divergences']}   accept {d['accept_prob']:.2f}   "
+            f"E-BFMI min {d['e_bfmi_min']:.2f}   steps/iter {d['mean_tree_steps']:.0f}",
+        ]
+        lines += [
+            f"  chain {c.chain}: {c.warmup_done}+{c.samples_done} it, {c.seconds:.1f} s, step {c.step_size:.2e}, "
+            f"{c.mean_tree_steps:.0f} steps/it ({c.max_depth_hits} at max depth), acc {c.accept_prob:.2f}, "
+            f"E-BFMI {c.e_bfmi:.2f}, div {c.divergences}"
+            for c in self.chains
+        ]
+        if self.stopped:
+            lines.append(f"  STOPPED (incomplete): {stopped_text(self.stopped)}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """JSON-friendly summary (no per-draw arrays)."""
+        return {
+            "U": self.U.tolist(),
+            "diagnostics": self.diagnostics,
+            "chains": [{k: v for k, v in vars(c).items() if k != "trace"} for c in self.chains],
+            "stopped": self.stopped,
+            "settings": self.settings,
+        }
+
+
+
+
+# --------------------------------------------------------------------------- the sampler
+
+
+def _check_inputs(arch: Architecture, features, y, features_test, temperature) -> tuple:
+    xi = as_float_array(features, "features", ndim=3)
+    if xi.shape[1] != arch.n_paths:
+        raise ValueError(
+            f"features must be path features [P, n_paths={arch.n_paths}, N0] (paththeory.path_features); "
+            f"got shape {xi.shape}."
+        )
+    labels = as_labels(y, xi.shape[0])  # [P, C]; refuses NaN, C = 0, wrong rows and class indices
+    check_targets(y, "y", ndim=(1, 2))  # and booleans
+    yy = labels if np.ndim(y) == 2 else labels[:, 0]
+    xt = xi if features_test is None else as_float_array(features_test, "features_test", ndim=3)
+    if xt.shape[1:] != xi.shape[1:]:
+        raise ValueError(f"features_test must be [P_test, {xi.shape[1]}, {xi.shape[2]}]; got {xt.shape}.")
+    return xi, yy, xt, check_positive(temperature, "temperature")
+
+
+def sample_posterior(
+    arch: Architecture,
+    features,
+    y,
+    width: int | Sequence[int],
+    temperature: float,
+    *,
+    features_test=None,
+    num_warmup: int = 200,
+    num_samples: int = 200,
+    num_chains: int = 4,
+    chain_method: ChainMethod = "auto",
+    dtype: Literal["float64", "float32"] = "float64",
+    init: Literal["prior", "uniform"] = "prior",
+    integrate_readout: bool = True,
+    max_tree_depth: int = 10,
+    target_accept_prob: float = 0.8,
+    time_limit: float | None = None,
+    seed: int = 0,
+    progress_bar: bool = True,
+) -> PosteriorSamples:
+    """Sample the network posterior with NUTS; return predictions, sampled ``U`` and diagnostics.
+
+    Args:
+      arch: the architecture (its attention is already inside ``features``).
+      features: training path features ``[P, n_paths, N0]`` (:func:`paththeory.path_features`).
+      y: training labels ``[P]``, or ``[P, C]`` for ``C`` outputs (one-hot or simplex-coded classes).
+      width: common width ``N`` or the widths ``(n_0..n_L)``, whole numbers (the network's).
+      temperature: Gibbs temperature ``T`` (likelihood variance).
+      features_test: test path features ``[P_test, n_paths, N0]``; predictions are on the
+        training inputs when omitted.
+      num_warmup, num_samples, num_chains: NUTS schedule; the warm-up adapts step size and a
+        diagonal mass matrix (NumPyro's windowed schedule).
+      chain_method: ``"sequential"`` (one chain after the other), ``"vectorized"`` (all chains
+        in one batched computation; about 2x slower on a 2-core CPU) or ``"auto"`` (vectorized
+        on a GPU, sequential otherwise).
+      dtype: ``"float64"`` or ``"float32"`` for the sampler's arithmetic.
+      init: ``"prior"`` (a draw from the prior, :func:`paththeory.sample_prior`) or ``"uniform"``
+        (NumPyro's default ``init_to_uniform``: every weight uniform in ``(-2, 2)``).
+      integrate_readout: integrate ``a`` out analytically (default) or sample it.
+      max_tree_depth, target_accept_prob: NUTS settings (NumPyro defaults 10 and 0.8; the target in (0, 1)).
+      time_limit: a fail-safe on the wall-clock seconds of the whole run (checked after every
+        iteration): a run that reaches it stops cleanly, ``stopped`` reports where, and the result
+        is incomplete (``complete`` is False), to be reported but not used for a verdict.
+      seed: seeds initialisation, NUTS and the readout draws; same seed, same result.
+      progress_bar: show a tqdm bar per chain on stderr.
+
+    Example:
+      >>> from paththeory.tasks.examples import model_problem
+      >>> arch, _, x = model_problem("mean")
+      >>> out = sample_posterior(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 4, 0.1,
+      ...                        num_warmup=20, num_samples=20, num_chains=1, progress_bar=False)
+      >>> out.U.shape, out.mean.shape, len(out.chains)
+      ((6, 6), (4,), 1)
+    """
+    xi, yy, xt, temperature = _check_inputs(arch, features, y, features_test, temperature)
+    widths = arch.network_widths(width)
+    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
+    num_samples, num_chains = check_count(num_samples, "num_samples"), check_count(num_chains, "num_chains")
+    max_tree_depth, seed = check_count(max_tree_depth, "max_tree_depth"), check_count(seed, "seed", minimum=0)
+    target_accept_prob = check_open_interval(target_accept_prob, "target_accept_prob")
+    integrate_readout, progress_bar = check_flag(integrate_readout, "integrate_readout"), check_flag(
+        progress_bar, "progress_bar")
+    if chain_method not in ("auto", "sequential", "vectorized"):
+        raise ValueError(f"chain_method must be 'auto', 'sequential' or 'vectorized'; got {chain_method!r}.")
+    if chain_method == "auto":
+        chain_method = "vectorized" if jax.default_backend() in ("gpu", "cuda", "rocm") else "sequential"
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"dtype must be 'float64' or 'float32'; got {dtype!r}.")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}; got {init!r}.")
+    if time_limit is not None:
+        check_positive(time_limit, "time_limit")
+
+    # float32 runs with JAX's 64-bit mode switched off, so that NUTS's own constants stay float32
+    with jax.enable_x64(dtype == "float64"):
+        dt = jnp.dtype(dtype)
+        args = (jnp.asarray(xi, dt), jnp.asarray(yy, dt))
+        xt_j = jnp.asarray(xt, dt)
+        model = partial(
+            posterior_model, arch=arch, widths=widths, temperature=temperature, integrate_readout=integrate_readout
+        )
+        init_kernel, sample_kernel = hmc(
+            potential_fn_gen=lambda *a: partial(potential_energy, model, a, {}), algo="NUTS"
+        )
+        sd_a = math.sqrt(arch.variances[-1])
+
+        def initial_point(key: Array) -> dict:
+            prior = sample_prior(arch, widths, xi.shape[2], key)
+            z = {"V0": prior["V0"], **{f"V{l + 1}": v for l, v in enumerate(prior["V"])}}
+            if not integrate_readout:  # C outputs: the prior's readout, then C - 1 more prior columns
+                extra = sd_a * jax.random.normal(jax.random.fold_in(key, 2), (widths[-1], yy.size // yy.shape[0] - 1))
+                z["a"] = prior["a"] if yy.ndim == 1 else jnp.concatenate([prior["a"][:, None], extra], axis=1)
+            if init == "uniform":  # NumPyro's init_to_uniform: U(-2, 2) in every coordinate
+                keys = jax.random.split(jax.random.fold_in(key, 1), len(z))
+                z = {k: jax.random.uniform(kk, v.shape, minval=-2.0, maxval=2.0) for kk, (k, v) in zip(keys, z.items())}
+            return {k: v.astype(dt) for k, v in z.items()}
+
+        def start(key: Array, a: tuple) -> HMCState:
+            k_init, k_run = jax.random.split(key)
+            return init_kernel(
+                initial_point(k_init), num_warmup, target_accept_prob=target_accept_prob,
+                max_tree_depth=max_tree_depth, model_args=a, rng_key=k_run,
+            )
+
+        def draw_summary(z: dict, key: Array) -> tuple[Array, Array]:
+            params = {"V0": z["V0"], "V": tuple(z[f"V{l + 1}"] for l in range(arch.n_layers))}
+            if integrate_readout:
+                b = draw_readout(readout_design(arch, params, args[0]), args[1], temperature, key)
+            else:
+                b = z["a"] / sd_a
+            w = output_effective_weights(arch, params, b)  # [C n_paths, n_0]
+            return w @ w.T / widths[0], readout_design(arch, params, xt_j) @ b
+
+        vectorized = chain_method == "vectorized"
+        batch = (lambda fn, axes: jax.jit(jax.vmap(fn, in_axes=axes))) if vectorized else (lambda fn, _: jax.jit(fn))
+        start, step = batch(start, (0, None)), batch(lambda s, a: sample_kernel(s, model_args=a), (0, None))
+        summarise = batch(draw_summary, (0, 0))
+        total = num_warmup + num_samples
+        chain_keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
+        groups = [list(range(num_chains))] if vectorized else [[c] for c in range(num_chains)]
+
+        records: dict[int, dict[str, list]] = {}
+        stopped = None
+        t_start = time.perf_counter()
+        for group in groups:
+            t_chain = time.perf_counter()
+            keys = chain_keys[jnp.asarray(group)]
+            run_keys, draw_keys = (jnp.stack(k) for k in zip(*(jax.random.split(k) for k in keys)))
+            state = start(run_keys if vectorized else run_keys[0], args)
+            rec = {k: [] for k in ("U", "f", "energy", "accept", "steps", "div", "trace")}
+            label = f"chains {group[0]}-{group[-1]}" if vectorized else f"chain {group[0] + 1}/{num_chains}"
+            bar = tqdm(total=total, desc=label, disable=not progress_bar, file=sys.stderr, mininterval=1.0)
+            it = 0
+            for it in range(1, total + 1):
+                state = step(state, args)
+                rec["trace"].append(np.stack(np.broadcast_arrays(
+                    np.asarray(state.num_steps, np.float64), np.asarray(state.adapt_state.step_size, np.float64),
+                    np.asarray(state.potential_energy, np.float64)), axis=-1))
+                if it > num_warmup:
+                    k = it - num_warmup - 1
+                    dkeys = jax.vmap(lambda kk: jax.random.fold_in(kk, k))(draw_keys)
+                    u_d, f_d = summarise(state.z, dkeys if vectorized else dkeys[0])
+                    rec["U"].append(np.asarray(u_d, np.float64))
+                    rec["f"].append(np.asarray(f_d, np.float64))
+                    rec["energy"].append(np.asarray(state.energy, np.float64))
+                    rec["accept"].append(np.asarray(state.accept_prob, np.float64))
+                    rec["steps"].append(np.asarray(state.num_steps))
+                    rec["div"].append(np.asarray(state.diverging))
+                bar.update(1)
+                if progress_bar and (it % 5 == 0 or it == total):
+                    bar.set_postfix_str(
+                        f"step {float(np.mean(state.adapt_state.step_size)):.2e}  "
+                        f"{int(np.max(state.num_steps))} steps  acc {float(np.mean(state.mean_accept_prob)):.2f}"
+                    )
+                if time_limit is not None and time.perf_counter() - t_start > time_limit and it < total:
+                    stopped = {
+                        "time_limit": float(time_limit),
+                        "chain": group[0] if not vectorized else group,
+                        "phase": "warmup" if it <= num_warmup else "sampling",
+                        "iteration": it,
+                        "of": total,
+                        "seconds": time.perf_counter() - t_start,
+                    }
+                    break
+            bar.close()
+            seconds = time.perf_counter() - t_chain
+            step_sizes = np.atleast_1d(np.asarray(state.adapt_state.step_size, np.float64))
+            for j, c in enumerate(group):
+                records[c] = {k: [np.atleast_1d(v)[j] if vectorized else v for v in vals] for k, vals in rec.items()}
+                records[c]["meta"] = dict(
+                    warmup_done=min(it, num_warmup),
+                    samples_done=max(0, it - num_warmup),
+                    completed=it == total and stopped is None,
+                    seconds=seconds,
+                    step_size=float(step_sizes[j]),
+                )
+            if stopped:
+                break
+    seconds = time.perf_counter() - t_start
+    return _collect(records, max_tree_depth, seconds, stopped, dict(
+        widths=widths, temperature=temperature, dtype=dtype, num_warmup=num_warmup, num_samples=num_samples,
+        num_chains=num_chains, chain_method=chain_method, init=init,
+        integrate_readout=integrate_readout, max_tree_depth=max_tree_depth, n_test=xt.shape[0], n_paths=arch.n_paths,
+        n_outputs=None if yy.ndim == 1 else yy.shape[1],
+        target_accept_prob=target_accept_prob, time_limit=time_limit, seed=seed,
+    ))
+
+
+def _collect(
+    records: dict, max_tree_depth: int, seconds: float, stopped: dict | None, settings: dict
+) -> PosteriorSamples:
+    """Assemble per-chain records into a :class:`PosteriorSamples`."""
+    reports = []
+    for c, rec in sorted(records.items()):
+        steps = np.asarray(rec["steps"], np.float64)
+        trace = np.asarray(rec["trace"]).reshape(-1, 3)
+        reports.append(ChainReport(
+            chain=c,
+            **rec["meta"],
+            mean_tree_steps=float(steps.mean()) if steps.size else float("nan"),
+            max_depth_hits=int(np.sum(steps >= 2**max_tree_depth - 1)),
+            divergences=int(np.sum(rec["div"])),
+            accept_prob=float(np.mean(rec["accept"])) if rec["accept"] else float("nan"),
+            e_bfmi=e_bfmi(np.asarray(rec["energy"])),
+            trace=dict(num_steps=trace[:, 0], step_size=trace[:, 1], potential=trace[:, 2]),
+        ))
+    complete = [c for c, r in sorted(records.items()) if r["meta"]["completed"]]
+    use = complete or [c for c, r in sorted(records.items()) if r["f"]][:1]
+    n_draws = min((len(records[c]["f"]) for c in use), default=0)
+    if n_draws:
+        f_draws = np.stack([np.stack(records[c]["f"][:n_draws]) for c in use])
+        u_draws = np.stack([np.stack(records[c]["U"][:n_draws]) for c in use])
+    else:  # stopped during warm-up: nothing to summarise
+        n_out = settings.get("n_outputs")
+        f_draws = np.zeros((0, 0, settings["n_test"]) + (() if n_out is None else (n_out,)))
+        size = settings["n_paths"] * (n_out or 1)
+        u_draws = np.zeros((0, 0, size, size))
+    n_paths = u_draws.shape[-1]  # C n_paths with C outputs
+    iu = np.triu_indices(n_paths)
+    summaries = np.concatenate([u_draws[:, :, iu[0], iu[1]], f_draws.reshape(f_draws.shape[:2] + (int(np.prod(f_draws.shape[2:])),))], axis=2)
+    r_hat, ess = rank_rhat_ess(summaries) if n_draws else (np.full(1, np.nan),) * 2
+    flat_f = f_draws.reshape((-1,) + f_draws.shape[2:])  # [draws, P_test] or [draws, P_test, C]
+    ess_min = float(np.min(ess))
+    nanstat = lambda fn, xs: float(fn(xs)) if len(xs) and not np.all(np.isnan(xs)) else float("nan")  # noqa: E731
+    n_u = len(iu[0])
+    diagnostics = dict(
+        r_hat_max=float(np.max(r_hat)),
+        r_hat_U_max=float(np.max(r_hat[:n_u])),
+        ess_bulk_min=ess_min,
+        ess_bulk_median=float(np.median(ess)),
+        ess_bulk_U_min=float(np.min(ess[:n_u])),
+        ess_per_second=float(np.min(ess[:n_u])) / seconds,
+        divergences=int(sum(r.divergences for r in reports)),
+        accept_prob=nanstat(np.nanmean, [r.accept_prob for r in reports]),
+        e_bfmi=[r.e_bfmi for r in reports],
+        e_bfmi_min=nanstat(np.nanmin, [r.e_bfmi for r in reports]),
+        mean_tree_steps=nanstat(np.nanmean, [r.mean_tree_steps for r in reports]),
+        seconds=seconds,
+        draws_used=int(f_draws.shape[0] * f_draws.shape[1]),
+        draws_planned=int(settings["num_chains"] * settings["num_samples"]),
+        complete=stopped is None,
+        stopped=stopped,
+    )
+    return PosteriorSamples(
+        mean=flat_f.mean(axis=0) if n_draws else np.full(f_draws.shape[2:], np.nan),
+        var=_output_covariance(flat_f),
+        U=u_draws.reshape(-1, n_paths, n_paths).mean(axis=0) if n_draws else np.full((n_paths, n_paths), np.nan),
+        f_draws=f_draws,
+        U_draws=u_draws,
+        chains=reports,
+        diagnostics=diagnostics,
+        stopped=stopped,
+        settings=settings,
+    )
+
+
+def _output_covariance(flat_f: np.ndarray) -> np.ndarray:
+    """Unbiased variance over draws of ``flat_f [draws, P_test]``, or the output-output covariance
+    ``[P_test, C, C]`` of ``flat_f [draws, P_test, C]``; NaN with fewer than two draws."""
+    n = flat_f.shape[0]
+    if flat_f.ndim == 2:
+        return flat_f.var(axis=0, ddof=1) if n > 1 else np.full(flat_f.shape[1:], np.nan)
+    if n < 2:
+        return np.full(flat_f.shape[1:] + flat_f.shape[-1:], np.nan)
+    centred = flat_f - flat_f.mean(axis=0)
+    return np.einsum("dpc,dpe->pce", centred, centred) / (n - 1)

@@ -1,0 +1,162 @@
+"""The command line speaks in one line: every bad argument or missing file ends with one line on
+stderr and a non-zero exit status, before any work, and ``--debug`` brings the traceback back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from paththeory import __version__, cli, training
+
+
+def _cli(*args: str, cwd, **env: str) -> subprocess.CompletedProcess:
+    """``python -m paththeory ARGS`` in ``cwd`` with extra environment variables."""
+    full = {k: v for k, v in os.environ.items() if k not in ("PATHTHEORY_PROFILE", "PATHTHEORY_DEBUG")}
+    return subprocess.run([sys.executable, "-m", "paththeory", *args], cwd=cwd, env={**full, **env},
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def _damaged_checkpoint(folder) -> str:
+    """A checkpoint whose ``.npz`` was cut in half (an interrupted copy)."""
+    params = {"Q": np.zeros((1, 2, 2, 4)), "K": np.zeros((1, 2, 2, 4)), "V0": np.zeros((3, 4)),
+              "V": (np.zeros((2, 3, 3)),), "a": np.zeros(3)}
+    npz, _ = training.save_checkpoint(folder / "damaged", params, {"config": {"channels": 1}})
+    npz.write_bytes(npz.read_bytes()[:100])
+    return str(folder / "damaged")
+
+
+BAD_INPUTS = {
+    "unknown checkpoint": (["reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", "nosuch"],
+                           {}, "put nosuch.npz and nosuch.json in one of"),
+    "unknown profile in the environment": (["reproduce", "markov", "--out", "o"], {"PATHTHEORY_PROFILE": "bogus"},
+                                           "valid profiles are smoke, colab, paper"),
+    "unknown profile option": (["reproduce", "markov", "--profile", "bogus", "--out", "o"], {}, "invalid choice"),
+    "negative training steps": (["train", "omniglot", "--steps", "-1", "--out", "o"], {},
+                                "steps must be a positive integer"),
+    "empty reproduce output": (["reproduce", "markov", "--profile", "smoke", "--out", ""], {}, "output path is empty"),
+    "empty training output": (["train", "omniglot", "--out", ""], {}, "output path is empty"),
+    "unknown training option": (["train", "omniglot", "--bogus", "--out", "o"], {}, "unrecognized arguments: --bogus"),
+    "zero baseline steps": (["bench", "--baseline-max-steps", "0"], {}, "must be >= 1"),
+    "checkpoint for the wrong chapter": (["reproduce", "markov", "--out", "o", "--checkpoint", "omniglot_l2h8"], {},
+                                         "omniglot` only"),
+    "no command": ([], {}, "required"),
+    "empty checkpoint name": (["reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", ""], {},
+                              "checkpoint name is empty"),
+    "negative training time limit": (["train", "omniglot", "--time-limit-minutes", "-1", "--out", "o"], {},
+                                     "time_limit_minutes must be > 0"),
+    "NaN learning rate": (["train", "omniglot", "--lr", "nan", "--out", "o"], {},
+                          "TrainConfig.lr must be a finite number; got nan"),
+    "unknown debug switch": (["reproduce", "markov", "--out", "o"], {"PATHTHEORY_DEBUG": "maybe"},
+                             "$PATHTHEORY_DEBUG must be one of 1, true, yes, on or 0, false, no, off; got 'maybe'"),
+    "data root typo": (["train", "omniglot", "--data-root", "nowhere", "--out", "o"], {},
+                       "'nowhere' is not an existing folder"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_a_bad_argument_gives_one_line_and_no_work(case, tmp_path):
+    args, env, message = BAD_INPUTS[case]
+    out = _cli(*args, cwd=tmp_path, **env)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stdout + out.stderr
+    assert len(out.stderr.splitlines()) == 1 and message in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written, e.g. no ./results.json for --out ""
+
+
+@pytest.mark.parametrize("args, message", [
+    (["reproduce", "markov", "--out", "taken"], "the output folder taken is a file"),
+    (["reproduce", "omniglot", "--out", "taken/out"], "the output folder taken/out cannot be created: taken is a file"),
+    (["train", "omniglot", "--out", "taken/net"], "cannot write the checkpoint taken/net: the output folder taken is a file"),
+    (["train", "omniglot", "--out", "folder"], "'folder' is a folder; give a checkpoint name in it, e.g. folder/mynet"),
+    (["train", "omniglot", "--out", "net", "--data-root", "folder/typo"], "'folder/typo' is not an existing folder"),
+])
+def test_an_unusable_output_or_data_folder_fails_before_any_work(tmp_path, args, message):
+    (tmp_path / "taken").write_text("")
+    (tmp_path / "folder").mkdir()
+    out = _cli(*args, cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["folder", "taken"]  # nothing created
+
+
+def test_a_damaged_checkpoint(tmp_path):
+    stem = _damaged_checkpoint(tmp_path)
+    out = _cli("reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", stem, cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+    assert f"{stem}.npz cannot be read" in out.stderr and "paththeory train omniglot" in out.stderr
+
+
+@pytest.mark.parametrize("how", ["option", "environment", "environment, spelled true"])
+def test_debug_shows_the_traceback(how, tmp_path):
+    args = ["reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", "nosuch"]
+    out = (_cli("--debug", *args, cwd=tmp_path) if how == "option"
+           else _cli(*args, cwd=tmp_path, PATHTHEORY_DEBUG="1" if how == "environment" else "True"))
+    assert out.returncode != 0 and "Traceback" in out.stderr and "CheckpointNotFoundError" in out.stderr
+
+
+@pytest.mark.parametrize("value", ["false", "OFF"])  # every spelling: tests/package/test_files_safety.py
+def test_debug_switched_off_in_the_environment_keeps_one_line(value, tmp_path):
+    out = _cli("reproduce", "omniglot", "--profile", "smoke", "--out", "o", "--checkpoint", "nosuch", cwd=tmp_path,
+               PATHTHEORY_DEBUG=value)
+    assert out.returncode == 1 and "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_version_and_help(tmp_path):
+    out = _cli("--version", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == f"paththeory {__version__}"
+    helps = {" ".join(args): _cli(*args, "--help", cwd=tmp_path).stdout
+             for args in ([], ["bench"], ["reproduce"], ["train"], ["train", "omniglot"])}
+    assert all("usage: paththeory" in text and "``" not in text and "spec §" not in text for text in helps.values())
+    assert "--debug" in helps[""] and "--version" in helps[""]
+
+
+def _fake_training(monkeypatch, stopped):
+    """``train omniglot`` without data or training: a tiny network, stopped as asked."""
+    params = {"Q": np.zeros((1, 2, 2, 64), np.float32), "K": np.zeros((1, 2, 2, 64), np.float32),
+              "V0": np.ones((3, 64), np.float32), "V": (np.ones((2, 3, 3), np.float32),), "a": np.ones(3, np.float32)}
+    data = types.SimpleNamespace(source="omniglot:fake", pool_labels=np.arange(4),
+                                 split=types.SimpleNamespace(train=[0, 1], validation=[2], test=[3]))
+    monkeypatch.setattr(training, "omniglot_data", lambda config, root: data)
+    monkeypatch.setattr(training, "default_mnist_context", lambda root: "test")
+    monkeypatch.setattr(training, "evaluation_sets", lambda *a, **k: {"validation": (None, None)})
+    monkeypatch.setattr(training, "evaluate", lambda *a, **k: 0.75)
+    monkeypatch.setattr(training, "train", lambda *a, **k: training.TrainResult(params, {"step": [0]}, 0, 7, 1.0, stopped))
+
+
+@pytest.mark.parametrize("stopped, status", [("interrupted", 130), ("time limit", 0), (None, 0)])
+def test_train_writes_the_best_model_also_when_stopped_early(tmp_path, monkeypatch, capsys, stopped, status):
+    _fake_training(monkeypatch, stopped)
+    argv = ["--out", str(tmp_path / "runs" / "run.v2"), "--layers", "1", "--heads", "2", "--d-model", "3",
+            "--channels", "1", "--n-eval", "2"]
+    assert cli.train_command(argv, "paththeory train omniglot ...") == status
+    ck = training.load_checkpoint(tmp_path / "runs" / "run.v2")  # the dot is kept: run.v2.npz, not run.npz
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run.v2.json", "run.v2.npz"]
+    assert ck.metadata["stopped"] == stopped and ck.metadata["steps_done"] == 7
+    assert ("accuracies" in ck.metadata) == (stopped != "interrupted")
+    assert ("wrote the best model so far (step 0)" in capsys.readouterr().err) == (stopped == "interrupted")
+
+
+def test_settings_of_a_checkpoint_given_by_path(tmp_path):
+    from paththeory.experiments import omniglot
+
+    for spelling in ("omniglot_l2h8", tmp_path / "omniglot_l2h8.npz", f"{tmp_path}/omniglot_l2h8"):
+        assert omniglot.settings("smoke", spelling) == omniglot.settings("smoke", "omniglot_l2h8")
+    assert omniglot.settings("smoke", tmp_path / f"{training.SHIPPED}.json") == omniglot.SETTINGS["smoke"]
+    with pytest.raises(ValueError, match="no settings for network 'mine'.*name the checkpoint files"):
+        omniglot.settings("smoke", tmp_path / "mine.npz")
+
+
+def test_bench_offers_every_case_and_all_runs_them(monkeypatch, capsys):
+    from paththeory.experiments import bench
+    from paththeory.cli import main
+
+    ran = []
+    monkeypatch.setattr(bench, "run", lambda cases, **kw: ran.append(tuple(cases)) or {"cases": []})
+    monkeypatch.setattr(bench, "format_table", lambda report: "table")
+    assert main(["bench"]) == 0 and ran[-1] == tuple(bench.CASES)
+    for case in bench.CASES:
+        assert main(["bench", "--case", case]) == 0 and ran[-1] == (case,)

@@ -1,0 +1,77 @@
+"""The benchmark's comparison machinery on a tiny problem (no timing assertions)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from paththeory.experiments import bench
+from paththeory.cli import build_parser, main
+from paththeory.solve import Theory
+
+
+def test_compare_reaches_the_baseline_gradient_and_the_same_minimum(small_problem):
+    arch, feats, y, *_ = small_problem
+    theory = Theory(arch, feats, y)
+    result = bench.compare(theory, [5.0, 50.0], 0.1, lr=0.1, baseline_max_steps=20_000)
+    assert result["converged"]
+    assert result["grad_norm"] <= result["baseline_grad_norm"] < 1e-5
+    assert result["grad_norm_tol_1e-9"] <= 1e-9
+    assert all(steps < 20_000 for steps in result["baseline_steps"])
+    # Adam and L-BFGS find the same order parameter (to the baseline's tolerance).
+    Us, _, _ = bench.baseline_adam(theory, 5.0, 0.1, 0.1, 20_000)
+    np.testing.assert_allclose(Us[0], theory.solve(5.0, 0.1).U, atol=1e-3)
+
+
+def test_cli_parses_bench_and_reproduce():
+    args = build_parser().parse_args(["bench", "--json", "--case", "markov", "--baseline-max-steps", "10"])
+    assert args.json and args.case == "markov" and args.baseline_max_steps == 10
+    args = build_parser().parse_args(["reproduce", "markov", "--profile", "smoke", "--out", "x"])
+    assert args.experiment == "markov" and args.profile == "smoke"
+    args = build_parser().parse_args(["reproduce", "omniglot", "--out", "x", "--checkpoint", "omniglot_l2h8"])
+    assert args.checkpoint == "omniglot_l2h8"
+    with pytest.raises(SystemExit, match="omniglot` only"):
+        main(["reproduce", "markov", "--out", "x", "--checkpoint", "omniglot_l2h8"])
+
+
+def test_python_dash_m_runs_the_command_line():
+    out = subprocess.run([sys.executable, "-m", "paththeory", "reproduce", "--help"], capture_output=True, text=True,
+                         check=True)
+    assert "--checkpoint" in out.stdout and "--profile" in out.stdout
+
+
+def test_first_order_reference_finds_the_solver_minimum(small_problem):
+    """The multi-output cases' first-order reference (L-BFGS without the Hessian restart) reaches the same U
+    as the restarted solver (both to max |dS/dU| <= 1e-9; U to 1e-7 as in tests/theory/test_hessian.py)."""
+    arch, feats, y, *_ = small_problem
+    Y = np.stack([y, -y, np.where(y > 0, 0.5, -0.5)], axis=1)
+    theory = Theory(arch, feats, Y, hessian=True)
+    result = bench.first_order(theory, [5.0, 50.0], 0.1)
+    assert result["first_order_converged"] and result["first_order_grad_norm"] <= 1e-9
+    assert result["max_abs_U_difference"] < 1e-7
+    assert len(result["first_order_iterations"]) == 2
+
+
+def test_all_runs_every_case_and_the_table_shows_first_order_rows(monkeypatch):
+    assert bench.CASES == ("markov", "omniglot", "multioutput", "multioutput_omniglot")
+    row = {"case": "multioutput_omniglot", "compile_seconds": 1.0, "seconds_tol_1e-9": 2.0,
+           "iterations_tol_1e-9": [20], "first_order_seconds": 20.0, "first_order_iterations": [300],
+           "ratio_first_order": 10.0, "max_abs_U_difference": 1e-9, "peak_memory_bytes": 2**30}
+    for name in bench.CASES:
+        monkeypatch.setattr(bench, f"{name}_case", lambda baseline_max_steps, name=name: {**row, "case": name})
+    report = bench.run("all", baseline_max_steps=10)
+    assert [c["case"] for c in report["cases"]] == list(bench.CASES)
+    assert "first-order L-BFGS    20.00 s, [300] iterations  ratio   10.0x" in bench.format_table(
+        {"device": "cpu", "cases": [row]})
+
+
+def test_compare_survives_a_diverging_baseline(small_problem, monkeypatch):
+    """Adam diverging (NaN gradient, as at lr 0.1 with three outputs) is reported, not a crash."""
+    arch, feats, y, *_ = small_problem
+    theory = Theory(arch, feats, y)
+    monkeypatch.setattr(bench, "baseline_adam", lambda *a, **k: ([], float("nan"), 5))
+    result = bench.compare(theory, [5.0], 0.1, lr=0.1)
+    assert np.isnan(result["baseline_grad_norm"]) and result["grad_norm"] <= 1e-9 and result["converged"]

@@ -1,0 +1,193 @@
+"""Tests of the Fig. 2 reproduction pipeline (the paper's Sec. 4.1) on a tiny configuration.
+
+Oracles: the GP limit of the theory at large width, the stored features re-scored with the
+stored order parameters, and the GP accuracies of the one- and two-path variants recomputed
+from the four-path features (a sub-network's path features are a rescaled subset).
+"""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from paththeory.experiments import markov as exp
+from paththeory.predict import accuracy, predictor
+from paththeory.profiles import PROFILES
+
+TINY = exp.Config(n_train=20, n_test=40, widths=(10, 1000), sample_widths=(10,), two_path_sample_widths=(),
+                  num_warmup=10, num_samples=10, num_chains=1, time_limit=120.0)
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("markov")
+    results = exp.run("smoke", out, config=TINY, progress=False)
+    return results, out
+
+
+def test_files_and_keys(outputs):
+    results, out = outputs
+    assert json.loads((out / "results.json").read_text()) == results
+    for name in exp.FIGURES:
+        assert (out / f"{name}.png").stat().st_size > 1000
+    assert results["profile"] == "smoke" and results["widths"] == [10, 1000]
+    assert results["paths"] == ["g", "a1", "d", "a2"] and results["readout"] == "last"
+    acc = results["accuracy"]
+    assert set(acc) >= {"theory", "gp_all", "gp_good", "gp_good_denoising", "samples"}
+    assert set(acc["theory"]) == {"10", "1000"} and set(acc["samples"]) == {"10"}
+    assert 0.0 <= acc["samples"]["10"] <= 1.0
+    diag = results["sampling_diagnostics"]["10"]
+    assert {"r_hat_max", "ess_bulk_min", "divergences", "e_bfmi", "ess_per_second", "seconds"} <= set(diag)
+    assert np.asarray(results["order_parameter"]["10"]).shape == (4, 4)
+    assert results["two_path"]["paths"] == ["g", "d"] and results["two_path"]["accuracy"]["samples"] == {}
+    assert len(results["pc_overlap"]["theory"]) == min(TINY.n_pcs, TINY.n_train)
+
+
+def test_stored_features_reproduce_stored_accuracy(outputs):
+    results, out = outputs
+    f = np.load(out / "features.npz")
+    temp = float(f["temperature"])
+    for w in ("10", "1000"):
+        mean, _ = predictor(np.asarray(results["order_parameter"][w]), f["train_features"], f["y_train"],
+                            f["test_features"], temp)
+        assert accuracy(mean, f["y_test"]) == results["accuracy"]["theory"][w]
+
+
+def test_large_width_is_the_gp_limit(outputs):
+    results, _ = outputs
+    u = np.asarray(results["order_parameter"]["1000"])
+    np.testing.assert_allclose(u, np.eye(4), atol=0.15)  # P/N = 0.02
+    assert abs(results["accuracy"]["theory"]["1000"] - results["accuracy"]["gp_all"]) <= 0.05
+
+
+def test_variant_gp_accuracies_from_four_path_features(outputs):
+    results, out = outputs
+    f = np.load(out / "features.npz")
+    temp = float(f["temperature"])
+    # xi scales as 1/sqrt(H_tot): good path = 2 xi^g, good + denoising = sqrt(2) (xi^g, xi^d)
+    for key, paths, scale in (("gp_good", [0], 2.0), ("gp_good_denoising", [0, 2], math.sqrt(2.0))):
+        mean, _ = predictor(np.eye(len(paths)), scale * f["train_features"][:, paths], f["y_train"],
+                            scale * f["test_features"][:, paths], temp)
+        assert accuracy(mean, f["y_test"]) == results["accuracy"][key], key
+
+
+def test_profiles_and_bad_variant():
+    assert set(exp.SETTINGS) == set(PROFILES)
+    paper = exp.SETTINGS["paper"]
+    assert (paper.n_train, paper.n_test, paper.temperature, paper.widths) == (100, 1000, 0.01, exp.PAPER_WIDTHS)
+    assert set(exp.SETTINGS["colab"].sample_widths) == {10, 30, 100}
+    with pytest.raises(ValueError, match="variant"):
+        exp.problem("five_paths", 10, 10)
+
+
+def test_a_run_stopped_by_its_time_limit_gives_no_number():
+    prob = exp.problem("four_paths", TINY.n_train, TINY.n_test)
+    cfg = dataclasses.replace(TINY, time_limit=1e-3)
+    res = exp.sample_at(prob, 10, cfg, progress=False)
+    assert not res.complete and exp.sample_accuracy(res, prob) is None
+
+
+def test_results_carry_paired_errors_and_verdicts(outputs):
+    """Every Fig. 2 comparison has its noise: paired SEs against each GP line on the same test
+    sequences, the NUTS distance with its Monte Carlo error, and one verdict per claim."""
+    from paththeory.experiments import stats
+    from paththeory.experiments.claims import OWN_TEST, fig2_claims
+
+    results, _ = outputs
+    acc = results["accuracy"]
+    for key in ("gp_all", "gp_good", "gp_good_denoising"):
+        for w in ("10", "1000"):
+            d = results["finite_vs_gp"][key][w]
+            assert d["n"] == TINY.n_test and d["se"] >= 0
+            assert d["difference"] == pytest.approx(acc["theory"][w] - acc[key], abs=1e-12)
+    assert results["gp_vs_gp"]["good_vs_all"]["difference"] == pytest.approx(acc["gp_good"] - acc["gp_all"])
+    two = results["two_path"]
+    assert two["finite_vs_gp"]["gp_good_denoising"]["10"]["difference"] == pytest.approx(
+        two["accuracy"]["theory"]["10"] - two["accuracy"]["gp_good_denoising"])
+    nuts = results["sampled_vs_theory"]["10"]
+    assert nuts["accuracy"]["difference"] == pytest.approx(acc["samples"]["10"] - acc["theory"]["10"])
+    assert nuts["relative_distance"] >= 0 and nuts["noise"] > 0 and nuts["mantel"] is not None
+    rows = results["claims"]
+    assert rows == fig2_claims(results)
+    ids = {r["id"] for r in rows}
+    assert {"finite_vs_gp_all", "finite_vs_gp_good", "finite_vs_gp_good_denoising", "gp_good_vs_all",
+            "gp_denoising_vs_good", "pc_overlap", "u_sampled:four_paths:10", "accuracy_sampled:four_paths:10",
+            "finite_vs_gp_good_denoising:two_path"} <= ids
+    for r in rows:
+        assert r["verdict"] in stats.OUTCOMES and r["source"] and r["source"] != OWN_TEST
+        assert "SE" in r["noise"] or "Monte Carlo" in r["noise"] or r["id"] == "pc_overlap"
+    two_row = next(r for r in rows if r["id"] == "finite_vs_gp_good_denoising:two_path")
+    assert two_row["source"] == "§4.1, Fig. 2e; App. G.2.2, Fig. 5c"  # the uniform denoising head is App. G's variant
+
+
+def test_verdicts_and_summary_follow_the_results(outputs):
+    """Change a result and the verdict, and the sentence written from it, change with it."""
+    import copy
+
+    from paththeory.experiments.claims import fig2_claims, reproduction_summary
+
+    results, _ = outputs
+    changed = copy.deepcopy(results)
+    def row(res):
+        return next(r for r in fig2_claims(res) if r["id"] == "finite_vs_gp_all")
+
+    changed["finite_vs_gp"]["gp_all"]["10"].update(difference=0.2, se=0.01)
+    assert row(changed)["verdict"] == "holds"
+    before = reproduction_summary(fig2_claims(changed))
+    changed["finite_vs_gp"]["gp_all"]["10"].update(difference=-0.2, se=0.01)
+    assert row(changed)["verdict"] == "fails"
+    after = reproduction_summary(fig2_claims(changed))
+    assert "Not reproduced here" in after and "-20.0 points" in after and after != before
+    changed["sampled_vs_theory"]["10"].update(relative_distance=0.9, noise=0.01)
+    u_row = next(r for r in fig2_claims(changed) if r["id"] == "u_sampled:four_paths:10")
+    assert u_row["verdict"] == "fails" and u_row["measured"].startswith("90.0%")
+    changed["sampling_diagnostics"]["10"].update(complete=False, stopped={
+        "chain": 0, "time_limit": 1.0, "phase": "sampling", "iteration": 3, "of": 10})
+    u_row = next(r for r in fig2_claims(changed) if r["id"] == "u_sampled:four_paths:10")
+    assert u_row["verdict"] == "not enough draws"
+
+
+def test_predictor_variance_against_draws_of_known_variance():
+    """Draws from the theory's own Gaussian predictive distribution agree with Eq. 30 within their
+    Monte Carlo error; draws of twice the variance are +100 % off, beyond it."""
+    prob = exp.problem("four_paths", TINY.n_train, TINY.n_test)
+    U = prob.arch.gp_scale * np.eye(4)
+    mean, var = predictor(U, prob.train, prob.y_train, prob.test, 0.01)
+    mean, var = np.asarray(mean), np.asarray(var)
+    rng = np.random.default_rng(0)
+    draws = mean + np.sqrt(var) * rng.normal(size=(2, 400, len(var)))
+    v = exp.variance_vs_samples(U, prob, 0.01, draws)
+    assert v["theory"] == pytest.approx(var.mean(), rel=1e-12)
+    assert v["sampled"] == pytest.approx(draws.reshape(-1, len(var)).var(axis=0, ddof=1).mean(), rel=1e-12)
+    assert abs(v["relative_difference"]) < 3 * v["noise"] < 0.1 and v["r"] > 0.9
+    assert "within two Monte Carlo errors" in exp.variance_sentence(10, v)
+    wide = exp.variance_vs_samples(U, prob, 0.01, mean + math.sqrt(2) * (draws - mean))
+    assert wide["relative_difference"] == pytest.approx(2 * (1 + v["relative_difference"]) - 1, rel=1e-9)
+    assert "beyond two Monte Carlo errors" in exp.variance_sentence(10, wide)
+    assert "+" in exp.variance_sentence(10, wide) and f"{wide['sampled']:.4g}" in exp.variance_sentence(10, wide)
+    with pytest.raises(ValueError, match="f_draws"):
+        exp.variance_vs_samples(U, prob, 0.01, draws[0])
+
+
+def test_results_compare_the_predictor_variance_with_nuts(outputs):
+    results, _ = outputs
+    v = results["variance_vs_samples"]["10"]
+    assert v["theory"] > 0 and v["sampled"] > 0 and v["noise"] > 0
+    assert v["draws"] == TINY.num_chains * TINY.num_samples and v["n"] == TINY.n_test
+    assert results["two_path"]["variance_vs_samples"] == {}
+
+
+def test_captions_say_where_nuts_points_are_drawn(outputs):
+    results, _ = outputs
+    assert exp.nuts_points(results["accuracy"]) == "NUTS samples of the finite network: squares at N = 10."
+    assert exp.nuts_points(results["two_path"]["accuracy"]).startswith("This build draws no NUTS points")
+    stopped = {"samples": {"10": 0.9, "30": None}}
+    assert "squares at N = 10." in exp.nuts_points(stopped) and "N = 30 stopped" in exp.nuts_points(stopped)
+
+
+def test_sizes_table_is_markdown():
+    table = exp.sizes_table(TINY)
+    assert table.splitlines()[1] == "|---|---|"
+    assert "P = 20 / 40" in table and "N = 10: 1 chain of 10 draws" in table and "not sampled" in table

@@ -1,0 +1,248 @@
+"""The student edition of the web book: every solution left out, built from the full build's executed notebooks.
+
+``paththeory-tools student`` (or ``make student``) after ``make book``:
+
+1. stages a copy of the book in ``<out>/source`` whose chapters are the notebooks the full build
+   executed (``_build/jupyter_execute/book/<chapter>.ipynb``, outputs included) with every
+   solution cut out (:func:`strip_solutions`): the gated ``{solution-start}`` ... ``{solution-end}``
+   ranges with their code cells and outputs, and every written ``{solution}``;
+2. builds it with Jupyter Book, executing nothing (the figures are the full build's), into
+   ``<out>/html``; its Colab buttons open the student notebooks (``notebooks/student``), and its
+   download button offers the staged notebooks, which hold no solution;
+3. checks (:func:`leaks`) that no solution code, written solution or answer value appears in the
+   pages, the downloadable sources or the student notebooks.
+
+sphinx-exercise's own ``hide_solutions`` drops a solution directive but leaves the cells of a gated
+solution on the page (version 1.2.1), so the solutions are cut from the staged sources instead.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from pathlib import Path
+
+import yaml
+
+from paththeory_tools.plain_markdown import HOW_EXERCISES_WORK, SOLUTION_DIRECTIVE
+
+#: Where the full build leaves its executed notebooks (myst-nb's output folder).
+EXECUTED = Path("_build") / "jupyter_execute"
+#: The sentence of a chapter's exercise section that says where the solutions are, and its student form.
+STUDENT_SENTENCE = "This student edition leaves the solutions out."
+
+_GATE_START = re.compile(r"^`{3,}\{solution-start\}", re.MULTILINE)
+_GATE_END = re.compile(r"^(`{3,})\{solution-end\}[ \t]*\n\1[ \t]*$\n?", re.MULTILINE)
+
+
+def strip_solutions(notebook):
+    """A copy of an ``nbformat`` notebook of the book without its solutions.
+
+    Cuts each gated solution (from its ``{solution-start}`` fence to its ``{solution-end}`` fence,
+    the cells between included) and each written ``{solution}`` directive, and replaces the
+    sentence that points to the solutions by :data:`STUDENT_SENTENCE`.
+
+    Example:
+      >>> import nbformat
+      >>> md = nbformat.v4.new_markdown_cell
+      >>> nb = nbformat.v4.new_notebook(cells=[md("Task.\\n\\n```{solution-start} ex\\n```"),
+      ...     nbformat.v4.new_code_cell("answer = 24"), md("```{solution-end}\\n```\\n\\nNext.")])
+      >>> [c.source for c in strip_solutions(nb).cells]
+      ['Task.', 'Next.']
+    """
+    import copy
+
+    how = re.compile(r"\s+".join(map(re.escape, HOW_EXERCISES_WORK.split())))
+    out = copy.deepcopy(notebook)
+    cells, inside = [], False
+    for cell in out.cells:
+        if cell.cell_type != "markdown":
+            if not inside:
+                cells.append(cell)
+            continue
+        text = cell.source
+        kept = ""
+        while text:
+            if inside:
+                end = _GATE_END.search(text)
+                if not end:
+                    text = ""
+                    break
+                inside, text = False, text[end.end():]
+            start = _GATE_START.search(text)
+            if start:
+                kept, text, inside = kept + text[:start.start()], text[start.start():], True
+            else:
+                kept, text = kept + text, ""
+        kept = how.sub(STUDENT_SENTENCE, SOLUTION_DIRECTIVE.sub("", kept)).strip("\n")
+        kept = re.sub(r"\n{3,}", "\n\n", kept)
+        if kept.strip():
+            cell.source = kept
+            cells.append(cell)
+    if inside:
+        raise ValueError("a {solution-start} without its {solution-end}: the solution would run to the end "
+                         "of the page; close it with ```{solution-end}```.")
+    out.cells = cells
+    return out
+
+
+def _student_config(root: Path, config: dict) -> dict:
+    config = dict(config)
+    config["title"] = f"{config.get('title', '')} (student edition)"
+    config["execute"] = {**config.get("execute", {}), "execute_notebooks": "off"}
+    config["exclude_patterns"] = [p for p in config.get("exclude_patterns", []) if p != "**/*.ipynb"]
+    sphinx = dict(config.get("sphinx", {}))
+    sphinx["config"] = {**sphinx.get("config", {}), "colab_notebooks_folder": "notebooks/student",
+                        "colab_notebooks_root": str(root.resolve())}
+    config["sphinx"] = sphinx
+    return config
+
+
+def stage(root: str | Path, out: str | Path) -> Path:
+    """Write the student edition's sources into ``<out>/source`` (see the module's docstring) and return it."""
+    import nbformat
+
+    from paththeory_tools.notebooks import toc_chapters
+
+    root, out = Path(root), Path(out)
+    executed = root / EXECUTED / "book"
+    chapters = toc_chapters(root)
+    missing = [c for c in chapters if not (executed / f"{c}.ipynb").exists()]
+    if missing:
+        raise FileNotFoundError(f"the full build's executed notebooks are missing for {', '.join(missing)} "
+                                f"(looked in {executed}); run `make book` first.")
+    src = out / "source"
+    if src.exists():
+        shutil.rmtree(src)
+    (src / "book").mkdir(parents=True)
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    (src / "_config.yml").write_text(yaml.safe_dump(_student_config(root, config), sort_keys=False))
+    shutil.copy(root / "_toc.yml", src / "_toc.yml")
+    for item in (root / "book").iterdir():
+        if item.name.startswith(".") or item.suffix == ".ipynb":
+            continue
+        if item.is_dir():
+            shutil.copytree(item, src / "book" / item.name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif item.suffix != ".md" or item.stem not in chapters:
+            shutil.copy(item, src / "book" / item.name)
+    for chapter in chapters:
+        nb = strip_solutions(nbformat.read(executed / f"{chapter}.ipynb", as_version=4))
+        nb.metadata.pop("jupytext", None)
+        nbformat.write(nb, src / "book" / f"{chapter}.ipynb")
+    return src
+
+
+def build(root: str | Path = ".", out: str | Path | None = None) -> Path:
+    """Stage and build the student edition into ``<out>/html`` (default ``_build/student``), strictly
+    (any warning fails), then check it for leaks; returns the HTML folder."""
+    import subprocess
+    import sys
+
+    root = Path(root)
+    out = Path(out) if out is not None else root / "_build" / "student"
+    src = stage(root, out)
+    html_dir = out / "html"
+    if html_dir.exists():
+        shutil.rmtree(html_dir)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(out),
+           "-W", "--keep-going", "--all"]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    log = run.stdout + run.stderr
+    (out / "build.log").write_text(log)
+    warnings = [line for line in log.splitlines() if "WARNING" in line]
+    if run.returncode or warnings:
+        raise RuntimeError(f"the student edition's build failed ({out / 'build.log'}):\n" + "\n".join(warnings[:20]))
+    built = out / "_build" / "html"
+    if built.exists():
+        shutil.move(str(built), str(html_dir))
+    problems = leaks(root, html_dir)
+    if problems:
+        raise RuntimeError("the student edition shows solutions:\n" + "\n".join(problems[:30]))
+    return html_dir
+
+
+# --------------------------------------------------------------------------- leaks
+
+
+def solution_fragments(root: str | Path) -> dict[str, list[str]]:
+    """``{chapter: [text that only a solution holds]}``: the lines of code between the solution markers
+    and the sentences of the written solutions, long enough (25 characters) to be distinctive and
+    absent from the rest of the chapter."""
+    from paththeory_tools.student import BEGIN, END
+
+    found: dict[str, list[str]] = {}
+    for md in sorted((Path(root) / "book").glob("*.md")):
+        text = md.read_text()
+        lines = []
+        for block in re.findall(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), text, re.DOTALL):
+            lines += [line.strip() for line in block.splitlines()]
+        for m in SOLUTION_DIRECTIVE.finditer(text):
+            body = re.sub(r"^:[\w-]+:.*$", "", m.group(0), flags=re.MULTILINE).splitlines()[1:-1]
+            lines += [line.strip() for line in body]
+        rest = SOLUTION_DIRECTIVE.sub("", re.sub(re.escape(BEGIN) + r"\n.*?" + re.escape(END), "", text, flags=re.DOTALL))
+        fragments = [line for line in lines if len(line) >= 25 and not line.startswith(("#", "import ", "from "))
+                     and line not in rest]
+        if fragments:
+            found[md.stem] = sorted(set(fragments))
+    return found
+
+
+def answer_values() -> dict[str, list[str]]:
+    """``{exercise id: [the answer's value as the book would print it]}`` for the exercises whose answer is
+    one number: its 3- and 4-significant-digit forms (integers, and numbers with fewer digits, are left
+    out: they occur in ordinary text; an array's entries are left out too: one of many entries matching
+    a number on the page is chance, and the code that computes the array is checked instead)."""
+    import numpy as np
+
+    from paththeory.exercises.checking import _truth
+    from paththeory.exercises.keys import EXERCISES
+
+    out = {}
+    for ex, spec in EXERCISES.items():
+        if spec.expects.kind not in ("number", "integer"):
+            continue
+        forms = set()
+        for v in np.ravel(_truth(ex)[0]):
+            if not np.isfinite(v) or float(v).is_integer() or len(f"{abs(v):.4g}".replace(".", "").lstrip("0")) < 3:
+                continue
+            forms |= {f"{v:.3f}", f"{v:.4g}"} if abs(v) < 1 else {f"{v:.4g}"}
+        out[ex] = sorted(forms)
+    return out
+
+
+def _page_text(path: Path) -> str:
+    text = path.read_text(errors="replace")
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", text, flags=re.DOTALL)
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def leaks(root: str | Path, html_dir: str | Path, notebooks: str | Path | None = None) -> list[str]:
+    """Where the student edition shows a solution: ``"<file>: <what>"`` for each solution marker, line of
+    solution code, sentence of a written solution or answer value (of its chapter's exercises) found in
+    the pages, their downloadable sources or the student notebooks (default ``<root>/notebooks/student``)."""
+    from paththeory_tools.student import BEGIN
+    from paththeory_tools.notebooks import toc_chapters
+
+    root, html_dir = Path(root), Path(html_dir)
+    notebooks = Path(notebooks) if notebooks is not None else root / "notebooks" / "student"
+    fragments, values = solution_fragments(root), answer_values()
+    chapters = set(toc_chapters(root))
+    files = [(p, p.stem) for p in html_dir.glob("book/*.html")]
+    files += [(p, p.name.split(".")[0]) for p in (html_dir / "_sources" / "book").glob("*")]
+    files += [(p, p.stem) for p in notebooks.glob("*.ipynb")]
+    files = [(p, chapter) for p, chapter in files if chapter in chapters]  # the API page documents the markers
+    problems = []
+    for path, chapter in files:
+        text = _page_text(path) if path.suffix == ".html" else path.read_text(errors="replace")
+        where = path.relative_to(root) if path.is_relative_to(root) else path
+        if BEGIN in text:
+            problems.append(f"{where}: a {BEGIN!r} marker")
+        problems += [f"{where}: solution text {frag!r}" for frag in fragments.get(chapter, []) if frag in text]
+        for ex, forms in values.items():
+            if ex.split(".")[0] != chapter:
+                continue
+            problems += [f"{where}: the answer of {ex}, {form}" for form in forms
+                         if re.search(r"(?<![\d.])" + re.escape(form) + r"(?!\d)", text)]
+    return problems

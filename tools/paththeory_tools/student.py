@@ -1,0 +1,263 @@
+"""Student notebooks and the exercises page, from the chapters' MyST sources."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from paththeory.exercises.keys import EXERCISES
+from paththeory_tools.plain_markdown import MarkdownContext, _equation_numbers, myst_to_markdown
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+_CHECK_CALL = re.compile(r"""check\(\s*["']([\w.]+)["']""")
+_SOLUTION = re.compile(r"^([ \t]*)" + re.escape(BEGIN) + r"[^\n]*\n.*?^[ \t]*" + re.escape(END) + r"[^\n]*$",
+                       re.MULTILINE | re.DOTALL)
+
+def exercise_id(source: str) -> str | None:
+    """The id in the ``check("...", ...)`` call of a cell's source, or ``None``.
+
+    Example:
+      >>> exercise_id('answer = 24\\ncheck("model.n_paths", answer)')
+      'model.n_paths'
+    """
+    found = _CHECK_CALL.search(source)
+    return found.group(1) if found else None
+
+
+def exercise_label(exercise_id: str) -> str:
+    """The MyST label put right before an exercise's task: ``exercise-<chapter>-<name>``.
+
+    Example:
+      >>> exercise_label("model.n_paths")
+      'exercise-model-n-paths'
+    """
+    return "exercise-" + re.sub(r"[^a-z0-9]+", "-", exercise_id.lower()).strip("-")
+
+
+def strip_solution(source: str) -> str:
+    """Replace every ``BEGIN/END SOLUTION`` block of ``source`` by a stub raising ``NotImplementedError``.
+
+    Example:
+      >>> src = 'x = 1\\n### BEGIN SOLUTION\\nanswer = 24\\n### END SOLUTION\\ncheck("model.n_paths", answer)'
+      >>> print(strip_solution(src))
+      x = 1
+      # Your solution: store the result in `answer`.
+      raise NotImplementedError("Exercise model.n_paths: replace this line with your solution (the task is above; paththeory.exercises.hint('model.n_paths') gives a hint)")
+      check("model.n_paths", answer)
+    """
+    name = exercise_id(source) or "?"
+    stub = (f"# Your solution: store the result in `answer`.\n"
+            f'raise NotImplementedError("Exercise {name}: replace this line with your solution (the task is '
+            f"above; paththeory.exercises.hint('{name}') gives a hint)\")")
+    return _SOLUTION.sub(lambda m: "\n".join(m.group(1) + line for line in stub.splitlines()), source)
+
+
+_STUDENT_NOTE = (
+    "> **Student notebook.** Each exercise is a block quote headed **Exercise**. Under a computational one, "
+    "replace the line `raise NotImplementedError(...)` with your solution, store the result in `answer` (or "
+    "define the function the task names) and run the cell: `check(...)` prints \"Correct\", or says what is "
+    "off and which step to revisit, without giving the answer. `paththeory.exercises.hint(\"<id>\")` repeats "
+    "the task and the hint. Write a derivation or an interpretation in a Markdown cell under its task. "
+    "Run the cells from the top: the exercises use the chapter's imports and data, and the first cell "
+    "installs `paththeory` on Colab. In a graded notebook, asking for an answer (`solution()`, "
+    "`reveal=True`) or changing a check earns no points."
+)
+
+
+def student_version(notebook, context: MarkdownContext | None = None):
+    """A copy of an ``nbformat`` notebook for students: solutions stubbed, written solutions left out,
+    Markdown made plain, figure captions kept.
+
+    Every solution is replaced (:func:`strip_solution`) and its outputs removed; the Markdown
+    cells are converted from MyST to plain Markdown (:func:`~paththeory_tools.plain_markdown.myst_to_markdown`
+    with ``context``: the chapter titles and references, and links to the web book if it has a
+    ``base_url``); cell metadata other than the ``exercise`` tag is dropped, and a note on how to do
+    the exercises follows the title. :func:`plain_notebook` does the conversion.
+
+    Example:
+      >>> import nbformat
+      >>> cell = nbformat.v4.new_code_cell('### BEGIN SOLUTION\\nanswer = 24\\n### END SOLUTION\\ncheck("model.n_paths", answer)')
+      >>> print(student_version(nbformat.v4.new_notebook(cells=[cell])).cells[-1].source)
+      # Your solution: store the result in `answer`.
+      raise NotImplementedError("Exercise model.n_paths: replace this line with your solution (the task is above; paththeory.exercises.hint('model.n_paths') gives a hint)")
+      check("model.n_paths", answer)
+    """
+    import nbformat
+
+    out = plain_notebook(notebook, context, solutions=False)
+    cells = out.cells
+    if any(BEGIN in c.source or "{exercise}" in c.source for c in notebook.cells):
+        at = 1 if cells and cells[0].cell_type == "markdown" and cells[0].source.lstrip().startswith("#") else 0
+        cells.insert(at, nbformat.v4.new_markdown_cell(_STUDENT_NOTE))
+    return out
+
+
+def figure_caption(cell) -> str | None:
+    """The caption of a figure cell (its ``mystnb: figure: caption`` metadata), or ``None``."""
+    figure = (cell.get("metadata", {}).get("mystnb") or {}).get("figure") or {}
+    caption = figure.get("caption") if isinstance(figure, dict) else None
+    return str(caption).strip() if caption else None
+
+
+def plain_notebook(notebook, context: MarkdownContext | None = None, *, solutions: bool = False):
+    """A copy of an ``nbformat`` notebook in plain Markdown (no MyST markup), as Jupyter and Colab render it.
+
+    The Markdown cells are converted by :func:`myst_to_markdown` with ``context`` (chapter titles,
+    citations, labels and, if it has a ``base_url``, links to the published book); a figure's
+    caption becomes a Markdown cell under its code cell. Outputs are removed. With
+    ``solutions=False`` (the student notebooks) every solution is replaced by a stub
+    (:func:`strip_solution`) and cell metadata other than the ``exercise`` tag is dropped; with
+    ``solutions=True`` (the full edition) the solutions and the cells' tags are kept.
+
+    Example:
+      >>> import nbformat
+      >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("(sec)=\\n# Title {cite}`x`")])
+      >>> print(plain_notebook(nb).cells[0].source)
+      # Title x
+    """
+    import copy
+
+    import nbformat
+
+    ctx = copy.copy(context) if context is not None else MarkdownContext({}, {}, {})
+    ctx.solutions = solutions
+    ctx.equations = _equation_numbers("\n".join(c.source for c in notebook.cells if c.cell_type == "markdown"))
+    out = copy.deepcopy(notebook)
+    cells = []
+    for cell in out.cells:
+        tags = list(cell.metadata.get("tags", []))
+        caption = None
+        if cell.cell_type == "markdown":
+            cell.source = myst_to_markdown(cell.source, ctx)
+            cell.metadata = {"tags": tags} if solutions and tags else {}
+            if not cell.source.strip():
+                continue
+        elif cell.cell_type == "code":
+            caption = figure_caption(cell)
+            if BEGIN in cell.source and not solutions:
+                cell.source = strip_solution(cell.source)
+            cell.outputs, cell.execution_count = [], None
+            if solutions:
+                cell.metadata = {"tags": tags} if tags else {}
+            else:
+                cell.metadata = {"tags": ["exercise"]} if "exercise" in tags else {}
+        cells.append(cell)
+        if caption:
+            cells.append(nbformat.v4.new_markdown_cell("**Figure.** " + myst_to_markdown(caption, ctx)))
+    out.cells = cells
+    out.metadata.pop("jupytext", None)
+    return out
+
+
+# --------------------------------------------------------------------------- the exercises page
+
+
+def _chapter_tasks(text: str) -> dict:
+    """``{exercise label: title}`` of the ``{exercise}`` directives of a chapter's MyST source."""
+    return {m.group(2): m.group(1).strip() for m in
+            re.finditer(r"^`{3,}\{exercise\}[ \t]*(.*)\n(?:[ \t]*:[\w-]+:.*\n)*?[ \t]*:label:[ \t]*(\S+)", text, re.MULTILINE)}
+
+
+_COURSE_SECTION = """\
+## Using the exercises in a course
+
+**The student edition.** `make student` (after `make book`) builds the web book without any
+solution into `_build/student/html`, from the figures the full build computed, and checks that
+no solution code, written solution or answer value shows on its pages, in its downloadable
+notebooks or in the student notebooks; its Colab buttons open the student notebooks,
+`notebooks/student/<chapter>.ipynb`: plain Markdown, solutions stubbed, figure captions kept,
+links to the student web book, stable cell ids, a GPU requested on Colab. The first cell of every
+notebook installs the release the book was built with (a tag), so the answer keys stay those of
+that release. `paththeory_tools.notebooks.write_student_notebooks("book", "student")` writes the same
+notebooks into another folder.
+
+**Checks.** Each exercise cell ends with `check("<chapter>.<name>", answer)`. A right answer
+prints `Correct (...)` with a sentence on what the number means. A wrong one raises
+`WrongAnswer` with a diagnosis (sign, order of magnitude, an error rate for an accuracy,
+float32 precision, which entries are off, which step to revisit) but *not* the expected
+value. An answer of the wrong kind (`None`, the text `"24"` instead of the number, NaN, a
+wrong shape) raises `InvalidAnswer`, saying which exercise and what kind of answer it expects.
+`paththeory.exercises.hint("<id>")` repeats the task and the hint.
+
+**Grading, with nbgrader.** nbgrader grades on the instructor's machine, no JupyterHub needed
+(a folder and an SQLite gradebook), and students on Colab simply send their `.ipynb`:
+
+```bash
+paththeory-tools course release book/problems.md --course course  # course/release/problems/problems.ipynb
+paththeory-tools course collect problems --uploads uploads/ --course course  # uploads/<student>.ipynb
+paththeory-tools course grade problems --course course  # course/grades-problems.csv, course/feedback/
+```
+
+`release` writes nbgrader's source notebook from the chapter: after each answer cell, a public
+test that calls `check` (1 point: the student sees its diagnoses while working) and a hidden
+test holding the answer key frozen at release (2 points; an implement-it-yourself problem gets
+partial credit, the fraction of hidden cases its function passes); each derivation or
+interpretation gets a Markdown answer cell graded by hand (`nbgrader formgrader` in a local
+Jupyter). `grade` autogrades every submission, writes one feedback page per student and a CSV
+of the points per question. An answer that calls `solution()` or `check(..., reveal=True)` or
+redefines a check earns no points for that exercise, a test cell a student edited is restored
+before grading, and a notebook that cannot find a data file fails the grade run, naming the
+file, instead of being graded on empty cells.
+"""
+
+
+def exercises_page(book_dir: str | Path) -> str:
+    """The MyST source of the book's exercises page (``book/exercises.md``).
+
+    Lists every exercise of :data:`EXERCISES` with its chapter, its task and a link to it, then the
+    problems of :mod:`paththeory.exercises.problems` with their kind and points, the number of exercises of
+    each kind, and how a course uses them.
+    """
+    from paththeory.exercises import problems
+
+    book = Path(book_dir)
+    chapters: dict[str, list[str]] = {}
+    for name in EXERCISES:
+        chapters.setdefault(name.split(".")[0], []).append(name)
+    rows = []
+    for chapter, names in chapters.items():
+        md = book / f"{chapter}.md"
+        tasks = _chapter_tasks(md.read_text()) if md.exists() else {}
+        for number, name in enumerate(names, 1):
+            title = tasks.get(exercise_label(name))
+            link = f"{{ref}}`{title} <{exercise_label(name)}>`" if title else f"Exercise {number}"
+            task = EXERCISES[name].task.replace("*", "\\*")
+            rows.append(f"| {{doc}}`{chapter}` | {link} | {task} | `{name}` |")
+    table = "\n".join(["| Chapter | Exercise | Task | Check id |", "|---|---|---|---|", *rows])
+    md = book / "problems.md"
+    titles = _chapter_tasks(md.read_text()) if md.exists() else {}
+    prows = [f"| {{ref}}`{titles.get(label, label)} <{label}>` | {kind} | {problems.POINTS[label]} |"
+             for label, kind in problems.KINDS.items()]
+    ptable = "\n".join(["| Problem | Kind | Points |", "|---|---|---|", *prows])
+    kinds = {k: sum(v == k for v in problems.KINDS.values()) for k in ("derivation", "implement", "interpret")}
+    return f"""\
+# Exercises
+
+Every chapter of the paper's experiments ends with three exercises, and so do the theory's
+{{doc}}`model` and {{doc}}`gp_vs_finite`; the derivation chapters {{doc}}`derivation` and
+{{doc}}`depth` share three. Each states a task, which the package solves in a few lines; on
+the chapter's page the **Solution** under the task holds a worked solution together with the
+output of its check. In a notebook, `check("<id>", answer)` says whether an answer is right and,
+if not, what is off, without giving the answer away.
+
+{table}
+
+## The problem set
+
+{{doc}}`problems` is a graded problem set of {len(problems.KINDS)} problems worth
+{sum(problems.POINTS.values())} points: {kinds["derivation"]} derivations on paper,
+{kinds["implement"]} functions to implement from scratch (hidden tests call them on inputs the
+student never sees) and {kinds["interpret"]} questions on the book's numbers. With the
+{len(EXERCISES)} computed exercises above, the book has {len(EXERCISES) + len(problems.KINDS)}.
+
+{ptable}
+
+{_COURSE_SECTION}"""
+
+
+def write_exercises_page(book_dir: str | Path, path: str | Path | None = None) -> Path:
+    """Write :func:`exercises_page` to ``path`` (default ``<book_dir>/exercises.md``) and return it."""
+    target = Path(path) if path is not None else Path(book_dir) / "exercises.md"
+    from paththeory._io import write_text
+
+    return write_text(target, exercises_page(book_dir))
