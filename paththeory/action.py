@@ -43,6 +43,8 @@ Array = jax.Array
 def order_parameter_sizes(heads: Sequence[int], n_outputs: int = 1) -> list[int]:
     """Sizes of ``U^(1), ..., U^(L)``: ``C prod_{m >= l} H_m`` for ``C`` outputs.
 
+    Book: Any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
+
     Example:
       >>> order_parameter_sizes((2, 3)), order_parameter_sizes((2, 3), n_outputs=2)
       ([6, 3], [12, 6])
@@ -57,6 +59,8 @@ def gp_order_parameters(heads: Sequence[int], variances: Sequence[float], n_outp
 
     With ``C`` outputs the identity is ``C prod_{m >= l} H_m`` square: independent GPs per output.
 
+    Book: The GP point (corollary) (https://paththeory.github.io/paththeory/book/depth.html#cor-gp-point)
+
     Example:
       >>> [round(float(u[0, 0]), 4) for u in gp_order_parameters((2, 3), (1.0, 0.6, 1.7, 2.1))]
       [2.142, 3.57]
@@ -68,6 +72,8 @@ def gp_order_parameters(heads: Sequence[int], variances: Sequence[float], n_outp
 def level_scale(l: int, variances: Sequence[float]) -> float:
     """``sigma_a^2 prod_{m > l} sigma_m^2`` for 0-based layer index ``l`` (the GP value of ``U^(l+1)``).
 
+    Book: The GP point (corollary) (https://paththeory.github.io/paththeory/book/depth.html#cor-gp-point)
+
     Example:
       >>> round(level_scale(0, (1.0, 0.6, 1.7, 2.1)), 4), round(level_scale(1, (1.0, 0.6, 1.7, 2.1)), 4)
       (2.142, 3.57)
@@ -78,6 +84,8 @@ def level_scale(l: int, variances: Sequence[float]) -> float:
 def partial_trace(U: Array, n_heads: int, n_outputs: int = 1) -> Array:
     """``(Tr_{h_l} U^(l))_{(c, pi'), (c', sigma')} = sum_h U_{(c, h, pi'), (c', h, sigma')}``: the trace over
     the head index after the (slowest) output index ``c``.
+
+    Book: Any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
 
     Example:
       >>> print(np.asarray(partial_trace(jnp.eye(4), 2)))
@@ -95,6 +103,8 @@ def sqrtm_pd(M: Array) -> Array:
 
     Its derivative ``dS`` solves the Sylvester equation ``S dS + dS S = dM`` (a ``C^2`` linear system),
     so it is differentiable to any order, also at repeated eigenvalues (where the eigenvectors' are not).
+
+    Book: The result for one layer (https://paththeory.github.io/paththeory/book/derivation.html#derivation-one-layer)
 
     Example:
       >>> print(np.asarray(sqrtm_pd(jnp.array([[4.0, 0.0], [0.0, 9.0]]))))
@@ -125,6 +135,8 @@ def readout_order_parameter(traced_last: Array, widths: Sequence[float], heads: 
     ``U_a = sqrt(beta_a^2 / 4 + gamma_a) - beta_a / 2`` (matrix square root); a scalar ``traced_last``
     (``Tr U^(L)``, one output) gives a scalar.
 
+    Book: The result for one layer (https://paththeory.github.io/paththeory/book/derivation.html#derivation-one-layer)
+
     Example:
       >>> round(float(readout_order_parameter(2.5, (10.0, 10.0, 30.0), (2, 3), (1.0, 1.0, 0.8, 1.5))), 6)
       1.25
@@ -154,6 +166,9 @@ def _trace_solve(A: Array, B: Array) -> Array:
 
 def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, variances) -> Array:
     """The entropy part of S (not divided by N) at a given ``U_a``.
+
+    Book: The action at any depth (proposition)
+    (https://paththeory.github.io/paththeory/book/depth.html#prop-action-any-depth)
 
     Example:
       >>> Us = [jnp.eye(4), jnp.eye(2)]
@@ -186,6 +201,9 @@ def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, varianc
 def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
     """Entropy part of S with ``U_a`` at its closed-form root (not divided by N).
 
+    Book: The action at any depth (proposition)
+    (https://paththeory.github.io/paththeory/book/depth.html#prop-action-any-depth)
+
     Example:
       >>> Us = [jnp.eye(4), jnp.eye(2)]
       >>> round(float(entropy(Us, (10.0, 10.0, 10.0), (2, 2), (1.0,) * 4)), 6)
@@ -203,6 +221,9 @@ def energy(K: Array, y: Array, temperature) -> Array:
     Its gradient is written out (reverse mode only): with ``G = (K + T I)^{-1}`` and ``b = G y``,
     ``dE/dK = G - b b^T``, ``dE/dy = 2 b``, ``dE/dT = Tr G - b.b``; ``G`` comes from the same
     Cholesky factor, which is cheaper than differentiating through the factorisation.
+
+    Book: The energy: evidence and spectrum
+    (https://paththeory.github.io/paththeory/book/order_parameter.html#order-parameter-energy)
 
     Example:
       >>> round(float(energy(jnp.eye(2), jnp.array([1.0, -1.0]), 1.0)), 6)
@@ -233,6 +254,8 @@ def inverse_upper_triangular(R: Array, base: int = 32) -> Array:
 
     with a triangular solve below ``base`` rows. Almost all of its ``P^3 / 3`` flops are matrix
     products, 2-3x faster on CPU than triangular solves against the identity.
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
 
     Example:
       >>> R = jnp.array([[2.0, 1.0], [0.0, 4.0]])
@@ -268,6 +291,9 @@ energy.defvjp(_energy_fwd, _energy_bwd)
 def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, variances) -> Array:
     """``S / N`` with ``N = max_l n_l`` for order parameters ``Us`` and the kernel ``K = K(U^(1))``.
 
+    Book: The action at any depth (proposition)
+    (https://paththeory.github.io/paththeory/book/depth.html#prop-action-any-depth)
+
     Example:
       >>> from paththeory.tasks.examples import model_problem
       >>> from paththeory.kernels import kernel_matrix
@@ -289,6 +315,8 @@ def single_path_entropy_minimum(U: float, depth: int) -> float:
     minimum over the inner order parameters makes the ``L + 1`` ratios ``U_a``, ``U^(L) / U_a``, ...,
     ``U^(1) / U^(2)`` equal, each ``U^{1/(L+1)}``.
 
+    Book: The single-path entropy (corollary) (https://paththeory.github.io/paththeory/book/depth.html#cor-single-path)
+
     Example:
       >>> float(single_path_entropy_minimum(1.0, 2))
       3.0
@@ -303,6 +331,9 @@ def inner_order_parameter_l2(U: np.ndarray, heads: Sequence[int], widths, varian
     Solves ``a (U2)^2 + b U2 - c u = 0`` with ``u = Tr_{h_1} U``, ``a = n_1 / (sigma_2^2 U_a)``,
     ``b = n_0 H_1 - n_1``, ``c = n_0 / sigma_1^2`` in the eigenbasis of ``u``, iterating ``U_a`` to
     its fixed point. An independent oracle for the jointly optimised inner order parameter.
+
+    Book: Two layers: the inner order parameter
+    (https://paththeory.github.io/paththeory/book/depth.html#derivation-two-layers)
 
     Example:
       >>> U2, U_a = inner_order_parameter_l2(np.eye(4), (2, 2), (10.0, 10.0, 10.0), (1.0,) * 4)

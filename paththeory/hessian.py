@@ -41,6 +41,8 @@ Array = jax.Array
 def energy_derivatives(features: Array, K: Array, y: Array, temperature) -> tuple[Array, Array]:
     """Gradient ``[n, n]`` and Hessian ``[n, n, n, n]`` of the energy with respect to ``U``.
 
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
     Args:
       features: path features ``[P, n, N0]`` (``X_a = features[:, a]``).
       K: the kernel ``K(U) = sum_ab U_ab X_a X_b^T`` ``[P, P]`` at the point of interest, or with ``C``

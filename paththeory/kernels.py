@@ -1,6 +1,6 @@
 r"""Path-path kernels, the GP kernel and the renormalised kernel K(U) (paper Eq. (10), App. B.1 Eq. (31)).
 
-All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeory.path_features`):
+All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeory.model.path_features`):
 
 .. math::
 
@@ -38,7 +38,11 @@ GRAM_MIN_FEATURES_PER_PATH = 4
 
 
 def check_features(features, name: str = "features") -> Array:
-    """Validate path features ``[P, n_paths, N0]`` and return them as float64."""
+    """Validate path features ``[P, n_paths, N0]`` and return them as float64.
+
+    Book: Attentioned input, the path vector (definition)
+    (https://paththeory.github.io/paththeory/book/model.html#def-path-vector)
+    """
     return jnp.asarray(as_float_array(features, name, ndim=3))
 
 
@@ -69,6 +73,8 @@ def path_kernels(features, features_b=None) -> Array:
 
     Materialises ``n^2 P P'`` numbers: use it for figures and small problems only.
 
+    Book: Path-path kernel (definition) (https://paththeory.github.io/paththeory/book/model.html#def-path-kernel)
+
     Example:
       >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem()
@@ -81,6 +87,8 @@ def path_kernels(features, features_b=None) -> Array:
 
 def gp_kernel(arch, features, features_b=None) -> Array:
     """The GP (infinite-width) kernel ``sigma_a^2 prod sigma_l^2 sum_pi C^{pi pi}``: ``[P, P']``.
+
+    Book: Path-path kernels (https://paththeory.github.io/paththeory/book/model.html#model-path-kernels)
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -114,6 +122,9 @@ def kernel_matrix(U, features, features_b=None, batch_size: int = 2048, n_output
     ``n_outputs = C``, ``U`` is ``C n_paths`` square (blocks ``U^{cd}``) and the kernel is
     ``[C P, C P']`` with blocks ``K^{cd} = sum_ab U^{cd}_ab C^{ab}``, output index slowest.
 
+    Book: Renormalised kernel (definition)
+    (https://paththeory.github.io/paththeory/book/model.html#def-renormalised-kernel)
+
     Example:
       >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem()
@@ -132,6 +143,9 @@ def kernel_matrix(U, features, features_b=None, batch_size: int = 2048, n_output
 def kernel_diagonal(U, features, n_outputs: int = 1) -> Array:
     """``K_U(x, x)`` for every example: ``[P]``; with ``n_outputs = C`` the output-output blocks
     ``K^{cd}_U(x, x)``: ``[P, C, C]``.
+
+    Book: Renormalised kernel (definition)
+    (https://paththeory.github.io/paththeory/book/model.html#def-renormalised-kernel)
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -165,6 +179,8 @@ def pack_symmetric(D: np.ndarray) -> np.ndarray:
     follows, so ``rows = P + 1`` (even ``P``) or ``P`` (odd). This is LAPACK's rectangular full
     packed format in spirit: unpacking is slicing and triangle masks, not a gather.
 
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
     Example:
       >>> D = np.arange(9.0).reshape(3, 3); D = D + D.T
       >>> bool(np.array_equal(unpack_symmetric(jnp.asarray(pack_symmetric(D)), 3), D))
@@ -186,7 +202,10 @@ def pack_symmetric(D: np.ndarray) -> np.ndarray:
 
 
 def unpack_symmetric(R: Array, p: int) -> Array:
-    """The symmetric ``[P, P]`` matrix from :func:`pack_symmetric`'s rectangle (traceable)."""
+    """The symmetric ``[P, P]`` matrix from :func:`pack_symmetric`'s rectangle (traceable).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
     h = (p + 1) // 2
     if p % 2 == 0:
         t1, t2, d21 = jnp.tril(R[1 : h + 1]), jnp.triu(R[:h]).T, R[h + 1 :]
@@ -210,6 +229,8 @@ class GramBlocks(NamedTuple):
     and also need the antisymmetric parts ``E^{ab} = C^{ab} - C^{ab T}``, ``a < b``
     (``np.triu_indices(n, 1)`` order): ``anti[k]`` packs the strict lower triangle of ``E^{ab}``
     (:func:`unpack_antisymmetric`); ``None`` for one output.
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
     """
 
     blocks: Array  # [n(n+1)/2, P + 1 - P mod 2, ceil(P/2)]
@@ -226,7 +247,10 @@ class GramBlocks(NamedTuple):
 
 
 class FeatureKernel(NamedTuple):
-    """Features only; ``K(U)`` evaluated in factorised form (memory ``P n N0``)."""
+    """Features only; ``K(U)`` evaluated in factorised form (memory ``P n N0``).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
 
     features: Array  # [P, n, N0]
 
@@ -235,7 +259,10 @@ KernelOperator = Union[GramBlocks, FeatureKernel]
 
 
 def gram_bytes(n_examples: int, n_paths: int, n_outputs: int = 1) -> int:
-    """Bytes needed by :class:`GramBlocks` for ``P`` examples, ``n`` paths and ``C`` outputs (float64)."""
+    """Bytes needed by :class:`GramBlocks` for ``P`` examples, ``n`` paths and ``C`` outputs (float64).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
     pairs = n_paths * (n_paths + 1) // 2 + (n_paths * (n_paths - 1) // 2 if n_outputs > 1 else 0)
     return 8 * pairs * (n_examples * (n_examples + 1) // 2)
 
@@ -243,6 +270,8 @@ def gram_bytes(n_examples: int, n_paths: int, n_outputs: int = 1) -> int:
 def unpack_antisymmetric(R: Array, p: int) -> Array:
     """The antisymmetric ``[P, P]`` matrix whose strict lower triangle :func:`pack_symmetric` packed
     (as that of a symmetric matrix with zero diagonal) into ``R`` (traceable).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
 
     Example:
       >>> E = np.array([[0.0, -2.0], [2.0, 0.0]])
@@ -261,6 +290,8 @@ def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET, n_outp
     solver's temporaries and, in mixed precision, its float32 copy of the blocks) and when
     ``N0 >= GRAM_MIN_FEATURES_PER_PATH (n + 1)``; otherwise the factorised form streams through
     the features.
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
 
     Example:
       >>> f = np.random.default_rng(0).normal(size=(10, 2, 40))  # P = 10, 2 paths, N0 = 40
@@ -289,7 +320,10 @@ def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET, n_outp
 
 def apply_operator(op: KernelOperator, U: Array) -> Array:
     """``K(U)`` for either backend (traceable; used inside the jitted solver): ``[C P, C P]`` for ``U`` of
-    size ``C n`` (``C`` outputs, blocks ``U^{cd}``, output index slowest)."""
+    size ``C n`` (``C`` outputs, blocks ``U^{cd}``, output index slowest).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
     if isinstance(op, FeatureKernel):
         return _kernel(U, op.features, op.features)
     n, p = op.n_paths, op.n_examples
@@ -318,5 +352,8 @@ def apply_operator(op: KernelOperator, U: Array) -> Array:
 
 
 def operator_astype(op: KernelOperator, dtype) -> KernelOperator:
-    """The same backend with its arrays cast to ``dtype`` (the solver's float32 copy)."""
+    """The same backend with its arrays cast to ``dtype`` (the solver's float32 copy).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
     return type(op)(*(None if a is None else jnp.asarray(a, dtype) for a in op))

@@ -42,6 +42,8 @@ NETWORK_WIDTHS = ("A finite network has whole-number widths (the theory, paththe
 class QKAttention:
     """Query/key heads of one layer: scores ``S[s, t] = (K x_s) . (Q x_t) / sqrt(G)`` (paper Eq. (3)).
 
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+
     Args:
       query: ``[H, G, N0]`` query weights, one ``G x N0`` matrix per head.
       key: ``[H, G, N0]`` key weights.
@@ -81,6 +83,8 @@ class QKAttention:
 class ScoreAttention:
     """Bilinear heads of one layer: ``S[s, t] = x_s^T W x_t`` with no ``1/sqrt(d)`` (paper App. G.2).
 
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+
     Args:
       w: ``[H, N0, N0]``; the row index acts on the key token, the column index on the query.
 
@@ -112,6 +116,8 @@ class ScoreAttention:
 @dataclass(frozen=True, eq=False)
 class FixedAttention:
     """User-supplied attention matrices for one fixed set of B inputs.
+
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
 
     Args:
       matrices: ``[B, H, T, T]`` indexed ``[b, h, key, query]``; nonnegative, columns sum to one.
@@ -165,6 +171,8 @@ def _layer_attention(layer: LayerAttention, x: Array) -> Array:
 @dataclass(frozen=True, eq=False)
 class Architecture:
     """L attention layers with fixed attention, Bayesian value weights and a linear readout.
+
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
 
     Args:
       attention: one entry per layer (:class:`QKAttention`, :class:`ScoreAttention` or
@@ -273,6 +281,8 @@ def _one_number(width) -> bool:
 def readout_vector(readout: Readout, n_tokens: int) -> Array:
     """The pooling vector ``r`` over query tokens (paper Eq. (18)).
 
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+
     Example:
       >>> print(np.asarray(readout_vector("mean", 4)))
       [0.25 0.25 0.25 0.25]
@@ -286,7 +296,10 @@ def readout_vector(readout: Readout, n_tokens: int) -> Array:
 
 
 def check_tokens(arch: Architecture, x) -> Array:
-    """Validate tokens ``[B, T, N0]`` against the architecture; return a float64 JAX array."""
+    """Validate tokens ``[B, T, N0]`` against the architecture; return a float64 JAX array.
+
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+    """
     arr = as_float_array(x, "tokens x", ndim=3)
     dims = {layer.input_dim for layer in arch.attention} - {None}
     if dims and arr.shape[2] not in dims:
@@ -300,6 +313,8 @@ def check_tokens(arch: Architecture, x) -> Array:
 def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
     """Attention of every layer, computed from the bare input: tuple of ``[B, H_l, T, T]``.
 
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+
     Example:
       >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()  # heads (3, 2), 4 inputs of 5 tokens
@@ -311,7 +326,10 @@ def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
 
 
 def path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Array:
-    """``alpha^pi = A^1_{h1} ... A^L_{hL} r`` for every path: ``[B, n_paths, T]`` (paper Eqs. (7), (23))."""
+    """``alpha^pi = A^1_{h1} ... A^L_{hL} r`` for every path: ``[B, n_paths, T]`` (paper Eqs. (7), (23)).
+
+    Book: Attention path (definition) (https://paththeory.github.io/paththeory/book/model.html#def-attention-path)
+    """
     if len(attn) == 0:
         raise ValueError("attn is empty; pass one [B, H_l, T, T] attention array per layer.")
     n_tokens = attn[0].shape[-1]
@@ -326,6 +344,8 @@ def path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Arr
 def path_attention(arch: Architecture, x) -> Array:
     """Path attention vectors ``alpha^pi(x)``: ``[B, n_paths, T]``; each sums to one over tokens.
 
+    Book: Attention path (definition) (https://paththeory.github.io/paththeory/book/model.html#def-attention-path)
+
     Example:
       >>> from paththeory.tasks.examples import model_problem
       >>> arch, params, x = model_problem()
@@ -338,6 +358,9 @@ def path_attention(arch: Architecture, x) -> Array:
 
 def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
     """Attentioned inputs ``xi^pi(x) = sigma_0 / sqrt(N0 H_tot) sum_s alpha^pi_s x_s`` (paper Eqs. (7), (23)).
+
+    Book: Attentioned input, the path vector (definition)
+    (https://paththeory.github.io/paththeory/book/model.html#def-path-vector)
 
     Args:
       x: tokens ``[B, T, N0]``.
@@ -375,6 +398,8 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
     Returns a dict with ``V0 [n0, N0]``, ``V`` (tuple over layers of ``[H_l, n_l, n_{l-1}]``) and
     ``a [n_L]``. Widths must be whole numbers (the theory takes any positive width, a network does not).
 
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+
     Example:
       >>> import jax
       >>> from paththeory.tasks.examples import model_problem
@@ -399,7 +424,10 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
 def check_params(arch: Architecture, params: dict, input_dim: int | None = None) -> tuple[int, ...]:
     """Check that ``params`` holds ``V0 [n_0, N0]``, ``V`` (one ``[H_l, n_l, n_{l-1}]`` array per layer of
     ``arch``) and ``a [n_L]`` whose shapes chain together; return the widths ``(n_0..n_L)``.
-    ``input_dim``: the tokens' ``N0`` (not checked when ``None``)."""
+    ``input_dim``: the tokens' ``N0`` (not checked when ``None``).
+
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+    """
     if not isinstance(params, Mapping):
         raise TypeError(f"params must be a dict with keys 'V0', 'V', 'a' (paththeory.sample_prior); "
                         f"got {type(params).__name__}.")
@@ -454,6 +482,8 @@ def network_output(
     ``z^l_t = (H_l n_{l-1})^{-1/2} sum_h V^l_h sum_s z^{l-1}_s A^l_h[s, t]``;
     ``f = a . (sum_t r_t z^L_t) / sqrt(n_L)``.
 
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+
     Args:
       attn: precomputed attention matrices (skips recomputing them from ``x``).
       head_mask: optional list over layers of ``[H_l]`` 0/1 weights. A pruned head's output is
@@ -500,7 +530,11 @@ def _check_attention(arch: Architecture, attn: Sequence, x: Array) -> tuple[Arra
 
 def check_head_mask(arch: Architecture, head_mask: Sequence, dtype) -> list[Array]:
     """The masks as arrays of ``dtype``; raise unless there is one ``[H_l]`` array per layer, of finite
-    nonnegative weights, leaving every layer at least one head."""
+    nonnegative weights, leaving every layer at least one head.
+
+    Book: Pruning one head at a time (Fig. 3e)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-single-heads)
+    """
     if not isinstance(head_mask, (list, tuple)):
         raise TypeError(f"head_mask must be a list of L = {arch.n_layers} arrays of shapes {[(h,) for h in arch.heads]} "
                         f"(paththeory.pruning.head_mask); got {type(head_mask).__name__}.")
@@ -519,6 +553,8 @@ def check_head_mask(arch: Architecture, head_mask: Sequence, dtype) -> list[Arra
 
 def effective_weights(arch: Architecture, params: dict) -> Array:
     """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (paper Eqs. (6), (22)).
+
+    Book: Effective weights (definition) (https://paththeory.github.io/paththeory/book/model.html#def-effective-weights)
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -541,6 +577,9 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
     The network output is their sum (:func:`path_expansion_output`), and pruning heads only
     removes and rescales them (:func:`paththeory.pruning.path_weights`), so the accuracy of every
     pruned network follows from one ``[B, n_paths]`` array.
+
+    Book: Pruning one head at a time (Fig. 3e)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-single-heads)
 
     Args:
       features: path features ``[B, n_paths, N0]`` (:func:`path_features`).
@@ -570,6 +609,8 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
 
 def path_expansion_output(arch: Architecture, params: dict, x) -> Array:
     """``f(x) = sum_pi w^pi . (V^0 xi^pi(x)) / (sigma_0 sqrt(n_0))``: the network as a sum over paths.
+
+    Book: Attention paths (https://paththeory.github.io/paththeory/book/model.html#model-attention-paths)
 
     Example:
       >>> from paththeory.tasks.examples import model_problem

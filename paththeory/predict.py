@@ -51,6 +51,9 @@ def predictor(U, features_train, y, features_test, temperature, batch_size: int 
     """Mean and variance of the network output on test inputs: ``([P_test], [P_test])``; for labels ``[P, C]``
     the means ``[P_test, C]`` and the output-output covariances ``[P_test, C, C]``.
 
+    Book: Step 5: integrate the auxiliary variables: the predictor
+    (https://paththeory.github.io/paththeory/book/derivation.html#derivation-step-predictor)
+
     Args:
       U: ``[n_paths, n_paths]`` order parameter, symmetric positive semi-definite (``arch.gp_scale * I`` for the GP);
         ``C n_paths`` square (blocks ``U^{cd}``, output index slowest) for ``C`` outputs.
@@ -86,6 +89,9 @@ def predictor(U, features_train, y, features_test, temperature, batch_size: int 
 def mean_predictor(U, features_train, y, features_test, temperature) -> Array:
     """The mean of :func:`predictor` alone, without the cross kernel the variance needs: ``[P_test]``,
     or ``[P_test, C]`` for labels ``[P, C]`` (the paper's Eq. 29). Same arguments and checks.
+
+    Book: Step 5: integrate the auxiliary variables: the predictor
+    (https://paththeory.github.io/paththeory/book/derivation.html#derivation-step-predictor)
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -150,6 +156,8 @@ def _check_conditioning(K: Array, chol: Array, t: float) -> None:
 def accuracy(mean, y) -> float:
     """Classification accuracy ``mean_mu Theta(y^mu <f(x^mu)>)`` for labels ``+-1``.
 
+    Book: Accuracy against width (Fig. 2c) (https://paththeory.github.io/paththeory/book/markov.html#markov-accuracy)
+
     Example:
       >>> round(accuracy(np.array([0.3, -1.2, 0.5]), np.array([1.0, -1.0, -1.0])), 3)
       0.667
@@ -169,6 +177,8 @@ def _matching(values, name: str, y) -> tuple[np.ndarray, np.ndarray]:
 def soft_accuracy(mean, variance, y) -> float:
     """``mean_mu Phi(y^mu <f> / sqrt(Var f))``, the probability of a correct sign under the posterior.
 
+    Book: The predictor's variance (https://paththeory.github.io/paththeory/book/markov.html#markov-variance)
+
     Example:
       >>> round(soft_accuracy(np.array([1.0, -1.0]), np.array([1.0, 1.0]), np.array([1.0, -1.0])), 4)
       0.8413
@@ -182,6 +192,8 @@ def soft_accuracy(mean, variance, y) -> float:
 
 def pc_label_overlap(K, y, k: int = 30) -> np.ndarray:
     """``|phi_i . y| / sqrt(P)`` for the top-``k`` eigenvectors of the training kernel (alignment, paper §3.2).
+
+    Book: Kernel-task alignment (https://paththeory.github.io/paththeory/book/gp_vs_finite.html#gp-vs-finite-alignment)
 
     Example:
       >>> print(np.round(pc_label_overlap(np.diag([3.0, 2.0, 1.0]), np.array([1.0, -1.0, 1.0]), k=2), 4))

@@ -10,7 +10,7 @@ When it is unset, the profile is ``colab`` if JAX sees a GPU and ``smoke`` other
 experiment module keeps its own per-profile sizes in a dict keyed by profile name and reads
 the entry for the current profile with :func:`choose`. Every size of a profile is fixed, the
 number of NUTS draws included; a wall-clock limit is only a fail-safe that marks a result
-incomplete (:attr:`paththeory.sampling.PosteriorSamples.complete`), so no number depends on how
+incomplete (:attr:`paththeory.sampling.nuts.PosteriorSamples.complete`), so no number depends on how
 busy the machine is.
 """
 

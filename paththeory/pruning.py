@@ -9,7 +9,7 @@ A head's score is the total weight :math:`|U_{\pi\pi'}|` of the path pairs that 
 
 Pruning a head zeroes its output and rescales its layer's sum over heads from ``H^{-1/2}`` to
 ``(H - d)^{-1/2}``. Since the network's output is a sum over paths
-(:func:`paththeory.path_contributions`), a pruned network multiplies each path's contribution by
+(:func:`paththeory.model.path_contributions`), a pruned network multiplies each path's contribution by
 :func:`path_weights`: zero through a pruned head, ``prod_l sqrt(H_l / (H_l - d_l))`` otherwise. So
 the accuracy of every pruned network, and of thousands of pruning orders, follows from one
 ``[P, n_paths]`` array of contributions (:func:`pruned_accuracies`, :func:`pruning_curves`).
@@ -38,11 +38,13 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     ``absolute=False`` sums the signed entries ``U_{pi sigma}`` instead of their magnitudes (a variant
     the book compares with the paper's rule; anti-correlated paths then lower a head's score).
     With ``C`` outputs, ``U`` is ``C n_paths`` square (blocks ``U^{cc'}``, output index slowest, as the
-    theory and :func:`paththeory.sampling.sample_posterior` return it) and a pair of paths counts the
+    theory and :func:`paththeory.sampling.nuts.sample_posterior` return it) and a pair of paths counts the
     entries of every output block, ``sum_{cc'} |U^{cc'}_{pi sigma}|`` (or the signed sum).
     ``U`` must be symmetric positive semi-definite, like every order parameter; normalising scores
     whose largest value is not positive (``U = 0``, or signed scores) raises a ValueError (pass
     ``normalise=False`` for the raw scores, all zero for ``U = 0``).
+
+    Book: Pruning heads with the theory, Head scores (https://paththeory.github.io/paththeory/book/pruning.html)
 
     Example:
       >>> U = np.diag([4.0, 1.0, 1.0, 1.0])  # paths (0,0), (0,1), (1,0), (1,1)
@@ -107,6 +109,9 @@ def _is_sequence(value) -> bool:
 def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
     """Heads ``(layer, head)`` sorted by increasing score (the pruning order).
 
+    Book: Pruning heads in order of score (Fig. 3f)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-cumulative)
+
     Example:
       >>> score_order([np.array([1.0, 0.2]), np.array([0.5, 0.7])])
       [(0, 1), (1, 0), (1, 1), (0, 0)]
@@ -121,6 +126,9 @@ def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
 def all_heads(heads: Sequence[int]) -> list[tuple[int, int]]:
     """Every head as ``(layer, head)``, layer by layer: the flat order of scores and drops.
 
+    Book: Pruning heads in order of score (Fig. 3f)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-cumulative)
+
     Example:
       >>> all_heads((2, 1))
       [(0, 0), (0, 1), (1, 0)]
@@ -130,7 +138,10 @@ def all_heads(heads: Sequence[int]) -> list[tuple[int, int]]:
 
 def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.ndarray]:
     """0/1 masks, a list over layers of ``[H_l]``, with the ``(layer, head)`` pairs in ``pruned`` set to 0
-    (the ``head_mask`` of :func:`paththeory.network_output`).
+    (the ``head_mask`` of :func:`paththeory.model.network_output`).
+
+    Book: Pruning one head at a time (Fig. 3e)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-single-heads)
 
     Example:
       >>> [m.tolist() for m in head_mask((2, 3), [(1, 0)])]
@@ -154,6 +165,9 @@ def path_weights(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> np.nd
     ``prod_l m_l[pi_l] sqrt(H_l / sum m_l)`` with the masks of :func:`head_mask`: zero for a path
     through a pruned head, the layers' rescaling otherwise. Raises ``ValueError`` when a layer
     loses all its heads (the network's output is then identically zero).
+
+    Book: Pruning one head at a time (Fig. 3e)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-single-heads)
 
     Example:
       >>> path_weights((2, 2), [(0, 1)]).round(3).tolist()  # paths (0,0), (0,1), (1,0), (1,1)
@@ -185,8 +199,11 @@ def _check_contributions(contributions, y, heads: Sequence[int]) -> tuple[np.nda
 def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Sequence) -> np.ndarray:
     """Accuracy ``mean(sign f == y)`` of the network with each set of heads in ``pruned_sets`` removed.
 
+    Book: Pruning one head at a time (Fig. 3e)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-single-heads)
+
     Args:
-      contributions: ``[P, n_paths]`` from :func:`paththeory.path_contributions`.
+      contributions: ``[P, n_paths]`` from :func:`paththeory.model.path_contributions`.
       y: targets ``[P]`` in ``{-1, +1}``.
       pruned_sets: a sequence of lists of ``(layer, head)`` pairs.
     Returns:
@@ -218,6 +235,9 @@ def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray
 
     ``orders``: ``[n_orders, n_heads, 2]`` (or a list of lists of ``(layer, head)``). Entries past the
     point where a layer has lost all its heads are NaN.
+
+    Book: Pruning heads in order of score (Fig. 3f)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-cumulative)
     """
     c, yy = _check_contributions(contributions, y, heads)
     heads = _check_heads(heads)
@@ -231,7 +251,11 @@ def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray
 
 
 def random_orders(heads: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
-    """``n`` uniformly random orders of all heads: ``[n, n_heads, 2]`` of ``(layer, head)``."""
+    """``n`` uniformly random orders of all heads: ``[n, n_heads, 2]`` of ``(layer, head)``.
+
+    Book: Pruning heads in order of score (Fig. 3f)
+    (https://paththeory.github.io/paththeory/book/pruning.html#pruning-cumulative)
+    """
     n, seed = check_count(n, "n", minimum=0), check_count(seed, "seed", minimum=0)
     every = np.array(all_heads(heads))
     rng = np.random.default_rng(seed)

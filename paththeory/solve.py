@@ -76,7 +76,10 @@ Array = jax.Array
 
 
 class ConvergenceWarning(RuntimeWarning):
-    """A :class:`Solution` was returned before reaching its tolerance (``report["converged"]`` is False)."""
+    """A :class:`Solution` was returned before reaching its tolerance (``report["converged"]`` is False).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
 
 
 STATUS = {0: "running", 1: "converged", 2: "maximum iterations reached", 3: "line search failed"}
@@ -110,7 +113,10 @@ def _tril(size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float]) -> list[Array]:
-    """Unpack the flat parameter vector into ``[U^(1), ..., U^(L)]`` (all positive definite)."""
+    """Unpack the flat parameter vector into ``[U^(1), ..., U^(L)]`` (all positive definite).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
     out, start = [], 0
     for size, scale in zip(sizes, scales):
         rows, cols = _tril(size)
@@ -123,7 +129,10 @@ def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float
 
 
 def matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float]) -> np.ndarray:
-    """Inverse of :func:`theta_to_matrices` (Cholesky factor with log-diagonal)."""
+    """Inverse of :func:`theta_to_matrices` (Cholesky factor with log-diagonal).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
     parts = []
     for U, scale in zip(Us, scales):
         chol = np.linalg.cholesky(np.asarray(U) / scale)
@@ -219,6 +228,8 @@ def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, 
     flops, ``m = n N0``), not the ``(C P) x (C m)`` products of the dense form; the
     Frobenius products cost ``C^3 (C + 1) n^4 N0^2`` (``2 (C n)^4 N0^2`` over all blocks). Same result as
     :func:`~paththeory.hessian.energy_derivatives` (symmetrised).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
 
     Example:
       >>> f = jnp.asarray(np.random.default_rng(0).normal(size=(5, 2, 3)))
@@ -329,6 +340,8 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
     one-output count with ``P -> C P``, ``n -> C n``), two ``C m x C m`` temporaries of ``itemsize`` bytes
     (4 in mixed precision, where the Hessian is computed in float32) in the whole budget (the restart
     runs once, while nothing else of that size is held).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
 
     Example:
       >>> hessian_pays(600, 16, 192), hessian_pays(600, 64, 192), hessian_pays(100, 16, 192)
@@ -459,6 +472,8 @@ _minimise_many_jit = jax.jit(_minimise_many, static_argnames=("sizes", "scales",
 class Solution:
     """A minimiser of the action at one ``(widths, temperature)``.
 
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
     Attributes:
       U: ``[n_paths, n_paths]`` order parameter ``U^(1)`` that enters the kernel; a read-only numpy
         array (``np.array(sol.U)`` gives a writable copy).
@@ -494,6 +509,8 @@ class Solution:
 
 class Theory:
     """The theory for one architecture and training set: holds the kernel operator for reuse.
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
 
     Args:
       arch: the :class:`~paththeory.model.Architecture` (heads and variances are used here).
@@ -791,6 +808,8 @@ def _warn_unconverged(report: dict, widths: tuple[float, ...], temperature: floa
 def solve(arch: Architecture, features, y, width, temperature, **opts) -> Solution:
     """One-call solver: ``Theory(arch, features, y).solve(width, temperature, **opts)``.
 
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
     Example:
       >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
@@ -804,6 +823,9 @@ def solve(arch: Architecture, features, y, width, temperature, **opts) -> Soluti
 
 def sweep(arch: Architecture, features, y, widths, temperatures, **opts):
     """One-call sweep: ``Theory(arch, features, y).sweep(widths, temperatures, **opts)`` (same result shape).
+
+    Book: The order parameter against the load P/N
+    (https://paththeory.github.io/paththeory/book/gp_vs_finite.html#gp-vs-finite-load)
 
     Example:
       >>> from paththeory.tasks.examples import model_problem

@@ -9,7 +9,7 @@ that first reads files in :func:`needs_files`::
         results = experiment.run(...)
 
 When that cell raises :class:`~paththeory.tasks.data.DataNotFoundError` or
-:class:`~paththeory.training.CheckpointNotFoundError`, it shows a notice with the error's own
+:class:`~paththeory.training.checkpoints.CheckpointNotFoundError`, it shows a notice with the error's own
 message (which file, which folder or command provides it) and every later cell of the chapter runs
 as an empty cell until the kernel restarts; the rest of the book is unaffected.
 The book's Sphinx extension ``tools/paththeory_tools/sphinxext/reduced_chapters.py`` finds the notice on the built page
@@ -69,7 +69,7 @@ def notice_html(reason: str) -> str:
 
 def reduce_chapter(reason: BaseException | str) -> bool:
     """Show the notice and skip the chapter's later cells; False (nothing done) outside IPython
-    and in a graded run (:mod:`paththeory.grading`), where the missing file must fail loudly."""
+    and in a graded run (:mod:`paththeory.exercises.grading`), where the missing file must fail loudly."""
     from paththeory._io import grading
 
     shell = _shell()

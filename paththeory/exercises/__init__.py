@@ -14,9 +14,9 @@ or :func:`solution` show (a graded run, :mod:`paththeory.exercises.grading`, ref
 the wrong kind (``None``, a string, NaN, a dict, a wrong shape) raises :class:`InvalidAnswer`,
 naming the exercise and the kind of answer expected.
 
-* :mod:`~paththeory.exercises.answers`: the kinds of answer, their validation and diagnoses.
-* :mod:`~paththeory.exercises.keys`: every exercise (:data:`EXERCISES`) and its answer key.
-* :mod:`~paththeory.exercises.checking`: :func:`check`, :func:`hint`, :func:`solution`.
+* ``paththeory.exercises.answers``: the kinds of answer, their validation and diagnoses.
+* ``paththeory.exercises.keys``: every exercise (:data:`EXERCISES`) and its answer key.
+* ``paththeory.exercises.checking``: :func:`check`, :func:`hint`, :func:`solution`.
 * :mod:`~paththeory.exercises.problems`: the problem set's implement-it-yourself checks.
 * :mod:`~paththeory.exercises.grading`: what a graded notebook's test cells call (:func:`graded`,
   :func:`graded_function`, :func:`assert_honest`).

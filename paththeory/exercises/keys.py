@@ -40,7 +40,7 @@ OMNIGLOT_SPLITS = ("train", "validation", "test")
 class OmniglotProblem(NamedTuple):
     """Data of the Omniglot and pruning exercises (:func:`omniglot_problem`).
 
-    ``network``: the shipped :class:`paththeory.training.Checkpoint`; ``x``, ``y`` and ``features``:
+    ``network``: the shipped :class:`paththeory.training.checkpoints.Checkpoint`; ``x``, ``y`` and ``features``:
     dicts over ``"train"``, ``"validation"`` and ``"test"`` (sequences of training, validation and
     held-out characters) of tokens ``[P, 48, 192]`` (48 tokens of 192 components: 16 patches of 64 pixels plus the
     label vectors), targets ``[P]`` (first half ``+1``) and path features ``[P, 16, 192]`` (one per path). The arrays are read-only.
@@ -56,7 +56,7 @@ class OmniglotProblem(NamedTuple):
 def omniglot_problem(n: int = 200) -> OmniglotProblem:
     """The trained network and ``n`` balanced sequences per split for the Omniglot and pruning exercises.
 
-    The sequences are those of :func:`paththeory.experiments.omniglot.build_sequences` with ``n``
+    The sequences are those of ``paththeory.experiments.omniglot.build_sequences`` with ``n``
     sequences per split (seed 0), whatever the profile; needs the Omniglot files (:mod:`paththeory.tasks.data`).
 
     Example:

@@ -1,4 +1,7 @@
-"""Reproduction pipelines, one module per figure of the paper, shared by the chapters and the CLI."""
+"""Reproduction pipelines, one module per figure of the paper, shared by the chapters and the CLI, with
+the statistics behind their verdicts (:mod:`.stats`), the claims machinery (:mod:`.claims`) and the
+solver's benchmark (:mod:`.bench`). The modules are imported by name (``from paththeory.experiments
+import markov``); the package itself holds two helpers they share."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ import math
 
 import jax
 import numpy as np
+
+__all__ = ["jsonable", "sampled_vs_theory"]
 
 
 def jsonable(obj):

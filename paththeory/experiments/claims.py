@@ -1,9 +1,9 @@
 """The paper's Fig. 3 claims, and this book's own tests of them, each turned into a number, its noise and
 a verdict.
 
-:func:`fig3_claims` reads a ``results.json`` of :func:`paththeory.experiments.omniglot.run` and
+:func:`fig3_claims` reads a ``results.json`` of ``paththeory.experiments.omniglot.run`` and
 returns one row per claim and split; :func:`fig2_claims` does the same for Fig. 2 (the Markov
-chain, :func:`paththeory.experiments.markov.run`); :func:`claims_table` prints them. A verdict is
+chain, ``paththeory.experiments.markov.run``); :func:`claims_table` prints them. A verdict is
 ``"holds"``, ``"within noise"`` or ``"fails"`` (:mod:`paththeory.experiments.stats`): an estimate must clear
 two standard errors, a permutation test a one-sided p-value of 0.05. Nothing is written by
 hand: change the results and the verdicts follow.
@@ -371,7 +371,7 @@ def _paired_row(claim_id: str, claim: str, split: str | None, d: dict, paper: st
 
 def fig2_claims(results: dict) -> list[dict]:
     """The claims of Fig. 2 (the paper's §4.1) in a ``results.json`` of
-    :func:`paththeory.experiments.markov.run`, as the rows of :func:`fig3_claims`.
+    ``paththeory.experiments.markov.run``, as the rows of :func:`fig3_claims`.
 
     * finite width (at the smallest width) beats each GP line of Fig. 2c (top), and, on the
       noisier two-path task (Fig. 2e; with the uniform denoising head, App. G.2.2's Fig. 5c), the

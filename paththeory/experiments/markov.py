@@ -58,7 +58,7 @@ class Config:
     of ``num_warmup`` + ``num_samples`` iterations; ``time_limit``: a fail-safe on the seconds of
     each sampling run, about four times what it takes on an unloaded machine: a run that reaches
     it stops, is marked incomplete and gives no accuracy or ``U`` (see
-    :func:`paththeory.sampling.sample_posterior`).
+    :func:`paththeory.sampling.nuts.sample_posterior`).
     """
 
     n_train: int

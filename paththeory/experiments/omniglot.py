@@ -507,7 +507,7 @@ def path_cosines(features) -> np.ndarray:
     """``[n_paths, n_paths]`` cosine similarity of the attentioned inputs ``xi^pi`` of two paths over
     a whole set: ``sum_mu xi^pi_mu . xi^sigma_mu / sqrt(sum_mu |xi^pi_mu|^2 sum_mu |xi^sigma_mu|^2)``,
     the trace of the path-path kernel ``C^{pi sigma}`` normalised by those of the two paths
-    (``features``: ``[P, n_paths, N0]``, as :func:`paththeory.path_features` returns)."""
+    (``features``: ``[P, n_paths, N0]``, as :func:`paththeory.model.path_features` returns)."""
     f = np.asarray(features, dtype=float)
     if f.ndim != 3 or f.shape[1] < 2:
         raise ValueError(f"features must be [examples, paths >= 2, N0]; got shape {f.shape}.")

@@ -1,5 +1,5 @@
 """Figures of the Omniglot experiments (Fig. 3 b-f), drawn from a ``results.json`` dict of
-:func:`paththeory.experiments.omniglot.run` alone, so they can be redrawn from a saved run.
+``paththeory.experiments.omniglot.run`` alone, so they can be redrawn from a saved run.
 
 :func:`plot_accuracy` (Fig. 3b, with the NUTS points), :func:`plot_temperature_grid`,
 :func:`plot_pc_overlaps` (Fig. 3d), :func:`plot_order_parameters` (Fig. 3c), :func:`plot_head_scores` (Fig. 3e), :func:`plot_pruning` (Fig. 3f) and

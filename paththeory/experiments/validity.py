@@ -58,7 +58,7 @@ class Config:
     ``*_temperature``: the temperature ``T`` of both the theory and the samples; ``num_chains``
     chains of ``num_warmup`` + ``num_samples`` NUTS iterations per point; ``time_limit``: the
     fail-safe on the seconds of one point's run (a run that reaches it is incomplete and gives no
-    numbers, :func:`paththeory.sampling.sample_posterior`); ``seed``: data and sampler seed.
+    numbers, :func:`paththeory.sampling.nuts.sample_posterior`); ``seed``: data and sampler seed.
     """
 
     markov_widths: tuple[int, ...]

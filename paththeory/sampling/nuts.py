@@ -2,11 +2,11 @@
 
 The Gibbs posterior of the paper's Eq. (8) is sampled over the value weights ``V^0 [n_0, N_0]`` and
 ``V^l [H_l, n_l, n_{l-1}]`` with the attention fixed. The network is evaluated in path form
-from path features ``xi`` computed once per data set (:func:`paththeory.path_features`):
+from path features ``xi`` computed once per data set (:func:`paththeory.model.path_features`):
 ``f = Phi b`` with the pooled last-layer activations
 ``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`readout_design`).
 This is the layer-by-layer forward pass of the paper's Eqs. (1-4) (a test checks it against
-:func:`paththeory.network_output`) with ``n_tokens / n_paths`` times fewer operations in the first layer.
+:func:`paththeory.model.network_output`) with ``n_tokens / n_paths`` times fewer operations in the first layer.
 
 **The readout is integrated out.** Given the other weights, ``f = Phi b`` is linear in the
 standardised readout ``b = a / sigma_a ~ N(0, I)``, with ``Phi = sigma_a df/da`` ``[P, n_L]``.
@@ -30,7 +30,7 @@ the label columns are independent, ``Y_{:, c} ~ N(0, T I_P + Phi Phi^T)``, so th
 is ``-1/2 [tr(Y^T C^{-1} Y) + C log det C + P C log 2 pi]`` with one Cholesky factor for all outputs.
 Each output has its effective weights ``w^{c pi}`` (those of ``a_c``); the sampled order parameter is
 ``U^{cc'}_{pi sigma} = < w^{c pi} . w^{c' sigma} > / n_0``, ``(C n_paths)`` square with the output index
-slowest (the packing of :mod:`paththeory._labels` and of the theory's ``U``). The mean predictor is
+slowest (the packing of ``paththeory._labels`` and of the theory's ``U``). The mean predictor is
 ``[P_test, C]`` and ``var`` holds the unbiased output-output covariance ``[P_test, C, C]``. ``[P]``
 labels give ``[P_test]`` arrays, exactly as a ``[P, 1]`` spelling would.
 
@@ -188,7 +188,7 @@ def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Arra
     """``w^{c pi}`` of every output, ``[C n_paths, n_0]`` with the output index slowest.
 
     ``b``: standardised readout ``[n_L]`` (one output) or ``[n_L, C]``; output ``c`` has readout
-    ``a_c = sigma_a b_{:, c}`` and the effective weights of :func:`paththeory.effective_weights`.
+    ``a_c = sigma_a b_{:, c}`` and the effective weights of :func:`paththeory.model.effective_weights`.
     """
     columns = jnp.reshape(b, (b.shape[0], -1)).T  # [C, n_L]
     sd_a = math.sqrt(arch.variances[-1])
@@ -368,7 +368,7 @@ def sample_posterior(
 
     Args:
       arch: the architecture (its attention is already inside ``features``).
-      features: training path features ``[P, n_paths, N0]`` (:func:`paththeory.path_features`).
+      features: training path features ``[P, n_paths, N0]`` (:func:`paththeory.model.path_features`).
       y: training labels ``[P]``, or ``[P, C]`` for ``C`` outputs (one-hot or simplex-coded classes).
       width: common width ``N`` or the widths ``(n_0..n_L)``, whole numbers (the network's).
       temperature: Gibbs temperature ``T`` (likelihood variance).
@@ -380,7 +380,7 @@ def sample_posterior(
         in one batched computation; about 2x slower on a 2-core CPU) or ``"auto"`` (vectorized
         on a GPU, sequential otherwise).
       dtype: ``"float64"`` or ``"float32"`` for the sampler's arithmetic.
-      init: ``"prior"`` (a draw from the prior, :func:`paththeory.sample_prior`) or ``"uniform"``
+      init: ``"prior"`` (a draw from the prior, :func:`paththeory.model.sample_prior`) or ``"uniform"``
         (NumPyro's default ``init_to_uniform``: every weight uniform in ``(-2, 2)``).
       integrate_readout: integrate ``a`` out analytically (default) or sample it.
       max_tree_depth, target_accept_prob: NUTS settings (NumPyro defaults 10 and 0.8; the target in (0, 1)).

@@ -3,7 +3,7 @@
 **Data (paper §4.1, App. G.1).** A hidden chain ``sigma_1..sigma_T`` of ``T = 30`` states ``+-1`` starts
 uniformly and flips sign at each step with probability ``p``: ``p = 0.3`` for class ``y = +1``,
 ``p = 0.7`` for ``y = -1``. State ``sigma`` emits ``f_t = v_sigma + eta_t`` in ``R^200`` with
-``v_+ = sqrt(2) (1_100, 0_100)``, ``v_- = sqrt(2) (0_100, 1_100)`` and noise
+``v_+ = sqrt(2) (1_100, 0_100)``, ``v_- = sqrt(2) (0_100, 1_100)`` and noise::
 
     eta = sigma_u u u^T eps + sigma_w w w^T eps + sigma_perp (I - u u^T - w w^T) eps,
     eps ~ N(0, I_200),  u = (v_+ - v_-)/|v_+ - v_-|,  w = (v_+ + v_-)/|v_+ + v_-|.

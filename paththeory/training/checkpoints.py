@@ -39,7 +39,7 @@ DIGEST_KEY = "npz_sha256"
 @dataclass(frozen=True)
 class Checkpoint:
     """A trained network: its :class:`Architecture` (trained Q/K heads, mean readout), the value
-    params ``{"V0", "V", "a"}`` for :func:`paththeory.network_output`, and the json metadata."""
+    params ``{"V0", "V", "a"}`` for :func:`paththeory.model.network_output`, and the json metadata."""
 
     architecture: Architecture
     params: dict

@@ -57,7 +57,7 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
 def gd_order_parameter(arch: Architecture, params: dict) -> np.ndarray:
     """"Gradient-descent U" ``w^pi . w^sigma`` ``[n_paths, n_paths]`` from trained weights (the paper's Eqs. 6 and 13).
 
-    ``w^pi`` are the effective weights of :func:`paththeory.effective_weights` (``V0`` excluded);
+    ``w^pi`` are the effective weights of :func:`paththeory.model.effective_weights` (``V0`` excluded);
     they differ from the raw products ``V1^T V2^T a`` by one factor common to all paths, so only
     the colour pattern is meaningful. ``params`` may be the value part or the full training dict.
     """

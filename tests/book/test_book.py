@@ -171,7 +171,7 @@ def test_no_orphan_notebooks():
 #: :data:`paththeory.REPOSITORY` (or what PATHTHEORY_INSTALL names), elsewhere it does nothing.
 INSTALL_CELL = f"""# On Colab: install paththeory from its repository (JAX there already uses the GPU);
 # PATHTHEORY_INSTALL, if set, names what to install instead (a wheel, a fork, a branch).
-# Elsewhere this cell does nothing: install with `make book` or `pip install -e ".[book]"`.
+# Elsewhere this cell does nothing: install with `make install` (the package and the repository tools).
 import os
 import sys
 

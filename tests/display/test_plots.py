@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
-from paththeory import plots  # noqa: E402
+from paththeory.display import plots  # noqa: E402
 from paththeory.display.plots import matrix_heatmap, stamp_profile  # noqa: E402
 
 

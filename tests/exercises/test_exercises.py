@@ -15,22 +15,12 @@ import nbformat
 import numpy as np
 import pytest
 
-from paththeory import exercises
 import paththeory_tools.notebooks
 import paththeory_tools.student
+from paththeory import exercises
+from paththeory.exercises import EXERCISES, InvalidAnswer, WrongAnswer, check
 from paththeory_tools.plain_markdown import MarkdownContext, _equation_numbers, myst_to_markdown
-from paththeory.exercises import (
-    BEGIN,
-    END,
-    EXERCISES,
-    InvalidAnswer,
-    WrongAnswer,
-    check,
-    exercise_id,
-    exercise_label,
-    strip_solution,
-    student_version,
-)
+from paththeory_tools.student import BEGIN, END, exercise_id, exercise_label, strip_solution, student_version
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ("model", "derivation", "depth", "gp_vs_finite", "markov", "omniglot", "pruning")

@@ -31,7 +31,7 @@ def _modules_with_examples() -> list[str]:
     return names
 
 
-MODULES = _modules_with_examples()
+MODULES = ["paththeory", *_modules_with_examples()]
 
 
 def test_the_theory_and_every_layer_have_examples():

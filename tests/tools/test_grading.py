@@ -270,7 +270,7 @@ def test_the_problem_set_grades_functions_with_partial_credit(graded_problems):
 
 def test_a_written_answer_graded_by_hand_counts(graded_problems):
     """What formgrader does, from Python and the command line: a manual score enters the CSV and the total."""
-    from paththeory.cli import main
+    from paththeory_tools.cli import main
 
     _, grades, course = graded_problems
     question = next(q for q in grades["correct"] if q.endswith("-answer"))

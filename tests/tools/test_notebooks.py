@@ -14,17 +14,17 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 jupytext = pytest.importorskip("jupytext")
 
-from paththeory import notebooks  # noqa: E402
+from paththeory_tools import notebooks  # noqa: E402
 from paththeory_tools.student import BEGIN, figure_caption  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / notebooks.NOTEBOOKS_DIR
 CHAPTERS = notebooks.toc_chapters(ROOT)
 
-#: What Colab would show raw: a MyST role, a directive fence, a ``(label)=`` target, a MyST comment
-#: or block break.
+#: What Colab would show raw: a MyST role (the Python domain's ``{py:func}`` and others included), a
+#: directive fence, a ``(label)=`` target, a MyST comment or block break.
 MYST = re.compile(
-    r"\{(?:doc|ref|numref|cite(?::\w+)?|footcite|prf:\w+|eq|math|term|abbr|glue(?::\w+)?|index|download|sup|sub)\}`"
+    r"\{(?:doc|ref|numref|cite(?::\w+)?|footcite|prf:\w+|py:\w+|eq|math|term|abbr|glue(?::\w+)?|index|download|sup|sub)\}`"
     r"|^[ \t]*(?:`{3,}|~{3,}|:{3,})[ \t]*\{"
     r"|^[ \t]*\([^)\s]+\)=[ \t]*$"
     r"|^[ \t]*%"
@@ -66,6 +66,7 @@ def test_no_myst_markup_survives(chapter):
 @pytest.mark.parametrize("snippet", [
     "See {doc}`model`.", "{cite:p}`tiberi2024dissecting`", "(sec-x)=", "```{admonition} Title", ":::{note}",
     "{prf:ref}`def-x`", "{eq}`action`", "% a comment", "{numref}`fig-x`",
+    "{py:func}`paththeory.action.entropy`", "{py:class}`~paththeory.solve.Theory`",
 ])
 def test_the_markup_check_sees_myst(snippet):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"Text\n{snippet}\nmore")])
@@ -117,8 +118,65 @@ def test_cross_references_link_to_the_web_book(chapter):
     for link in links:
         assert not link.endswith(".ipynb") and not link.startswith("#"), link
         if link.startswith(notebooks.BOOK_URL):
-            page = re.match(re.escape(notebooks.BOOK_URL) + r"/book/([\w-]+)\.html(?:#[\w-]+)?$", link)
+            page = re.match(re.escape(notebooks.BOOK_URL) + r"/book/([\w-]+)\.html(?:#([\w.-]+))?$", link)
             assert page and (ROOT / "book" / f"{page.group(1)}.md").exists(), link
+            anchor = (page.group(2) or "").removeprefix("module-")
+            if page.group(1) == "api" and anchor.startswith("paththeory"):  # a {py:func} role's object
+                assert _importable(anchor), link
+
+
+def _importable(dotted: str) -> bool:
+    """Whether ``dotted`` (``paththeory.action.entropy``, ``paththeory.solve.Theory.solve``) names an object."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[cut:]:
+                obj = getattr(obj, name)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+API = notebooks.BOOK_URL + "/book/api.html"
+
+
+@pytest.mark.parametrize("myst, markdown", [
+    ("Computed by {py:func}`paththeory.action.entropy`.",
+     f"Computed by [`paththeory.action.entropy`]({API}#paththeory.action.entropy)."),
+    ("Solved by {py:class}`~paththeory.solve.Theory`.", f"Solved by [`Theory`]({API}#paththeory.solve.Theory)."),
+    ("{py:meth}`~paththeory.solve.Theory.solve`", f"[`solve`]({API}#paththeory.solve.Theory.solve)"),
+    ("{py:func}`the entropy <paththeory.action.entropy>`", f"[`the entropy`]({API}#paththeory.action.entropy)"),
+    ("{py:func}`the entropy <~paththeory.action.entropy>`", f"[`the entropy`]({API}#paththeory.action.entropy)"),
+    ("{py:mod}`paththeory.action`", f"[`paththeory.action`]({API}#module-paththeory.action)"),
+    ("{py:data}`paththeory.__all__`", f"[`paththeory.__all__`]({API}#paththeory.__all__)"),
+    ("{py:func}`!paththeory.action.entropy`", "`paththeory.action.entropy`"),
+    ("> **Definition (K)**\n>\n> Evaluated by {py:func}`paththeory.kernels.kernel_matrix`.",
+     f"> **Definition (K)**\n>\n> Evaluated by [`paththeory.kernels.kernel_matrix`]({API}#paththeory.kernels.kernel_matrix)."),
+])
+def test_python_roles_become_links_to_the_api_page(myst, markdown):
+    from paththeory_tools.plain_markdown import MarkdownContext, myst_to_markdown
+
+    context = MarkdownContext({}, {}, {}, base_url=notebooks.BOOK_URL)
+    assert myst_to_markdown(myst, context) == markdown
+
+
+def test_python_roles_in_a_definition_become_links_and_stay_code_without_a_book():
+    from paththeory_tools.plain_markdown import MarkdownContext, myst_to_markdown
+
+    myst = ("```{prf:definition} Effective weights\n:label: def-w\n\nThe weights $w^\\pi$.\n\n"
+            "Computed by {py:func}`paththeory.model.effective_weights`.\n```")
+    assert myst_to_markdown(myst, MarkdownContext({}, {}, {}, base_url=notebooks.BOOK_URL)) == (
+        "> **Definition (Effective weights)**\n>\n> The weights $w^\\pi$.\n>\n"
+        f"> Computed by [`paththeory.model.effective_weights`]({API}#paththeory.model.effective_weights).")
+    assert myst_to_markdown("Computed by {py:func}`~paththeory.model.effective_weights`.") == (
+        "Computed by `effective_weights`.")
 
 
 def test_references_become_links_with_anchors():
@@ -173,7 +231,7 @@ def test_the_generator_writes_the_toc_notebooks_and_the_check_sees_a_stale_one(t
 
 
 def test_the_command_line_writes_and_checks(tmp_path, capsys):
-    from paththeory.cli import main
+    from paththeory_tools.cli import main
 
     root = _mini_repo(tmp_path)
     assert main(["notebooks", "--root", str(root), "--check"]) == 1

@@ -1,19 +1,20 @@
-"""The paper-to-book map (paththeory_tools.paper_map, book/paper_map.md) against the book itself: every
-equation, figure and appendix it must cover has a row, every row names a section that exists in
-its chapter and a chapter that cites the item, every function it names imports, and the page
-prints every row."""
+"""The paper-to-book map (book/paper_map.yml, read by paththeory_tools.paper_map, printed on book/paper_map.md by
+paththeory_tools.sphinxext.paper_map_tables) against the book itself: every equation, figure and appendix it
+must cover has a row, every row names a section that exists in its chapter and a chapter that cites the item,
+every function it names imports, and the page prints every row."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import jupytext
 import pytest
 import yaml
 
 from paththeory_tools import paper_map
+from paththeory_tools.notebooks import toc_chapters
 from paththeory_tools.paper_map import ROWS, SOURCES, STATUSES
+from paththeory_tools.sphinxext import paper_map_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
@@ -126,31 +127,133 @@ def test_the_table_has_four_columns_on_every_line():
         assert len(re.findall(r"(?<!\\)\|", line)) == 5, line
 
 
+def test_the_rows_are_the_yaml_files_rows():
+    assert paper_map.DATA == BOOK / "paper_map.yml"
+    loaded = paper_map.load_rows(paper_map.DATA)
+    assert loaded == ROWS and len(ROWS) == len(yaml.safe_load(paper_map.DATA.read_text()))
+    assert all(isinstance(r, paper_map.Row) and isinstance(r.functions, tuple) for r in loaded)
+
+
+@pytest.mark.parametrize("text, error", [
+    ("- {item: Eq. 1, paper: x, page: model, status: done}", "status"),
+    ("- {item: Eq. 1, paper: x, page: model, status: variant}", "reason"),
+    ("- {item: Eq. 1, paper: x, page: model, colour: red}", "unknown fields \\['colour'\\]"),
+    ("- {item: Eq. 1, paper: x}", "missing fields \\['page'\\]"),
+    ("- {item: Eq. 1, paper: x, page: model, cites: Eq. 1}", "cites must be a list of strings"),
+    ("- {item: Eq. 1, paper: x, page: 2}", "page must be a string"),
+    ("- {item: Fig. 2c (top), paper: x, page: markov}\n- {item: Fig. 2c top, paper: y, page: markov}",
+     "more than one row"),
+    ("item: Eq. 1", "a YAML list of rows"),
+])
+def test_a_bad_yaml_file_is_refused(tmp_path, text, error):
+    path = tmp_path / "paper_map.yml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=error):
+        paper_map.load_rows(path)
+
+
+def test_a_yaml_row_leaves_out_empty_fields(tmp_path):
+    path = tmp_path / "paper_map.yml"
+    path.write_text("- {item: Eq. 1, paper: x, page: model, functions: [paththeory.model.network_output]}")
+    assert paper_map.load_rows(path) == (paper_map.Row("Eq. 1", "x", "model",
+                                                       functions=("paththeory.model.network_output",)),)
+
+
+def test_rows_by_book_label_agree_with_the_rows():
+    labels = paper_map.labels()
+    assert labels == list(dict.fromkeys(r.target for r in ROWS))
+    sections = {r.label for r in ROWS if r.label}
+    assert not sections & toc_pages(), "a section label is also a chapter's name: rows_for_label is ambiguous"
+    grouped = [r for label in labels for r in paper_map.rows_for_label(label)]
+    assert sorted(grouped, key=ROWS.index) == list(ROWS) and len(grouped) == len(ROWS)
+    for label in labels:
+        assert all(r.target == label for r in paper_map.rows_for_label(label))
+    assert [r.item for r in paper_map.rows_for_label("model")] == [r.item for r in ROWS if r.page == "model"
+                                                                    and not r.label]
+    assert paper_map.rows_for_label("no-such-section") == []
+
+
+def test_the_table_by_book_section_has_a_line_per_section():
+    lines = paper_map.label_table().splitlines()[2:]
+    assert len(lines) == len(paper_map.labels())
+    for line, label in zip(lines, paper_map.labels()):
+        assert len(re.findall(r"(?<!\\)\|", line)) == 3, line
+        role = "doc" if label in toc_pages() else "ref"
+        assert line.startswith(f"| {{{role}}}`{label}`"), line
+        assert all(f"**{r.item}** ({r.status})" in line for r in paper_map.rows_for_label(label))
+
+
+class FakeApp:
+    """What the extension uses of Sphinx's application: ``connect`` and ``env.note_dependency``."""
+
+    def __init__(self):
+        self.dependencies: list[str] = []
+        self.env = self
+        self.connected: list[tuple[str, object]] = []
+
+    def note_dependency(self, path: str) -> None:
+        self.dependencies.append(path)
+
+    def connect(self, event: str, handler) -> None:
+        self.connected.append((event, handler))
+
+
+PAGE_SOURCE = (BOOK / "paper_map.md").read_text()
+
+
 def rendered_page() -> str:
-    """Run the code cells of book/paper_map.md (the install cell does nothing off Colab) and
-    return the Markdown they display."""
-    display_module = pytest.importorskip("IPython.display")
-    shown: list[str] = []
-    original = display_module.display
-    display_module.display = lambda *objs, **kw: shown.extend(o.data for o in objs)
-    try:
-        namespace: dict = {}
-        for cell in jupytext.read(BOOK / "paper_map.md").cells:
-            if cell.cell_type == "code":
-                exec(compile(cell.source, "paper_map.md", "exec"), namespace)
-    finally:
-        display_module.display = original
-    return "\n".join(shown)
+    """book/paper_map.md after the extension's source-read hook."""
+    source = [PAGE_SOURCE]
+    app = FakeApp()
+    paper_map_tables.fill_placeholders(app, paper_map_tables.PAGE, source)
+    assert app.dependencies == [str(paper_map.DATA)]
+    return source[0]
+
+
+def test_the_page_is_plain_myst_with_a_placeholder_of_every_kind():
+    assert "```{code-cell}" not in PAGE_SOURCE and not PAGE_SOURCE.startswith("---")
+    assert "paper_map" not in toc_chapters(ROOT), "the page must not get a (Colab) notebook"
+    kinds = [m["kind"] for m in paper_map_tables.PLACEHOLDER.finditer(PAGE_SOURCE)]
+    assert sorted(kinds) == sorted(paper_map_tables.PLACEHOLDER_KINDS)
+    assert PAGE_SOURCE.count("{paper-map}") == len(kinds)
 
 
 def test_the_page_prints_every_row():
     page = rendered_page()
-    assert paper_map.summary() in page
+    assert "{paper-map}" not in page
+    assert paper_map.summary() in page and paper_map.status_legend() in page
+    assert paper_map.label_table(myst=True) in page
     for r in ROWS:
         line = paper_map.markdown_table([r]).splitlines()[-1]
         assert line in page, f"the page does not print the row of {r.item}"
         role = "ref" if r.label else "doc"
         assert f"{{{role}}}`{r.target}`" in line
+
+
+def test_the_hook_leaves_other_pages_alone():
+    source = ["```{paper-map} equation\n```\n"]
+    app = FakeApp()
+    paper_map_tables.fill_placeholders(app, "book/model", source)
+    assert source == ["```{paper-map} equation\n```\n"] and app.dependencies == []
+
+
+def test_an_unknown_placeholder_is_a_warning(monkeypatch):
+    warnings: list[tuple[str, dict]] = []
+    monkeypatch.setattr(paper_map_tables.logger, "warning", lambda msg, **kw: warnings.append((msg, kw)))
+    source = ["# Title\n\n```{paper-map} tables\n```\n\n```{paper-map} figure\n```\n"]
+    paper_map_tables.fill_placeholders(FakeApp(), paper_map_tables.PAGE, source)
+    assert len(warnings) == 1
+    message, kwargs = warnings[0]
+    assert "'tables'" in message and kwargs["location"] == (paper_map_tables.PAGE, 3)
+    assert "{paper-map}" not in source[0] and "| **Fig. 1a**" in source[0]
+
+
+def test_the_extension_is_registered_and_parallel_safe():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert "paththeory_tools.sphinxext.paper_map_tables" in config["sphinx"]["extra_extensions"]
+    app = FakeApp()
+    assert paper_map_tables.setup(app) == {"parallel_read_safe": True, "parallel_write_safe": True}
+    assert app.connected == [("source-read", paper_map_tables.fill_placeholders)]
 
 
 def test_the_module_examples_run():

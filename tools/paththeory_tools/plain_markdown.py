@@ -154,7 +154,30 @@ def _role(m: re.Match, ctx: MarkdownContext) -> str:
         return shown
     if name in ("sup", "sub"):
         return f"<{name}>{content}</{name}>"
+    if name in _PY_ROLES:
+        return _code_link(name, text, target, ctx)
     return text or content
+
+
+#: The roles of Sphinx's Python domain that link an object of the package's API page (``book/api.md``).
+_PY_ROLES = {f"py:{kind}" for kind in ("func", "class", "meth", "mod", "data", "attr", "exc", "obj")}
+
+
+def _code_link(name: str, title: str | None, target: str, ctx: MarkdownContext) -> str:
+    """A ``{py:func}`` (``class``, ``meth``, ``mod``, ...) role as code, linked to its entry on the web book's
+    API page: ``[`paththeory.action.entropy`](<base_url>/book/api.html#paththeory.action.entropy)``.
+
+    Sphinx's HTML anchor of an autodoc'ed object is its full dotted name (``module-<name>`` for a
+    module). ``~`` shows only the last component, an explicit title (``{py:func}`title <target>```)
+    shows the title, and ``!`` (no link in Sphinx) keeps only the code.
+    """
+    plain = target.startswith("!")
+    full = target.lstrip("!~.").strip()
+    shown = title or (full.rsplit(".", 1)[-1] if target.lstrip("!").startswith("~") else full)
+    if plain or not ctx.base_url:
+        return f"`{shown}`"
+    anchor = f"module-{full}" if name == "py:mod" else full
+    return f"[`{shown}`]({ctx.base_url.rstrip('/')}/{ctx.folder}/api.html#{anchor})"
 
 
 _ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
@@ -277,8 +300,9 @@ def myst_to_markdown(text: str, context: MarkdownContext | None = None) -> str:
     Admonitions become block quotes with a bold title, ``$$ ... $$ (label)`` equations get a
     ``\\tag{n}`` and ``{eq}`` references their number, ``{cite}`` becomes "Author (year)",
     ``{doc}`` a link to the chapter's notebook or its title (with the context's ``base_url``,
-    references become links to the published book), ``(label)=`` targets and ``%``
-    comments are dropped, and other roles keep their text.
+    references become links to the published book, and ``{py:func}`` and the other Python roles
+    links to the object on its API page), ``(label)=`` targets and ``%`` comments are dropped,
+    and other roles keep their text.
 
     Example:
       >>> print(myst_to_markdown("(sec)=\\n```{admonition} Exercise 1\\n:class: tip\\n\\nSee {doc}`model`.\\n```"))
