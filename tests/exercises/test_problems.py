@@ -1,4 +1,4 @@
-"""The problem set (book/problems.md) and its grading module (paththeory/problems.py).
+"""The problem set (book/problems.md) and its grading module (paththeory/exercises/problems.py).
 
 * The page and the registry agree: every exercise label has a kind and points, every exercise a
   solution with the label ``sol-<label>``, the points table matches, the counts are as promised.
