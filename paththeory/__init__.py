@@ -44,7 +44,7 @@ from paththeory import _io  # noqa: E402
 if not _io.env_flag("PATHTHEORY_NO_X64"):  # 1/true/yes/on or 0/false/no/off; anything else raises
     jax.config.update("jax_enable_x64", True)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 #: The repository: the Colab install cell of every chapter, the book's launch buttons (_config.yml)
 #: and the README use this address (tests/book/test_book.py checks every copy).
 REPOSITORY = "https://github.com/paththeory/paththeory"
@@ -52,6 +52,10 @@ REPOSITORY = "https://github.com/paththeory/paththeory"
 from paththeory import _compilation_cache  # noqa: E402
 
 _compilation_cache.enable()
+
+from paththeory import _moved  # noqa: E402
+
+_moved.install()  # the module paths of 0.1 (paththeory.stats, paththeory.grading...) still import
 
 # The public face: explicit re-exports, from the theory up to the shipped networks. No name here may be
 # a submodule's (``action``, ``solve``, ``pruning``...): ``from paththeory import solve`` must stay the module.
@@ -74,9 +78,7 @@ from paththeory.model import (  # noqa: E402
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor  # noqa: E402
 from paththeory.profiles import current_profile, describe  # noqa: E402
 from paththeory.pruning import head_scores, pruning_curves  # noqa: E402
-from paththeory.sampling import PosteriorSamples, sample_posterior  # noqa: E402
 from paththeory.solve import ConvergenceWarning, Solution, Theory, sweep  # noqa: E402
-from paththeory.training import load_checkpoint  # noqa: E402
 
 __all__ = [
     # the model and its attention paths (paththeory.model)
@@ -96,3 +98,23 @@ __all__ = [
     # sizes and the shipped networks (paththeory.profiles, paththeory.training)
     "current_profile", "describe", "load_checkpoint",
 ]
+
+#: Names of ``__all__`` whose layer is imported on first use: the sampler pulls in NumPyro and the
+#: networks optax, which ``import paththeory`` alone should not pay for.
+_LAZY = {"PosteriorSamples": "paththeory.sampling", "sample_posterior": "paththeory.sampling",
+         "load_checkpoint": "paththeory.training"}
+
+
+def __getattr__(name: str):
+    """``pt.sample_posterior`` and the other :data:`_LAZY` names, imported on first use."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'paththeory' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

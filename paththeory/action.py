@@ -135,7 +135,7 @@ def readout_order_parameter(traced_last: Array, widths: Sequence[float], heads: 
     ``U_a = sqrt(beta_a^2 / 4 + gamma_a) - beta_a / 2`` (matrix square root); a scalar ``traced_last``
     (``Tr U^(L)``, one output) gives a scalar.
 
-    Book: The result for one layer (https://paththeory.github.io/paththeory/book/derivation.html#derivation-one-layer)
+    Book: The result at any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
 
     Example:
       >>> round(float(readout_order_parameter(2.5, (10.0, 10.0, 30.0), (2, 3), (1.0, 1.0, 0.8, 1.5))), 6)

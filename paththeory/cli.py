@@ -24,6 +24,8 @@ EXPERIMENTS = ("markov", "omniglot")
 #: The chapters ``paththeory reproduce`` runs: the paper's experiments, then the book's own.
 REPRODUCIBLE = (*EXPERIMENTS, "multiclass")
 DEBUG_ENV_VAR = "PATHTHEORY_DEBUG"
+#: Commands of paththeory 0.1 that are the repository tooling's now (``paththeory-tools``, in ``tools/``).
+MOVED_COMMANDS = ("notebooks", "student", "course")
 #: Errors whose message alone tells a user what to fix; any other error also names its type.
 USER_ERRORS = (ValueError, TypeError, OSError)
 
@@ -82,12 +84,12 @@ def positive_int(value: str) -> int:
     return number
 
 
-def error_line(exc: BaseException) -> str:
-    """The one line that replaces the traceback of ``exc``."""
+def error_line(exc: BaseException, prog: str = "paththeory") -> str:
+    """The one line that replaces the traceback of ``exc`` in the command ``prog``."""
     message = " ".join(str(exc).split()) or "(no message)"
     if isinstance(exc, USER_ERRORS):
-        return f"paththeory: error: {message}"
-    return f"paththeory: error: {type(exc).__name__}: {message} (run paththeory --debug ... for the traceback)"
+        return f"{prog}: error: {message}"
+    return f"{prog}: error: {type(exc).__name__}: {message} (run {prog} --debug ... for the traceback)"
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -261,6 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; an error becomes one line on stderr (``SystemExit``) unless debugging."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    moved = next((a for a in argv if not a.startswith("-")), None)
+    if moved in MOVED_COMMANDS:
+        raise SystemExit(f"paththeory: error: `paththeory {moved}` is `paththeory-tools {moved}` now, the repository's "
+                         "tooling (from a clone: make install, or pip install -e tools)")
     args = build_parser().parse_args(argv)
     try:
         debug = args.debug or _io.env_flag(DEBUG_ENV_VAR)

@@ -228,7 +228,7 @@ class GramBlocks(NamedTuple):
     With ``C > 1`` outputs the off-diagonal output blocks ``U^{cd}`` (``c != d``) are not symmetric
     and also need the antisymmetric parts ``E^{ab} = C^{ab} - C^{ab T}``, ``a < b``
     (``np.triu_indices(n, 1)`` order): ``anti[k]`` packs the strict lower triangle of ``E^{ab}``
-    (:func:`unpack_antisymmetric`); ``None`` for one output.
+    (:func:`_unpack_antisymmetric`); ``None`` for one output.
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
     """
@@ -267,7 +267,7 @@ def gram_bytes(n_examples: int, n_paths: int, n_outputs: int = 1) -> int:
     return 8 * pairs * (n_examples * (n_examples + 1) // 2)
 
 
-def unpack_antisymmetric(R: Array, p: int) -> Array:
+def _unpack_antisymmetric(R: Array, p: int) -> Array:
     """The antisymmetric ``[P, P]`` matrix whose strict lower triangle :func:`pack_symmetric` packed
     (as that of a symmetric matrix with zero diagonal) into ``R`` (traceable).
 
@@ -276,7 +276,7 @@ def unpack_antisymmetric(R: Array, p: int) -> Array:
     Example:
       >>> E = np.array([[0.0, -2.0], [2.0, 0.0]])
       >>> low = np.tril(E, -1)
-      >>> bool(np.array_equal(unpack_antisymmetric(jnp.asarray(pack_symmetric(low + low.T)), 2), E))
+      >>> bool(np.array_equal(_unpack_antisymmetric(jnp.asarray(pack_symmetric(low + low.T)), 2), E))
       True
     """
     low = jnp.tril(unpack_symmetric(R, p), -1)
@@ -341,7 +341,7 @@ def apply_operator(op: KernelOperator, U: Array) -> Array:
         low_rows, low_cols = np.triu_indices(n, 1)
         diff = 0.5 * (pairs[off] - jnp.swapaxes(pairs[off], 1, 2))[:, low_rows, low_cols]
         packed_anti = diff.astype(op.anti.dtype) @ op.anti.reshape(op.anti.shape[0], -1)
-        blocks = blocks.at[off].add(jax.vmap(lambda r: unpack_antisymmetric(r, p))(
+        blocks = blocks.at[off].add(jax.vmap(lambda r: _unpack_antisymmetric(r, p))(
             packed_anti.reshape(-1, *op.anti.shape[1:])))
     index = np.zeros((c, c), dtype=int)
     index[first, second] = index[second, first] = np.arange(first.size)

@@ -295,7 +295,7 @@ def readout_vector(readout: Readout, n_tokens: int) -> Array:
     return jnp.zeros((n_tokens,)).at[0 if readout == "first" else n_tokens - 1].set(1.0)
 
 
-def check_tokens(arch: Architecture, x) -> Array:
+def _check_tokens(arch: Architecture, x) -> Array:
     """Validate tokens ``[B, T, N0]`` against the architecture; return a float64 JAX array.
 
     Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
@@ -321,11 +321,11 @@ def attention_matrices(arch: Architecture, x) -> tuple[Array, ...]:
       >>> [a.shape for a in pt.attention_matrices(arch, x)]
       [(4, 3, 5, 5), (4, 2, 5, 5)]
     """
-    xj = check_tokens(arch, x)
+    xj = _check_tokens(arch, x)
     return tuple(_layer_attention(layer, xj) for layer in arch.attention)
 
 
-def path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Array:
+def _path_attention_from_matrices(attn: Sequence[Array], readout: Readout) -> Array:
     """``alpha^pi = A^1_{h1} ... A^L_{hL} r`` for every path: ``[B, n_paths, T]`` (paper Eqs. (7), (23)).
 
     Book: Attention path (definition) (https://paththeory.github.io/paththeory/book/model.html#def-attention-path)
@@ -353,7 +353,7 @@ def path_attention(arch: Architecture, x) -> Array:
       >>> alpha.shape, bool(np.allclose(alpha.sum(axis=-1), 1.0))
       ((4, 6, 5), True)
     """
-    return path_attention_from_matrices(attention_matrices(arch, x), arch.readout)
+    return _path_attention_from_matrices(attention_matrices(arch, x), arch.readout)
 
 
 def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
@@ -374,7 +374,7 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
       >>> pt.path_features(arch, x).shape
       (4, 6, 6)
     """
-    xj = check_tokens(arch, x)
+    xj = _check_tokens(arch, x)
     batch_size = check_count(batch_size, "batch_size")
     if any(isinstance(layer, FixedAttention) for layer in arch.attention):
         batch_size = xj.shape[0]
@@ -382,7 +382,7 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
     out = []
     for start in range(0, xj.shape[0], batch_size):
         xb = xj[start : start + batch_size]
-        alpha = path_attention_from_matrices(
+        alpha = _path_attention_from_matrices(
             tuple(_layer_attention(layer, xb) for layer in arch.attention), arch.readout
         )
         out.append(scale * jnp.einsum("bps,bsn->bpn", alpha, xb))
@@ -421,7 +421,7 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
     return {"V0": v0, "V": vs, "a": a}
 
 
-def check_params(arch: Architecture, params: dict, input_dim: int | None = None) -> tuple[int, ...]:
+def _check_params(arch: Architecture, params: dict, input_dim: int | None = None) -> tuple[int, ...]:
     """Check that ``params`` holds ``V0 [n_0, N0]``, ``V`` (one ``[H_l, n_l, n_{l-1}]`` array per layer of
     ``arch``) and ``a [n_L]`` whose shapes chain together; return the widths ``(n_0..n_L)``.
     ``input_dim``: the tokens' ``N0`` (not checked when ``None``).
@@ -464,7 +464,7 @@ def _shape(value, name: str) -> tuple[int, ...]:
 
 
 def _weights(params: dict) -> dict:
-    """``params`` (checked by :func:`check_params`) with its weights as JAX arrays."""
+    """``params`` (checked by :func:`_check_params`) with its weights as JAX arrays."""
     return {"V0": jnp.asarray(params["V0"]), "V": tuple(jnp.asarray(v) for v in params["V"]),
             "a": jnp.asarray(params["a"])}
 
@@ -497,9 +497,9 @@ def network_output(
       >>> f.shape, bool(np.allclose(f, pt.path_expansion_output(arch, params, x)))
       ((4,), True)
     """
-    xj = check_tokens(arch, x) if attn is None else jnp.asarray(as_float_array(x, "tokens x", ndim=3))
+    xj = _check_tokens(arch, x) if attn is None else jnp.asarray(as_float_array(x, "tokens x", ndim=3))
     attn = attention_matrices(arch, xj) if attn is None else _check_attention(arch, attn, xj)
-    check_params(arch, params, xj.shape[2])
+    _check_params(arch, params, xj.shape[2])
     params = _weights(params)
     masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else check_head_mask(
         arch, head_mask, xj.dtype)
@@ -562,7 +562,7 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
       >>> pt.effective_weights(arch, params).shape  # [paths, n0]
       (6, 8)
     """
-    check_params(arch, params)
+    _check_params(arch, params)
     params = _weights(params)
     w = params["a"][None, :]  # [1, n_L]
     for v in reversed(params["V"]):
@@ -591,7 +591,7 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
       >>> c.shape, bool(np.allclose(c.sum(axis=1), pt.network_output(arch, params, x)))
       ((4, 6), True)
     """
-    check_params(arch, params)
+    _check_params(arch, params)
     n_in = _shape(params["V0"], "params['V0']")[1]
     shape = _shape(features, "features")
     if len(shape) != 3 or shape[1] != arch.n_paths or shape[2] != n_in:

@@ -44,7 +44,7 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     whose largest value is not positive (``U = 0``, or signed scores) raises a ValueError (pass
     ``normalise=False`` for the raw scores, all zero for ``U = 0``).
 
-    Book: Pruning heads with the theory, Head scores (https://paththeory.github.io/paththeory/book/pruning.html)
+    Book: Head scores (https://paththeory.github.io/paththeory/book/pruning.html#pruning-head-scores)
 
     Example:
       >>> U = np.diag([4.0, 1.0, 1.0, 1.0])  # paths (0,0), (0,1), (1,0), (1,1)

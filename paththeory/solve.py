@@ -128,7 +128,7 @@ def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float
     return out
 
 
-def matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float]) -> np.ndarray:
+def _matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float]) -> np.ndarray:
     """Inverse of :func:`theta_to_matrices` (Cholesky factor with log-diagonal).
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
@@ -603,7 +603,7 @@ class Theory:
         if init is None:
             return np.zeros(sum(s * (s + 1) // 2 for s in self.sizes))
         Us = init.order_parameters if isinstance(init, Solution) else init
-        return matrices_to_theta(self._check_order_parameters(Us, "init"), self.scales)
+        return _matrices_to_theta(self._check_order_parameters(Us, "init"), self.scales)
 
     def _check_order_parameters(self, Us: Sequence, name: str) -> list[np.ndarray]:
         """``[U^(1), ..., U^(L)]`` as float64 arrays, each of the right size and positive definite."""

@@ -1,4 +1,5 @@
-"""Exercises of the book: automatic checks with diagnoses, the answer keys, student notebooks.
+"""Exercises of the book: automatic checks with diagnoses, the answer keys, the problem set's checks and
+what a graded notebook calls.
 
 An exercise in a chapter is a sphinx-exercise ``{exercise}`` (the task, labelled
 ``exercise-<chapter>-<name>``) followed by its solution, gated by ``{solution-start}`` /

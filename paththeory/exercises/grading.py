@@ -32,13 +32,12 @@ _DISHONEST = [
      "redefined a checking function"),
     (r"\b(globals|vars|locals)\s*\(\s*\)\s*\[", "redefined a checking function"),
     (r"\bas\s+(check|check_implementation|graded|graded_function)\b", "redefined a checking function"),
-    (r"^[ \t]*(exercises|checking|keys|answers|grading|problems|paththeory)(\.\w+)*\.\w+\s*=(?!=)",
+    (r"^[ \t]*(exercises|checking|keys|answers|grading|problems|paththeory|pt)(\.\w+)*\.\w+\s*=(?!=)",
      "changed the package's checking code"),
     (r"\bsetattr\s*\(|\b_truth\b|\b_TRUTHS\b|\bexpected_outputs\s*\(|\.reference\s*\(",
      "used the package's answer key"),
 ]
 
-GradingError.__module__ = __name__  # shown as paththeory.exercises.GradingError
 
 # --------------------------------------------------------------------------- in the notebook
 
@@ -94,6 +93,24 @@ def _check_in_a_loop(code: str) -> bool:
     return False
 
 
+def _assigns_through_an_alias(code: str) -> bool:
+    """Whether ``code`` assigns to an attribute of the package through a name it bound to it
+    (``import paththeory as pt``, ``import paththeory.exercises.checking as c``,
+    ``from paththeory.exercises import checking``), e.g. ``pt.exercises.check = ...``.
+
+    Example:
+      >>> _assigns_through_an_alias("import paththeory as pt\npt.exercises.checking.check = print")
+      True
+      >>> _assigns_through_an_alias("import paththeory as pt\nU = pt.Theory(arch, f, y).solve(10, 0.1).U")
+      False
+    """
+    aliases = set(re.findall(r"^[ \t]*import[ \t]+paththeory(?:\.\w+)*[ \t]+as[ \t]+(\w+)", code, re.M))
+    for imported in re.findall(r"^[ \t]*from[ \t]+paththeory(?:\.\w+)*[ \t]+import[ \t]+([\w ,]+)", code, re.M):
+        aliases |= {name.split(" as ")[-1].strip() for name in imported.split(",")}
+    aliases |= {"paththeory"} if re.search(r"^[ \t]*import[ \t]+paththeory\b(?![\w.]*[ \t]+as)", code, re.M) else set()
+    return any(re.search(rf"^[ \t]*{re.escape(a)}(\.\w+)+\s*=(?!=)", code, re.M) for a in aliases if a)
+
+
 def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
     """Raise :class:`GradingError` if the answer to ``exercise_id`` looked at the key or changed a check.
 
@@ -109,6 +126,8 @@ def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
     found = [what for cell in (answer_cells(_history(), exercise_id) if cells is None else cells)
              for pattern, what in _DISHONEST if re.search(pattern, _code(cell), re.MULTILINE)]
     code = "\n".join(_code(cell) for cell in (answer_cells(_history(), exercise_id) if cells is None else cells))
+    if _assigns_through_an_alias(code):
+        found.append("changed the package's checking code")
     if len(re.findall(r"\bcheck\s*\(", code)) > 1 or _check_in_a_loop(code):
         found.append("tried several answers against check()")
     if exercise_id in _REVEALED:

@@ -16,7 +16,7 @@ one context drawing per class with its label vector, then the query. What the ne
 
 Labels are simplex-coded in ``R^C`` (:func:`paththeory.tasks.multiclass.encode_labels`; the output
 index is the label id, not the character), the predicted class is the argmax of the mean outputs
-(:func:`paththeory.experiments.multiclass.correct`), and the temperature of each width and of the GP is
+(:func:`paththeory.tasks.multiclass.correct`), and the temperature of each width and of the GP is
 chosen on validation characters (:func:`paththeory.experiments.omniglot.select_temperature`).
 Theory and GP are scored on the same sequences of held-out characters and of the one-shot runs
 (evaluation alphabets), so their difference has a paired standard error.

@@ -5,8 +5,6 @@ integrated out (:mod:`~paththeory.sampling.nuts`), and the chains' convergence d
 from __future__ import annotations
 
 from paththeory.sampling.nuts import (
-    Array,
-    ChainMethod,
     ChainReport,
     INITS,
     PosteriorSamples,
@@ -25,8 +23,6 @@ from paththeory.sampling.diagnostics import (
 )
 
 __all__ = [
-    "Array",
-    "ChainMethod",
     "ChainReport",
     "INITS",
     "PosteriorSamples",

@@ -130,7 +130,7 @@ def stopped_text(stopped: dict) -> str:
 
 
 def diagnostics_summary(diagnostics: dict) -> str:
-    """One readable line for the ``diagnostics`` of :class:`PosteriorSamples` (or their JSON copy).
+    """One readable line for the ``diagnostics`` of :class:`~paththeory.sampling.nuts.PosteriorSamples` (or their JSON copy).
 
     A complete run gives its draws, R-hat, bulk ESS, divergences, E-BFMI and time; an incomplete
     one says where it stopped and gives no statistic, since those of a cut chain depend on the

@@ -34,11 +34,8 @@ slowest (the packing of ``paththeory._labels`` and of the theory's ``U``). The m
 ``[P_test, C]`` and ``var`` holds the unbiased output-output covariance ``[P_test, C, C]``. ``[P]``
 labels give ``[P_test]`` arrays, exactly as a ``[P, 1]`` spelling would.
 
-**Diagnostics.** Rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021, as Stan and ArviZ
-compute them, :func:`rank_rhat_ess`) of the identifiable summaries (entries of
-``w^pi . w^sigma / n_0`` and test predictions; raw weights are not identifiable: their signs
-and rotations are free), divergences, E-BFMI per chain, mean acceptance, wall time, and ESS/s
-(the smallest bulk ESS of the ``U`` entries per second of the whole run, compilation included).
+**Diagnostics.** Each run's R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time and ESS/s come
+from :mod:`paththeory.sampling.diagnostics`.
 
 **Stalling chains, and what fixes them** (measured on the 2-core CPU shared with other jobs:
 Markov task, P = 100, N = 30, T = 0.01, 100 warm-up iterations, one chain per run). A chain
@@ -264,7 +261,7 @@ class PosteriorSamples:
       U_draws: ``[chains, draws, C n_paths, C n_paths]`` per-draw ``w^{c pi} . w^{c' sigma} / n_0``.
       chains: one :class:`ChainReport` per started chain.
       diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s, and
-        ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`diagnostics_summary`
+        ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`~paththeory.sampling.diagnostics.diagnostics_summary`
         turns them into one readable line, also when read back from JSON).
       stopped: ``None``, or what the time limit interrupted.
       settings: the arguments of the run.

@@ -47,7 +47,7 @@ class Checkpoint:
 
     @property
     def trained(self) -> Params:
-        """The full training dict, Q/K included (float32), as :func:`evaluate` takes it."""
+        """The full training dict, Q/K included (float32), as :func:`~paththeory.training.evaluation.evaluate` takes it."""
         q = np.stack([layer.query for layer in self.architecture.attention]).astype(np.float32)
         k = np.stack([layer.key for layer in self.architecture.attention]).astype(np.float32)
         return {"Q": q, "K": k, **self.params}

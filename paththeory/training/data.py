@@ -24,7 +24,7 @@ class OmniglotData:
     """Encoded drawings and the character split of one training run.
 
     Attributes:
-      patches: ``[n_images, 16, 64]`` encoded drawings (:func:`encode_images`); ``labels`` their characters.
+      patches: ``[n_images, 16, 64]`` encoded drawings (:func:`~paththeory.tasks.omniglot.encode_images`); ``labels`` their characters.
       split: train / validation / test character ids.
       pool_patches, pool_labels: the training pool, training characters only, augmented (each
         transform of a character is a new class id).

@@ -1,5 +1,5 @@
 """The trainable network of gradient-descent training: its settings (:class:`TrainConfig`), initial
-weights, forward pass, loss, optimiser and evaluation (the paper's Appendix H.1).
+weights, forward pass, loss and optimiser (the paper's Appendix H.1).
 """
 
 from __future__ import annotations

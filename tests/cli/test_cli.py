@@ -160,3 +160,12 @@ def test_bench_offers_every_case_and_all_runs_them(monkeypatch, capsys):
     assert main(["bench"]) == 0 and ran[-1] == tuple(bench.CASES)
     for case in bench.CASES:
         assert main(["bench", "--case", case]) == 0 and ran[-1] == (case,)
+
+
+@pytest.mark.parametrize("command", ["notebooks", "student", "course"])
+def test_a_command_that_moved_to_the_repository_tools_says_where(command, capsys):
+    from paththeory.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert f"paththeory-tools {command}" in str(exit_info.value)

@@ -1,4 +1,4 @@
-"""Grading with nbgrader (paththeory.grading): a released notebook hides solutions and keys; four
+"""Grading with nbgrader (paththeory_tools.grading): a released notebook hides solutions and keys; four
 sample submissions of the model chapter (all correct, blank, one wrong, spoofed) get exactly the
 points they should; a graded run that lacks a data file fails, naming the file; the honesty scan
 catches the ways around the checks without flagging honest code."""

@@ -15,6 +15,8 @@ from typing import Sequence
 from paththeory import __version__, _io
 from paththeory.cli import DEBUG_ENV_VAR, OneLineParser, error_line
 
+PROG = "paththeory-tools"
+
 
 def _notebooks(args: argparse.Namespace) -> int:
     from paththeory_tools import notebooks
@@ -67,7 +69,7 @@ def _student(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="paththeory-tools",
+        prog=PROG,
         description="The paththeory repository's tooling: the Colab notebooks, the student edition and grading.",
         epilog=f"Errors are one line; --debug or {DEBUG_ENV_VAR}=1 shows the full traceback.",
     )
@@ -93,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     student.set_defaults(func=_student)
 
     course = sub.add_parser("course", help="grade a chapter's exercises with nbgrader: release, collect, grade",
-                            description="Grading with nbgrader, no JupyterHub needed (paththeory.grading). "
+                            description="Grading with nbgrader, no JupyterHub needed (paththeory_tools.grading). "
                                         "release book/problems.md: the students' notebook (hidden tests and keys "
                                         "frozen now); collect problems --uploads DIR: DIR/<student>.ipynb become "
                                         "submissions; grade problems: autograde, feedback and grades-problems.csv; "
@@ -116,15 +118,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         debug = args.debug or _io.env_flag(DEBUG_ENV_VAR)
     except ValueError as err:
-        raise SystemExit(error_line(err)) from None
+        raise SystemExit(error_line(err, PROG)) from None
     if debug:
         return args.func(args)
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        raise SystemExit("paththeory-tools: interrupted") from None
+        raise SystemExit(f"{PROG}: interrupted") from None
     except Exception as exc:  # noqa: BLE001 (every error becomes one line; --debug shows the traceback)
-        raise SystemExit(error_line(exc).replace("paththeory:", "paththeory-tools:", 1)) from None
+        raise SystemExit(error_line(exc, PROG)) from None
 
 
 if __name__ == "__main__":

@@ -12,10 +12,12 @@ The workflow (``paththeory-tools course ...`` on the command line, or these func
     release("book/problems.md", "course")        # course/release/problems/problems.ipynb for students
     collect("course", "problems", "uploads/")    # uploads/<student>.ipynb -> course/submitted/...
     grade("course", "problems")                  # course/grades-problems.csv, course/feedback/...
+    mark("course", "problems", "ada", "q-answer", 2.0)   # a written answer, graded by hand
 
 A released notebook holds, after each exercise's answer cell, locked test cells:
 
-* a **public** test (1 point) calling :func:`graded` or :func:`graded_function` without a key:
+* a **public** test (1 point) calling :func:`~paththeory.exercises.grading.graded` or
+  :func:`~paththeory.exercises.grading.graded_function` without a key:
   the student sees :func:`paththeory.exercises.check`'s diagnoses while working;
 * a **hidden** test (the rest of the points) with the key frozen at release (the expected values,
   written into the cell), which only the grader runs; an implement-it-yourself exercise gets
@@ -23,7 +25,7 @@ A released notebook holds, after each exercise's answer cell, locked test cells:
 
 Both refuse (no points for that exercise) an answer that used :func:`~paththeory.exercises.solution`
 or ``check(..., reveal=True)``, tried several answers against ``check`` (a loop over the candidates of
-a discrete answer) or redefined a checking function (:func:`assert_honest`). Written
+a discrete answer) or redefined a checking function (:func:`~paththeory.exercises.grading.assert_honest`). Written
 answers (derivations, interpretations) are Markdown cells graded by hand (``nbgrader formgrader``
 in a local Jupyter, or by editing the gradebook); :func:`grade` lists them as ungraded.
 """

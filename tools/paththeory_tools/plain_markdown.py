@@ -100,7 +100,7 @@ _DIRECTIVE_LABEL = r"^[`:]{3,}\{([\w:-]+)\}[ \t]*(.*)\n(?:[ \t]*:[\w-]+:.*\n)*?[
 #: A written solution: sphinx-exercise's ``{solution}`` directive in a backtick fence, from its opening line
 #: to the closing fence of the same length (and the line break after it). Groups: ``fence``, ``args`` (the
 #: rest of the opening line: the exercise's label) and ``body`` (options and text). The student edition cuts
-#: these (:mod:`paththeory_tools.edition`); grading makes each one a cell (:mod:`paththeory.grading`).
+#: these (:mod:`paththeory_tools.edition`); grading makes each one a cell (:mod:`paththeory_tools.grading`).
 SOLUTION_DIRECTIVE = re.compile(r"^(?P<fence>`{3,})\{solution\}(?P<args>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$\n?",
                                 re.MULTILINE | re.DOTALL)
 
