@@ -94,7 +94,7 @@ def _check_in_a_loop(code: str) -> bool:
 
 
 def _assigns_through_an_alias(code: str) -> bool:
-    """Whether ``code`` assigns to an attribute of the package through a name it bound to it
+    r"""Whether ``code`` assigns to an attribute of the package through a name it bound to it
     (``import paththeory as pt``, ``import paththeory.exercises.checking as c``,
     ``from paththeory.exercises import checking``), e.g. ``pt.exercises.check = ...``.
 
