@@ -198,3 +198,21 @@ def book_extension(module_from_file):
     """``book_extension("script_dedup")``: a fresh module of the book's Sphinx extension
     ``tools/paththeory_tools/sphinxext/script_dedup.py``, loaded from its file (a fresh copy, outside ``sys.modules``)."""
     return lambda name: module_from_file(name, BOOK_EXTENSIONS / f"{name}.py")
+
+
+# --------------------------------------------------------------------------- the book's table of contents
+
+
+def toc_entries(toc: dict) -> list[str]:
+    """All ``file`` entries of a jb-book ``_toc.yml`` (root first), at any depth."""
+    found = [toc["root"]]
+
+    def walk(items: list) -> None:
+        for item in items:
+            if "file" in item:
+                found.append(item["file"])
+            for key in ("chapters", "sections", "parts"):
+                walk(item.get(key, []))
+
+    walk(toc.get("chapters", []) + toc.get("parts", []))
+    return found

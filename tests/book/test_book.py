@@ -18,26 +18,13 @@ from packaging.utils import canonicalize_name
 
 import paththeory
 
+from tests.conftest import toc_entries
+
 ROOT = Path(__file__).resolve().parents[2]
 CODE_CELL = "```{code-cell}"
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def toc_entries(toc: dict) -> list[str]:
-    """All ``file`` entries of a jb-book ``_toc.yml`` (root first), at any depth."""
-    found = [toc["root"]]
-
-    def walk(items: list) -> None:
-        for item in items:
-            if "file" in item:
-                found.append(item["file"])
-            for key in ("chapters", "sections", "parts"):
-                walk(item.get(key, []))
-
-    walk(toc.get("chapters", []) + toc.get("parts", []))
-    return found
 
 
 def toc_sources() -> list[Path]:

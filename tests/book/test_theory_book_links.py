@@ -14,6 +14,8 @@ import yaml
 
 from paththeory_tools.notebooks import BOOK_URL
 
+from tests.conftest import toc_entries
+
 ROOT = Path(__file__).resolve().parents[2]
 THEORY_MODULES = ("model", "kernels", "action", "solve", "hessian", "predict", "pruning")
 #: The public objects of the seven modules when this test was written (65 functions and classes,
@@ -39,17 +41,7 @@ def public_objects() -> list[tuple[str, object]]:
 def toc_chapters() -> set[str]:
     """The chapters ``<name>`` of every ``book/<name>`` entry of ``_toc.yml``, at any depth."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(items: list) -> None:
-        for item in items:
-            if "file" in item:
-                files.append(item["file"])
-            for key in ("chapters", "sections", "parts"):
-                walk(item.get(key, []))
-
-    walk(toc.get("chapters", []) + toc.get("parts", []))
-    return {f.split("/", 1)[1] for f in files if f.startswith("book/")}
+    return {f.split("/", 1)[1] for f in toc_entries(toc) if f.startswith("book/")}
 
 
 def chapter_labels(text: str) -> set[str]:

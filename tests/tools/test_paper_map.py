@@ -16,6 +16,8 @@ from paththeory_tools.notebooks import toc_chapters
 from paththeory_tools.paper_map import ROWS, SOURCES, STATUSES
 from paththeory_tools.sphinxext import paper_map_tables
 
+from tests.conftest import toc_entries
+
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 LABEL = re.compile(r"^\(([^()\s]+)\)=\s*$", flags=re.M)
@@ -32,17 +34,7 @@ REQUIRED_APPENDICES = ["App. I", "App. A", "App. B", "App. C.1", "App. C.2", "Ap
 
 def toc_pages() -> set[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    found = {toc["root"]}
-
-    def walk(items):
-        for item in items:
-            if "file" in item:
-                found.add(item["file"])
-            for key in ("chapters", "sections", "parts"):
-                walk(item.get(key, []))
-
-    walk(toc.get("chapters", []) + toc.get("parts", []))
-    return {f.removeprefix("book/") for f in found}
+    return {f.removeprefix("book/") for f in toc_entries(toc)}
 
 
 def labels_by_page() -> dict[str, list[str]]:
