@@ -9,6 +9,8 @@ the shipped networks. The layers below are importable too, one folder each: :mod
 
 Example:
   >>> import paththeory as pt
+  >>> len(pt.__all__), all(getattr(pt, name) is not None for name in pt.__all__)
+  (32, True)
   >>> arch = pt.Architecture([pt.ScoreAttention([[[0.0]]])])
   >>> arch.n_paths, callable(pt.Theory), callable(pt.sample_posterior)
   (1, True, True)

@@ -3,14 +3,14 @@
 Ranks, bottom to top (``README.md``, "Where things are"):
 
 0. private helpers and the scale switch: ``paththeory._*`` (validation, atomic I/O, label packing,
-   the in-loop L-BFGS, the compilation cache) and ``paththeory.profiles``;
+   the in-loop L-BFGS, the compilation cache, the aliases of the 0.1 module paths) and ``paththeory.profiles``;
 1. the theory: the other top-level modules (model, kernels, action, solve, hessian, predict, pruning);
 2. ``paththeory.sampling`` and ``paththeory.tasks``;
 3. ``paththeory.training``;
 4. the public face, ``paththeory`` itself (``import paththeory as pt``);
 5. ``paththeory.display``;
 6. ``paththeory.experiments``;
-7. ``paththeory.exercises`` (and ``paththeory.grading``, the re-export kept for released notebooks);
+7. ``paththeory.exercises``;
 8. the command line (``paththeory.cli``, ``paththeory.__main__``).
 
 A module may import its own rank and those below. Imports inside functions count too (a lazy import
@@ -29,7 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "paththeory"
 
 #: The rank of each subpackage (and of the named top-level modules); other top-level modules are the theory.
 RANKS = {"profiles": 0, "sampling": 2, "tasks": 2, "training": 3, "display": 5, "experiments": 6,
-         "exercises": 7, "grading": 7, "cli": 8, "__main__": 8}
+         "exercises": 7, "cli": 8, "__main__": 8}
 THEORY_RANK, FACE_RANK, PRIVATE_RANK = 1, 4, 0
 
 
@@ -163,3 +163,39 @@ def test_a_private_name_from_another_subpackage_fails(tmp_path):
     pkg = _package(tmp_path, {"model.py": "_helper = 1\n", "kernels.py": "from paththeory.model import _helper\n",
                               "training/__init__.py": "", "training/net.py": "from paththeory.model import _helper\n"})
     assert private_names_taken(pkg) == ["paththeory.training.net:1 takes _helper from paththeory.model"]
+
+
+#: What the repository tooling (tools/, outside the wheel) may take of the package's private parts, and why:
+#: ``paththeory._io`` writes files atomically and reads on/off switches for both; ``_truth`` is the answer
+#: key, which the student edition checks for leaks and the grading release freezes into hidden tests.
+TOOLS_MAY_TAKE = {"paththeory._io", "paththeory.exercises.checking._truth"}
+
+
+def private_parts_taken_by(folder: Path) -> list[str]:
+    """``module:line name`` for every private module or name of ``paththeory`` that files under ``folder`` import."""
+    taken = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                    node.module.split(".")[0] == "paththeory":
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.split(".")[0] == "paththeory"]
+            else:
+                continue
+            taken += [f"{path.name}:{node.lineno} {t}" for t in targets
+                      if any(_private(part) for part in t.split(".")) and t not in TOOLS_MAY_TAKE
+                      and not any(t.startswith(ok + ".") for ok in TOOLS_MAY_TAKE)]
+    return taken
+
+
+def test_the_tools_take_only_the_private_parts_they_are_allowed():
+    tools = PACKAGE.parent / "tools" / "paththeory_tools"
+    assert tools.is_dir()
+    assert private_parts_taken_by(tools) == []
+
+
+def test_a_private_name_taken_by_the_tools_fails(tmp_path):
+    (tmp_path / "a.py").write_text("from paththeory.model import _helper\nfrom paththeory import _io\n"
+                                   "from paththeory.exercises.checking import _truth\n")
+    assert private_parts_taken_by(tmp_path) == ["a.py:1 paththeory.model._helper"]
