@@ -39,6 +39,7 @@ def test_energy_derivatives_match_autodiff(shape, rng):
     np.testing.assert_allclose(sym, jax.jit(jax.hessian(energy))(U), rtol=1e-9, atol=1e-11)
 
 
+@pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
 @pytest.mark.parametrize("heads", [(2, 2), (2, 1, 2)])
 def test_theta_hessian_matches_finite_differences(heads, rng):
     """The solver's Hessian in its Cholesky coordinates (all layers) against central differences of its gradient."""

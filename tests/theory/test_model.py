@@ -12,6 +12,7 @@ from paththeory.kernels import gp_kernel
 from tests.conftest import random_qk_arch
 
 
+@pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
 @pytest.mark.parametrize("heads", [(3,), (2, 3), (3, 1, 2)])
 @pytest.mark.parametrize("readout", ["first", "last", "mean"])
 def test_network_equals_path_expansion(heads, readout, rng):

@@ -161,6 +161,7 @@ def test_output_energy_derivatives_match_autodiff_and_the_dense_form(P, n, n0, C
     np.testing.assert_allclose(grad, dense_grad, rtol=1e-9, atol=1e-11)
 
 
+@pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
 def test_theta_hessian_matches_finite_differences(problem):
     """The solver's Hessian (Cholesky coordinates, all layers, C = 3) against differences of its gradient."""
     arch, feats, Y, _ = problem
@@ -202,6 +203,7 @@ def test_solution_is_stationary_with_cross_output_blocks(problem):
     assert np.max(np.abs(sol.U[:4, 4:])) > 1e-2
 
 
+@pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
 @pytest.mark.parametrize("precision", ["double", "mixed"])  # the restart's Hessian in float64 / float32
 def test_hessian_restart_reaches_the_first_order_minimum(problem, precision):
     """C = 3: L-BFGS restarted from the block-structured Hessian finds the first-order solver's minimum (both
@@ -304,6 +306,7 @@ def test_two_outputs_with_one_zero_column_decouple_exactly(problem):
 # --------------------------------------------------------------------------- the predictor
 
 
+@pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
 def test_predictor_mean_and_covariance_match_dense_kernel_regression(problem):
     _, feats, Y, test = problem
     rng = np.random.default_rng(9)
@@ -374,6 +377,7 @@ def _tiny_sampling_problem(p: int = 5, n_test: int = 3):
     return _tiny_problem(p=p, n_test=n_test)
 
 
+@pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
 def test_sampler_one_output_spellings_agree():
     """Labels [P] and [P, 1] give the same draws (same seed): C = 1 is the single-output sampler."""
     from paththeory import sampling
@@ -484,6 +488,7 @@ def test_head_scores_sum_every_output_block():
         head_scores(np.eye(10), heads)
 
 
+@pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
 def test_sampler_matches_the_multi_output_theory_at_small_size():
     """Three classes, P = 24, N = 30 (C |Pi| / N = 0.4), T = 0.1, 2 x 150 NUTS draws against the saddle point.
 
