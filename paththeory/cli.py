@@ -268,19 +268,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if moved in MOVED_COMMANDS:
         raise SystemExit(f"paththeory: error: `paththeory {moved}` is `paththeory-tools {moved}` now, the repository's "
                          "tooling (from a clone: make install, or pip install -e tools)")
-    args = build_parser().parse_args(argv)
+    return run_parsed(build_parser().parse_args(argv))
+
+
+def run_parsed(args: argparse.Namespace, prog: str = "paththeory") -> int:
+    """Run the parsed command ``args.func(args)`` of ``prog``; an error becomes one line on stderr
+    (``SystemExit``) unless ``--debug`` or ``$PATHTHEORY_DEBUG`` asks for the traceback."""
     try:
         debug = args.debug or _io.env_flag(DEBUG_ENV_VAR)
     except ValueError as err:
-        raise SystemExit(error_line(err)) from None
+        raise SystemExit(error_line(err, prog)) from None
     if debug:
         return args.func(args)
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        raise SystemExit("paththeory: interrupted") from None
+        raise SystemExit(f"{prog}: interrupted") from None
     except Exception as exc:  # noqa: BLE001 (every error becomes one line; --debug shows the traceback)
-        raise SystemExit(error_line(exc)) from None
+        raise SystemExit(error_line(exc, prog)) from None
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from paththeory import __version__, _io
-from paththeory.cli import DEBUG_ENV_VAR, OneLineParser, error_line
+from paththeory import __version__
+from paththeory.cli import DEBUG_ENV_VAR, OneLineParser, run_parsed
 
 PROG = "paththeory-tools"
 
@@ -114,19 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; an error becomes one line on stderr (``SystemExit``) unless debugging."""
-    args = build_parser().parse_args(argv)
-    try:
-        debug = args.debug or _io.env_flag(DEBUG_ENV_VAR)
-    except ValueError as err:
-        raise SystemExit(error_line(err, PROG)) from None
-    if debug:
-        return args.func(args)
-    try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        raise SystemExit(f"{PROG}: interrupted") from None
-    except Exception as exc:  # noqa: BLE001 (every error becomes one line; --debug shows the traceback)
-        raise SystemExit(error_line(exc, PROG)) from None
+    return run_parsed(build_parser().parse_args(argv), PROG)
 
 
 if __name__ == "__main__":
