@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import jax
@@ -9,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def as_float_array(value, name: str, ndim: int | Sequence[int] | None = None) -> np.ndarray:
+def as_float_array(value, name: str, ndim: int | Sequence[int] | None = None, finite: bool = True) -> np.ndarray:
     """Return ``value`` as a finite, non-empty float64 numpy array, or raise a ValueError naming ``name``.
 
+    With ``finite=False`` NaN and infinite entries pass (for statistics that report them as NaN).
     Traced JAX values (inside ``jit``/``grad``) are passed through after the shape checks only.
     """
     if isinstance(value, jax.core.Tracer):
@@ -19,7 +21,7 @@ def as_float_array(value, name: str, ndim: int | Sequence[int] | None = None) ->
         _check_nonempty(value, name)
         return value
     try:
-        kind = np.asarray(value).dtype.kind if not isinstance(value, jax.Array) else "f"
+        kind = (value if isinstance(value, jax.Array) else np.asarray(value)).dtype.kind
     except ValueError:  # numpy refuses ragged nested lists
         raise ValueError(f"{name} is a ragged nested list (its rows have different lengths); pass a "
                          "rectangular array.") from None
@@ -31,7 +33,7 @@ def as_float_array(value, name: str, ndim: int | Sequence[int] | None = None) ->
         raise ValueError(f"{name} must be a numeric array; got {type(value).__name__} ({err}).") from None
     _check_ndim(arr, name, ndim)
     _check_nonempty(arr, name)
-    if not np.all(np.isfinite(arr)):
+    if finite and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} contains {bad} NaN or infinite entries; clean the input before calling.")
     return arr
@@ -160,9 +162,21 @@ def check_count(value, name: str, minimum: int = 1, hint: str = "") -> int:
     adding ``hint``, a sentence on why)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
         raise TypeError(f"{name} must be a whole number; got {type(value).__name__} {value!r}.{hint and ' ' + hint}")
-    if not np.isfinite(value) or value != int(value) or value < minimum:
+    if not (isinstance(value, (int, np.integer)) or np.isfinite(value)) or value != int(value) or value < minimum:
         raise ValueError(f"{name} must be a whole number >= {minimum}; got {value!r}.{hint and ' ' + hint}")
     return int(value)
+
+
+def is_sequence(value) -> bool:
+    """Whether ``value`` is a list, tuple or array (not a string)."""
+    return isinstance(value, (list, tuple, np.ndarray))
+
+
+def check_heads(heads: Sequence[int], name: str = "heads") -> tuple[int, ...]:
+    """``heads`` as a non-empty tuple of whole numbers >= 1 (heads per layer), or raise naming ``name``."""
+    if not is_sequence(heads) or any(is_sequence(h) for h in heads) or len(heads) == 0:
+        raise ValueError(f"{name} must be a non-empty sequence of head counts per layer, e.g. (3, 3); got {heads!r}.")
+    return tuple(check_count(h, f"{name}[{l}]") for l, h in enumerate(heads))
 
 
 def check_flag(value, name: str) -> bool:
@@ -191,6 +205,28 @@ def check_sign_labels(y, name: str = "y") -> np.ndarray:
         hint = f" Map 0/1 labels to +-1 with 2 * {name} - 1." if set(values) <= {0.0, 1.0} else ""
         raise ValueError(f"{name} must hold labels -1 or +1; got the values {{{shown}}}.{hint}")
     return labels
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """``rng`` if it is a ``numpy.random.Generator``, or a new one seeded by a whole number ``rng >= 0``; else raise."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, bool) or not isinstance(rng, (int, np.integer)):
+        raise TypeError(f"{name} must be a numpy.random.Generator or a seed, a whole number >= 0, e.g. "
+                        f"np.random.default_rng(0) or 0; got {type(rng).__name__} {rng!r}.")
+    return np.random.default_rng(check_count(rng, name, minimum=0))
+
+
+def check_allocation(n_bytes: float, what: str) -> None:
+    """Raise a ValueError, before anything is allocated, when ``what`` (e.g. ``"n_examples = 10^12 sequences"``)
+    would need more than this machine's physical memory (unchecked where the OS does not say)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows)
+        return
+    if n_bytes > total:
+        raise ValueError(f"{what} would need {n_bytes / 2**30:,.0f} GiB of memory, more than this machine's "
+                         f"{total / 2**30:,.0f} GiB; ask for less.")
 
 
 def check_key(key, name: str = "key"):

@@ -3,8 +3,10 @@
 Every file the package writes goes through :func:`atomic_path`: the bytes go to a temporary file
 in the target's folder and are renamed over the target only once complete, so a failed or
 interrupted write leaves the previous file (or nothing), never a damaged one. A run's outputs
-(``results.json`` beside its figures) are written into a staging folder first
-(:func:`staged_outputs`). This module imports nothing else of the package.
+(``results.json`` beside its figures) are written into a private staging folder first and moved
+into place while the run holds the folder's lock (:func:`staged_outputs`, :func:`folder_lock`), so
+two runs writing into one folder at once take turns and the folder ends with one run's files, never
+a mix. This module imports nothing else of the package.
 """
 
 from __future__ import annotations
@@ -154,23 +156,47 @@ def check_output_folder(path: str | os.PathLike) -> Path:
 
 
 @contextlib.contextmanager
+def folder_lock(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on the existing ``folder`` while writing several files into it.
+
+    Writers that take it take turns: a second one waits until the first is done. The lock is the
+    operating system's (``flock`` on the folder itself, so it leaves no file behind) and is released
+    when the block ends or the process dies. Where ``fcntl`` is missing (Windows), it does nothing.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+@contextlib.contextmanager
 def staged_outputs(out_dir: str | os.PathLike, manifest: str) -> Iterator[Path]:
     """A staging folder inside ``out_dir`` for one run's output files.
 
-    On success the staged files replace those of ``out_dir``: first the old ``manifest`` (e.g.
-    ``results.json``) is removed, then every other file is moved in and the new ``manifest`` last.
-    So a folder holding a ``manifest`` always holds the outputs written with it; one without is
-    incomplete. On any error or interrupt the staged files are deleted and ``out_dir`` is untouched
-    (unless the error came while moving files in, when it has no ``manifest``).
+    On success the staged files replace those of ``out_dir``, under the folder's lock
+    (:func:`folder_lock`): first the old ``manifest`` (e.g. ``results.json``) is removed, then every
+    other file is moved in and the new ``manifest`` last. So a folder holding a ``manifest`` always
+    holds the outputs written with it, also when two runs finish at once (the later one's files
+    replace all of the earlier one's); one without is incomplete. On any error or interrupt the staged
+    files are deleted and ``out_dir`` is untouched (unless the error came while moving files in, when
+    it has no ``manifest``).
     """
     out = check_output_folder(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
     try:
         yield stage
-        (out / manifest).unlink(missing_ok=True)
-        for file in sorted(stage.iterdir(), key=lambda p: p.name == manifest):
-            os.replace(file, out / file.name)
+        with folder_lock(out):
+            (out / manifest).unlink(missing_ok=True)
+            for file in sorted(stage.iterdir(), key=lambda p: p.name == manifest):
+                os.replace(file, out / file.name)
     finally:
         for file in stage.iterdir():  # flat: the writers put files only
             file.unlink()

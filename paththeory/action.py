@@ -37,7 +37,49 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from paththeory._checks import (
+    as_float_array,
+    check_count,
+    check_heads,
+    check_nonnegative,
+    check_order_parameter,
+    check_positive,
+    check_positive_definite,
+    check_symmetric,
+    require_finite,
+)
+
 Array = jax.Array
+
+
+def _traced(value) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def check_network(widths, heads, variances) -> tuple[tuple, tuple[int, ...], tuple]:
+    """``(widths, heads, variances)`` of an L-layer network, checked against each other: ``L >= 1`` head counts,
+    ``L + 1`` widths ``(n_0..n_L)`` and ``L + 2`` variances, all finite and positive (traced widths pass).
+
+    Book: Any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
+
+    Example:
+      >>> check_network([10, 10, 30], (2, 3), (1, 1, 0.8, 1.5))
+      ((10.0, 10.0, 30.0), (2, 3), (1.0, 1.0, 0.8, 1.5))
+    """
+    heads = check_heads(heads)
+    n = len(heads)
+    return (_positive_numbers(widths, "widths", n + 1, f"(n_0..n_L) for heads {heads}"), heads,
+            _positive_numbers(variances, "variances", n + 2, "(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)"))
+
+
+def _positive_numbers(values, name: str, count: int, meaning: str) -> tuple:
+    """``values`` as a tuple of ``count`` positive numbers (traced entries pass unchecked)."""
+    if not isinstance(values, (list, tuple, np.ndarray, jax.Array)):
+        raise TypeError(f"{name} must be a sequence of {count} numbers {meaning}; got {type(values).__name__} "
+                        f"{values!r}.")
+    if len(values) != count:
+        raise ValueError(f"{name} must hold {count} numbers {meaning}; got {len(values)}.")
+    return tuple(v if _traced(v) else check_positive(v, f"{name}[{i}]") for i, v in enumerate(values))
 
 
 def order_parameter_sizes(heads: Sequence[int], n_outputs: int = 1) -> list[int]:
@@ -49,6 +91,7 @@ def order_parameter_sizes(heads: Sequence[int], n_outputs: int = 1) -> list[int]
       >>> order_parameter_sizes((2, 3)), order_parameter_sizes((2, 3), n_outputs=2)
       ([6, 3], [12, 6])
     """
+    heads, n_outputs = check_heads(heads), check_count(n_outputs, "n_outputs")
     return [n_outputs * int(np.prod(heads[l:])) for l in range(len(heads))]
 
 
@@ -66,6 +109,8 @@ def gp_order_parameters(heads: Sequence[int], variances: Sequence[float], n_outp
       [2.142, 3.57]
     """
     sizes = order_parameter_sizes(heads, n_outputs)
+    variances = _positive_numbers(variances, "variances", len(sizes) + 2,
+                                  "(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)")
     return [np.eye(size) * level_scale(l, variances) for l, size in enumerate(sizes)]
 
 
@@ -78,7 +123,17 @@ def level_scale(l: int, variances: Sequence[float]) -> float:
       >>> round(level_scale(0, (1.0, 0.6, 1.7, 2.1)), 4), round(level_scale(1, (1.0, 0.6, 1.7, 2.1)), 4)
       (2.142, 3.57)
     """
-    return float(variances[-1] * np.prod(variances[1 + l : -1]))
+    count = max(len(variances), 3) if isinstance(variances, (list, tuple, np.ndarray)) else 3
+    variances = _positive_numbers(variances, "variances", count, "(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2), L >= 1")
+    l = check_count(l, "l", minimum=0)
+    if l > len(variances) - 3:
+        raise ValueError(f"l must be a 0-based layer index below L = {len(variances) - 2}; got {l}.")
+    with np.errstate(over="ignore", under="ignore"):  # out of range: the error below
+        scale = float(variances[-1] * np.prod(variances[1 + l : -1]))
+    if not 0 < scale < np.inf:
+        raise ValueError(f"the variances {variances} give sigma_a^2 prod_(m > l) sigma_m^2 = {scale:g} at l = {l}, "
+                         "outside float64's range; rescale them.")
+    return scale
 
 
 def partial_trace(U: Array, n_heads: int, n_outputs: int = 1) -> Array:
@@ -92,12 +147,16 @@ def partial_trace(U: Array, n_heads: int, n_outputs: int = 1) -> Array:
       [[2. 0.]
        [0. 2.]]
     """
+    U = jnp.asarray(as_float_array(U, "U"))
+    n_heads, n_outputs = check_count(n_heads, "n_heads"), check_count(n_outputs, "n_outputs")
+    if U.ndim != 2 or U.shape[0] != U.shape[1] or U.shape[0] % (n_outputs * n_heads):
+        raise ValueError(f"U must be a square matrix whose size is a multiple of n_outputs * n_heads = "
+                         f"{n_outputs * n_heads}; got shape {U.shape}.")
     m = U.shape[0] // (n_outputs * n_heads)
     u = U.reshape(n_outputs, n_heads, m, n_outputs, n_heads, m)
     return jnp.einsum("chadhb->cadb", u).reshape(n_outputs * m, n_outputs * m)
 
 
-@jax.custom_jvp
 def sqrtm_pd(M: Array) -> Array:
     """The positive square root ``S`` of a symmetric positive-definite ``M`` (eigendecomposition).
 
@@ -111,16 +170,21 @@ def sqrtm_pd(M: Array) -> Array:
       [[2. 0.]
        [0. 3.]]
     """
+    return _sqrtm_pd(jnp.asarray(as_float_array(M, "M", ndim=2)))
+
+
+@jax.custom_jvp
+def _sqrtm_pd(M: Array) -> Array:
     if M.shape[0] == 1:
         return jnp.sqrt(M)
     lam, vecs = jnp.linalg.eigh(M)
     return (vecs * jnp.sqrt(jnp.maximum(lam, 0.0))) @ vecs.T
 
 
-@sqrtm_pd.defjvp
+@_sqrtm_pd.defjvp
 def _sqrtm_pd_jvp(primals, tangents):
     (M,), (dM,) = primals, tangents
-    S = sqrtm_pd(M)
+    S = _sqrtm_pd(M)
     eye = jnp.eye(M.shape[0], dtype=M.dtype)
     sylvester = jnp.kron(S, eye) + jnp.kron(eye, S)  # row-major vec(S X + X S)
     return S, jnp.linalg.solve(sylvester, dM.reshape(-1)).reshape(M.shape)
@@ -141,14 +205,27 @@ def readout_order_parameter(traced_last: Array, widths: Sequence[float], heads: 
       >>> round(float(readout_order_parameter(2.5, (10.0, 10.0, 30.0), (2, 3), (1.0, 1.0, 0.8, 1.5))), 6)
       1.25
     """
+    widths, heads, variances = check_network(widths, heads, variances)
     n_prev, n_last = widths[-2], widths[-1]
     var_a, var_last = variances[-1], variances[-2]
-    u = jnp.asarray(traced_last)
+    u = traced_last if _traced(traced_last) else _readout_trace(traced_last)
     traced = jnp.atleast_2d(u)
     half_beta = 0.5 * var_a * (heads[-1] * n_prev / n_last - 1.0)
     gamma = var_a * n_prev * traced / (var_last * n_last)
     eye = jnp.eye(traced.shape[0], dtype=traced.dtype)
-    return (sqrtm_pd(half_beta**2 * eye + gamma) - half_beta * eye).reshape(u.shape)
+    root = (sqrtm_pd(half_beta**2 * eye + gamma) - half_beta * eye).reshape(u.shape)
+    return require_finite(root, "readout_order_parameter", "traced_last, the widths or the variances are too large "
+                                                           "for float64; rescale them.")
+
+
+def _readout_trace(traced_last) -> Array:
+    """A concrete ``Tr_{h_L} U^(L)``: a number >= 0, or a ``[C, C]`` positive semi-definite matrix."""
+    t = as_float_array(traced_last, "traced_last", ndim=(0, 2))
+    if t.ndim == 0:
+        check_nonnegative(float(t), "traced_last (Tr U^(L))")
+    else:
+        check_positive_definite(t, "traced_last (Tr_{h_L} U^(L))", semi=True)
+    return jnp.asarray(t)
 
 
 def _logdet_pd(U: Array) -> Array:
@@ -175,11 +252,45 @@ def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, varianc
       >>> round(float(entropy_with_readout(Us, 1.0, (10.0, 10.0, 10.0), (2, 2), (1.0,) * 4)), 6)
       70.0
     """
+    widths, heads, variances = check_network(widths, heads, variances)
+    Us = _check_order_parameters(Us, heads)
+    return _entropy(Us, _check_readout(U_a, Us[-1].shape[0] // heads[-1]), widths, heads, variances)
+
+
+def _check_order_parameters(Us, heads: tuple[int, ...]) -> list[Array]:
+    """``Us = [U^(1), ..., U^(L)]`` as arrays after checking there is one per layer of ``heads``, each of size
+    ``C prod_{m >= l} H_m`` and (concrete ones) finite, symmetric and positive definite."""
+    if not isinstance(Us, (list, tuple)) or len(Us) != len(heads):
+        got = len(Us) if isinstance(Us, (list, tuple)) else type(Us).__name__
+        raise ValueError(f"Us must be a list of L = {len(heads)} matrices [U^(1), ..., U^(L)], one per layer of heads "
+                         f"{heads}; got {got}.")
+    last = Us[-1] if _traced(Us[-1]) else as_float_array(Us[-1], f"Us U^({len(heads)})", ndim=2)
+    size = last.shape[0]
+    if size % heads[-1]:
+        raise ValueError(f"Us U^({len(heads)}) must be [C H_L, C H_L] (H_L = {heads[-1]} heads of the last layer, C "
+                         f"outputs); got shape {tuple(last.shape)}.")
+    sizes = order_parameter_sizes(heads, size // heads[-1])
+    return [jnp.asarray(check_order_parameter(U, f"Us U^({l + 1})", n)) for l, (U, n) in enumerate(zip(Us, sizes))]
+
+
+def _check_readout(U_a, n_outputs: int) -> Array:
+    """``U_a`` as a ``[C, C]`` array: a positive number for one output, a positive-definite ``[C, C]`` matrix for
+    ``C``; traced values get the shape check only."""
+    readout = jnp.atleast_2d(U_a if _traced(U_a) else as_float_array(U_a, "U_a", ndim=(0, 2)))
+    if readout.shape != (n_outputs, n_outputs):
+        raise ValueError(f"U_a must be a number for one output, or [C, C] for C outputs (here C = {n_outputs}); got "
+                         f"shape {jnp.shape(U_a)}.")
+    if not _traced(readout):
+        check_positive_definite(readout, "U_a")
+    return readout
+
+
+def _entropy(Us: list[Array], readout: Array, widths, heads, variances) -> Array:
+    """:func:`entropy_with_readout` of checked arguments, ``readout`` the ``[C, C]`` ``U_a``."""
     L = len(heads)
     n_outputs = Us[-1].shape[0] // heads[-1]
     n_prev_last, n_last = widths[L - 1], widths[L]
     var_a = variances[-1]
-    readout = jnp.atleast_2d(U_a)  # C x C (a scalar for one output)
     logdet_a = _logdet_pd(readout)
     ent = n_last * (jnp.trace(readout) / var_a - logdet_a)
     traced_last = partial_trace(Us[L - 1], heads[L - 1], n_outputs)
@@ -209,12 +320,13 @@ def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
       >>> round(float(entropy(Us, (10.0, 10.0, 10.0), (2, 2), (1.0,) * 4)), 6)
       70.0
     """
+    widths, heads, variances = check_network(widths, heads, variances)
+    Us = _check_order_parameters(Us, heads)
     n_outputs = Us[-1].shape[0] // heads[-1]
     U_a = readout_order_parameter(partial_trace(Us[-1], heads[-1], n_outputs), widths, heads, variances)
-    return entropy_with_readout(Us, U_a, widths, heads, variances)
+    return _entropy(Us, jnp.atleast_2d(U_a), widths, heads, variances)
 
 
-@jax.custom_vjp
 def energy(K: Array, y: Array, temperature) -> Array:
     """``ln det(K + T I) + y^T (K + T I)^{-1} y`` through a Cholesky factor.
 
@@ -229,6 +341,52 @@ def energy(K: Array, y: Array, temperature) -> Array:
       >>> round(float(energy(jnp.eye(2), jnp.array([1.0, -1.0]), 1.0)), 6)
       2.386294
     """
+    K, y, temperature = check_energy_inputs(K, y, temperature)
+    return check_energy_result(_energy(K, y, temperature), K, temperature, "the energy")
+
+
+def check_energy_inputs(K, y, temperature) -> tuple[Array, Array, float | Array]:
+    """``(K, y, T)`` of the energy as arrays, after checking that ``K`` is a square ``[P, P]`` kernel (concrete:
+    finite and symmetric), ``y`` its ``[P]`` finite targets and ``T >= 0``; traced values get the shape checks.
+
+    Book: The energy: evidence and spectrum
+    (https://paththeory.github.io/paththeory/book/order_parameter.html#order-parameter-energy)
+
+    Example:
+      >>> [np.shape(v) for v in check_energy_inputs(np.eye(2), [1.0, -1.0], 0.5)]
+      [(2, 2), (2,), ()]
+    """
+    if not _traced(K):
+        check_symmetric(as_float_array(K, "K", ndim=2), "K")
+    if not _traced(y):
+        as_float_array(y, "y", ndim=1)
+    K, y = jnp.asarray(K), jnp.asarray(y)
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0 or y.shape != (K.shape[0],):
+        raise ValueError(f"K must be a square [P, P] kernel and y its [P] targets; got shapes {K.shape} and {y.shape}.")
+    return K, y, temperature if _traced(temperature) else check_nonnegative(temperature, "temperature")
+
+
+def check_energy_result(value, K: Array, temperature, what: str):
+    """``value`` (computed from a Cholesky factor of ``K + T I``) if it is finite or traced; else a ValueError
+    saying why: ``K + T I`` is not positive definite, or too large for float64.
+
+    Book: The energy: evidence and spectrum
+    (https://paththeory.github.io/paththeory/book/order_parameter.html#order-parameter-energy)
+    """
+    leaves = jax.tree.leaves(value)
+    if any(_traced(v) for v in leaves) or all(bool(jnp.all(jnp.isfinite(v))) for v in leaves):
+        return value
+    eig = float(np.linalg.eigvalsh(np.asarray(K, dtype=np.float64))[0]) + float(temperature)
+    if eig > 0:
+        raise ValueError(f"{what} came out non-finite: K + T I (smallest eigenvalue {eig:.3g}) or y are too large for "
+                         "float64, or K + T I is too ill-conditioned; rescale them or raise T.")
+    raise ValueError(f"{what} needs K + T I positive definite, but its smallest eigenvalue is {eig:.3g} (T = "
+                     f"{float(temperature):g}). Pass a kernel K_U of a positive semi-definite U "
+                     "(paththeory.kernels.kernel_matrix) and T >= 0, or raise T.")
+
+
+@jax.custom_vjp
+def _energy(K: Array, y: Array, temperature) -> Array:
     return _energy_factor(K, y, temperature)[0]
 
 
@@ -263,6 +421,7 @@ def inverse_upper_triangular(R: Array, base: int = 32) -> Array:
       [[ 0.5   -0.125]
        [ 0.     0.25 ]]
     """
+    R = jnp.asarray(R)
     n = R.shape[0]
     if n <= base:
         return jax.scipy.linalg.solve_triangular(R, jnp.eye(n, dtype=R.dtype), lower=False)
@@ -285,7 +444,7 @@ def _energy_bwd(res, cot):
     return dK, cot * 2.0 * b, jnp.reshape(dT, jnp.shape(temperature)).astype(jnp.result_type(temperature))
 
 
-energy.defvjp(_energy_fwd, _energy_bwd)
+_energy.defvjp(_energy_fwd, _energy_bwd)
 
 
 def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, variances) -> Array:
@@ -303,8 +462,8 @@ def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, 
       >>> round(float(action(Us, K, jnp.array([1.0, -1.0, 1.0, -1.0]), 0.1, (10.0,) * 3, arch.heads, arch.variances)), 4)
       9.4033
     """
-    n_max = jnp.max(jnp.asarray(widths))
-    return (entropy(Us, widths, heads, variances) + energy(K, y, temperature)) / n_max
+    ent = entropy(Us, widths, heads, variances)  # checks the widths first
+    return (ent + energy(K, y, temperature)) / jnp.max(jnp.asarray(widths))
 
 
 def single_path_entropy_minimum(U: float, depth: int) -> float:
@@ -321,7 +480,10 @@ def single_path_entropy_minimum(U: float, depth: int) -> float:
       >>> float(single_path_entropy_minimum(1.0, 2))
       3.0
     """
-    return (depth + 1) * U ** (1.0 / (depth + 1)) - np.log(U)
+    u, depth = as_float_array(U, "U"), check_count(depth, "depth")
+    if np.any(u <= 0):
+        raise ValueError(f"U must be > 0 (a one-path order parameter); its smallest entry is {u.min():g}.")
+    return (depth + 1) * u ** (1.0 / (depth + 1)) - np.log(u)
 
 
 def inner_order_parameter_l2(U: np.ndarray, heads: Sequence[int], widths, variances, iterations: int = 2000,
@@ -341,9 +503,13 @@ def inner_order_parameter_l2(U: np.ndarray, heads: Sequence[int], widths, varian
       [[1. 0.]
        [0. 1.]] 1.0
     """
+    widths, heads, variances = check_network(widths, heads, variances)
+    if len(heads) != 2:
+        raise ValueError(f"heads must be (H_1, H_2) of a two-layer network; got {heads}.")
+    iterations, tol = check_count(iterations, "iterations"), check_positive(tol, "tol")
     h1, h2 = heads
     n0, n1, n2 = widths
-    u = np.asarray(partial_trace(jnp.asarray(U), h1))
+    u = np.asarray(partial_trace(jnp.asarray(check_order_parameter(U, "U", h1 * h2, semi=True)), h1))
     lam, vecs = np.linalg.eigh(u)
     b = n0 * h1 - n1
     c = n0 / variances[1]

@@ -188,6 +188,10 @@ def train_command(argv: list[str], command_line: str) -> int:
         print(f"paththeory: interrupted at step {result.steps_done}; wrote the best model so far "
               f"(step {result.best_step}) to {npz}, without its accuracies.", file=sys.stderr)
         return 130
+    if result.stopped == "time limit":  # a budget the user asked for: the checkpoint records it, and so do we
+        print(f"paththeory: stopped by --time-limit-minutes {config.time_limit_minutes:g} after {result.steps_done} "
+              f"of {config.steps} steps; the checkpoint is the best model so far (step {result.best_step}) and its "
+              "metadata say it was cut short.", file=sys.stderr)
     metadata["accuracies"] = {name: training.evaluate(result.params, x, y) for name, (x, y) in sets.items()}
     training.save_checkpoint(out, result.params, metadata)
     print(json.dumps({"checkpoint": str(npz), "steps_done": result.steps_done, "best_step": result.best_step,

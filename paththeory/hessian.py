@@ -33,7 +33,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from paththeory.action import inverse_upper_triangular
+from paththeory._checks import as_float_array
+from paththeory.action import (
+    check_energy_inputs,
+    check_energy_result,
+    inverse_upper_triangular,
+)
 
 Array = jax.Array
 
@@ -60,6 +65,7 @@ def energy_derivatives(features: Array, K: Array, y: Array, temperature) -> tupl
       >>> g.shape, H.shape
       ((2, 2), (2, 2, 2, 2))
     """
+    features, K, y, temperature = check_derivative_inputs(features, K, y, temperature)
     p, n, n0 = features.shape
     outputs = K.shape[0] // p
     X = features.reshape(p, n * n0)
@@ -77,4 +83,24 @@ def energy_derivatives(features: Array, K: Array, y: Array, temperature) -> tupl
     Q = M4.transpose(0, 2, 1, 3).reshape(n * n, n0 * n0)  # Q[(b,c), (i,j)] = (M_bc)_ij
     traces = (Q @ Q.T).reshape(n, n, n, n)  # [b, c, a, d] = Tr(M_bc M_ad^T) = Tr(M_bc M_da)
     hess = 2.0 * second - traces.transpose(2, 0, 1, 3)
-    return grad, hess
+    return check_energy_result((grad, hess), K, temperature, "energy_derivatives")
+
+
+def check_derivative_inputs(features, K, y, temperature, n_outputs: int | None = None):
+    """``(features, K, y, T)`` of the energy's derivatives as arrays: ``K``, ``y`` and ``T`` checked as by
+    :func:`~paththeory.action.check_energy_inputs`, ``features`` ``[P, n, N0]`` (concrete: finite) for a
+    ``K`` of ``C P`` rows (``C = n_outputs`` when given); traced values get the shape checks.
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+    """
+    if not isinstance(features, jax.core.Tracer):
+        as_float_array(features, "features", ndim=3)
+    features = jnp.asarray(features)
+    K, y, temperature = check_energy_inputs(K, y, temperature)
+    p = features.shape[0] if features.ndim == 3 else 0
+    outputs = K.shape[0] // p if p else 0
+    if not outputs or K.shape[0] != outputs * p or n_outputs not in (None, outputs):
+        raise ValueError(f"features must be [P, n_paths, N0] for a kernel K of C P = {K.shape[0]} rows "
+                         f"({'C = ' + str(n_outputs) if n_outputs else 'C outputs'}); got features of shape "
+                         f"{tuple(features.shape)}.")
+    return features, K, y, temperature

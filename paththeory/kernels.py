@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from paththeory._checks import as_float_array, check_count, check_order_parameter, require_finite
+from paththeory.model import check_architecture
 
 Array = jax.Array
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes
@@ -62,10 +63,11 @@ def _finite(kernel: Array, name: str) -> Array:
     return require_finite(kernel, name, "the features (or U) are too large for float64; rescale them.")
 
 
-def _check_matrix_for(U, n_paths: int, n_outputs: int = 1) -> Array:
-    """The order parameter ``U`` for features with ``n_paths`` paths and ``C`` outputs: symmetric positive
-    semi-definite, ``C n_paths`` square."""
-    return jnp.asarray(check_order_parameter(U, "U", n_outputs * n_paths, semi=True))
+def _check_matrix_for(U, n_paths: int, n_outputs: int = 1) -> tuple[Array, int]:
+    """The order parameter ``U`` for features with ``n_paths`` paths and ``C`` outputs (symmetric positive
+    semi-definite, ``C n_paths`` square) and ``C``, checked a whole number >= 1."""
+    n_outputs = check_count(n_outputs, "n_outputs")
+    return jnp.asarray(check_order_parameter(U, "U", n_outputs * n_paths, semi=True)), n_outputs
 
 
 def path_kernels(features, features_b=None) -> Array:
@@ -98,7 +100,7 @@ def gp_kernel(arch, features, features_b=None) -> Array:
       True
     """
     fa, fb = _feature_pair(features, features_b)
-    if fa.shape[1] != arch.n_paths:
+    if fa.shape[1] != check_architecture(arch).n_paths:
         raise ValueError(f"features have {fa.shape[1]} paths but the architecture with heads {arch.heads} has "
                          f"{arch.n_paths}; compute them with paththeory.path_features(arch, x).")
     return _finite(arch.gp_scale * jnp.einsum("man,qan->mq", fa, fb), "gp_kernel(arch, features)")
@@ -134,7 +136,7 @@ def kernel_matrix(U, features, features_b=None, batch_size: int = 2048, n_output
     """
     fa, fb = _feature_pair(features, features_b)
     batch_size = check_count(batch_size, "batch_size")
-    u = _check_matrix_for(U, fa.shape[1], n_outputs)
+    u, n_outputs = _check_matrix_for(U, fa.shape[1], n_outputs)
     parts = [_kernel_jit(u, fa, fb[i : i + batch_size]).reshape(n_outputs * fa.shape[0], n_outputs, -1)
              for i in range(0, fb.shape[0], batch_size)]
     return _finite(jnp.concatenate(parts, axis=2).reshape(n_outputs * fa.shape[0], -1), "kernel_matrix(U, features)")
@@ -156,7 +158,8 @@ def kernel_diagonal(U, features, n_outputs: int = 1) -> Array:
     """
     f = check_features(features)
     n = f.shape[1]
-    u = _check_matrix_for(U, n, n_outputs).reshape(n_outputs, n, n_outputs, n)
+    u, n_outputs = _check_matrix_for(U, n, n_outputs)
+    u = u.reshape(n_outputs, n, n_outputs, n)
     diag = jnp.einsum("pan,cadb,pbn->pcd", f, u, f)
     return _finite(diag[:, 0, 0] if n_outputs == 1 else diag, "kernel_diagonal(U, features)")
 
@@ -263,6 +266,8 @@ def gram_bytes(n_examples: int, n_paths: int, n_outputs: int = 1) -> int:
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
     """
+    n_examples, n_paths = check_count(n_examples, "n_examples"), check_count(n_paths, "n_paths")
+    n_outputs = check_count(n_outputs, "n_outputs")
     pairs = n_paths * (n_paths + 1) // 2 + (n_paths * (n_paths - 1) // 2 if n_outputs > 1 else 0)
     return 8 * pairs * (n_examples * (n_examples + 1) // 2)
 
@@ -300,6 +305,7 @@ def kernel_operator(features, memory_budget: int = DEFAULT_MEMORY_BUDGET, n_outp
     """
     f = check_features(features)
     memory_budget = check_count(memory_budget, "memory_budget", minimum=0)
+    n_outputs = check_count(n_outputs, "n_outputs")
     p, n, n0 = f.shape
     if gram_bytes(p, n, n_outputs) > memory_budget // 2 or n0 < GRAM_MIN_FEATURES_PER_PATH * (n + 1):
         return FeatureKernel(f)

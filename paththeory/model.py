@@ -26,7 +26,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import as_float_array, check_count, check_key, check_positive, require_finite
+from paththeory._checks import (
+    as_float_array,
+    check_allocation,
+    check_count,
+    check_key,
+    check_positive,
+    require_finite,
+)
 
 Array = jax.Array
 Readout = Literal["first", "last", "mean"]
@@ -221,6 +228,11 @@ class Architecture:
         object.__setattr__(
             self, "variances", tuple(check_positive(v, f"variances[{i}]") for i, v in enumerate(variances))
         )
+        with np.errstate(over="ignore", under="ignore"):  # out of range: the error below
+            scales = np.cumprod(self.variances[:0:-1])  # sigma_a^2 prod_{m > l} sigma_m^2, the GP values of U^(l+1)
+        if not np.all((scales > 0) & np.isfinite(scales)):
+            raise ValueError(f"variances {self.variances} multiply to GP order parameters sigma_a^2 prod_l sigma_l^2 "
+                             f"outside float64's range ({scales[-1]:g}); rescale them.")
 
     @property
     def n_layers(self) -> int:
@@ -268,6 +280,17 @@ class Architecture:
                      for i, w in enumerate(self.widths(width)))
 
 
+def check_architecture(arch) -> Architecture:
+    """``arch`` if it is an :class:`Architecture`, else a TypeError saying how to build one.
+
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+    """
+    if not isinstance(arch, Architecture):
+        raise TypeError(f"arch must be a paththeory.Architecture (e.g. pt.Architecture([pt.ScoreAttention(w)])); got "
+                        f"{type(arch).__name__} {arch!r:.60}.")
+    return arch
+
+
 def _one_number(width) -> bool:
     """Whether ``width`` is one width (a number, or anything but a sequence: its check names it ``width``)."""
     if isinstance(width, (str, bytes)):
@@ -290,6 +313,7 @@ def readout_vector(readout: Readout, n_tokens: int) -> Array:
     if readout not in READOUTS:
         raise ValueError(f"readout must be one of {READOUTS}; got {readout!r}.")
     n_tokens = check_count(n_tokens, "n_tokens")
+    check_allocation(8 * n_tokens, f"a readout over n_tokens = {n_tokens} tokens")
     if readout == "mean":
         return jnp.full((n_tokens,), 1.0 / n_tokens)
     return jnp.zeros((n_tokens,)).at[0 if readout == "first" else n_tokens - 1].set(1.0)
@@ -301,7 +325,7 @@ def _check_tokens(arch: Architecture, x) -> Array:
     Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
     """
     arr = as_float_array(x, "tokens x", ndim=3)
-    dims = {layer.input_dim for layer in arch.attention} - {None}
+    dims = {layer.input_dim for layer in check_architecture(arch).attention} - {None}
     if dims and arr.shape[2] not in dims:
         raise ValueError(
             f"tokens x have {arr.shape[2]} features but the attention weights expect N0 = {dims.pop()}; "
@@ -408,9 +432,11 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
       >>> params["V0"].shape, [v.shape for v in params["V"]], params["a"].shape
       ((8, 6), [(3, 8, 8), (2, 8, 8)], (8,))
     """
-    ns = arch.network_widths(widths)
+    ns = check_architecture(arch).network_widths(widths)
     input_dim = check_count(input_dim, "input_dim")
     key = check_key(key)
+    check_allocation(8 * (ns[0] * input_dim + sum(h * n * m for h, n, m in zip(arch.heads, ns[1:], ns)) + ns[-1]),
+                     f"the weights of widths {ns} and input_dim = {input_dim}")
     keys = jax.random.split(key, arch.n_layers + 2)
     sd = [math.sqrt(v) for v in arch.variances]
     v0 = sd[0] * jax.random.normal(keys[0], (ns[0], input_dim))
@@ -428,6 +454,7 @@ def _check_params(arch: Architecture, params: dict, input_dim: int | None = None
 
     Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
     """
+    check_architecture(arch)
     if not isinstance(params, Mapping):
         raise TypeError(f"params must be a dict with keys 'V0', 'V', 'a' (paththeory.sample_prior); "
                         f"got {type(params).__name__}.")

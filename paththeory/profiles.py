@@ -9,9 +9,11 @@ The environment variable ``PATHTHEORY_PROFILE`` picks one of
 When it is unset, the profile is ``colab`` if JAX sees a GPU and ``smoke`` otherwise. Each
 experiment module keeps its own per-profile sizes in a dict keyed by profile name and reads
 the entry for the current profile with :func:`choose`. Every size of a profile is fixed, the
-number of NUTS draws included; a wall-clock limit is only a fail-safe that marks a result
-incomplete (:attr:`paththeory.sampling.nuts.PosteriorSamples.complete`), so no number depends on how
-busy the machine is.
+number of NUTS draws included, so no number depends on how busy the machine is. An experiment's
+wall-clock limit is only a fail-safe against a stuck run, far above an honest run's time: a run
+that reaches it fails with an error (:class:`paththeory.sampling.nuts.TimeLimitReached`) and gives no
+number. ``PATHTHEORY_TIME_LIMIT_SCALE`` multiplies every such limit (``0`` removes them) for a
+machine too slow for them (:func:`time_limit`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,13 @@ from typing import Mapping, TypeVar
 
 import jax
 
+from paththeory._checks import check_positive
+
 T = TypeVar("T")
 
 ENV_VAR = "PATHTHEORY_PROFILE"
+#: Multiplies every experiment's time limit, a fail-safe against stuck runs; 0 removes them.
+TIME_LIMIT_SCALE_VAR = "PATHTHEORY_TIME_LIMIT_SCALE"
 PROFILES: dict[str, str] = {
     "smoke": "CPU continuous integration; tiny sizes, a few minutes per chapter",
     "colab": "one GPU (e.g. Colab); reduced sizes, at most 20 minutes per chapter",
@@ -37,6 +43,8 @@ def _has_gpu() -> bool:
 
 
 def _validate(name: str, source: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a profile is a name, one of {', '.join(PROFILES)}; got {name!r} (from {source}).")
     key = name.strip().lower()
     if key not in PROFILES:
         raise ValueError(
@@ -84,6 +92,27 @@ def choose(settings: Mapping[str, T], profile: str | None = None) -> T:
             f"add one or pick another profile with {ENV_VAR}."
         )
     return settings[name]
+
+
+def time_limit(seconds: float | None) -> float | None:
+    """An experiment's fail-safe ``seconds`` times ``$PATHTHEORY_TIME_LIMIT_SCALE`` (default 1);
+    ``None`` when the scale is 0 or ``seconds`` is ``None`` (no limit).
+
+    Example:
+      >>> time_limit(3600.0)  # with PATHTHEORY_TIME_LIMIT_SCALE unset
+      3600.0
+    """
+    if seconds is not None:
+        seconds = check_positive(seconds, "the time limit (seconds)")
+    raw = os.environ.get(TIME_LIMIT_SCALE_VAR, "").strip() or "1"
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = float("nan")
+    if not scale >= 0 or scale == float("inf"):
+        raise ValueError(f"${TIME_LIMIT_SCALE_VAR} must be a number >= 0 (a factor on the experiments' time "
+                         f"limits; 0 for none); got {raw!r}.")
+    return None if seconds is None or scale == 0 else seconds * scale
 
 
 #: What each profile means for a reader of a page computed with it (:func:`describe`).

@@ -24,10 +24,13 @@ import numpy as np
 
 from paththeory._checks import (
     as_float_array,
+    check_allocation,
     check_count,
     check_flag,
+    check_heads,
     check_order_parameter,
     check_sign_labels,
+    is_sequence,
     require_finite,
 )
 
@@ -51,7 +54,7 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
       >>> [s.round(2).tolist() for s in head_scores(U, (2, 2))]
       [[1.0, 0.4], [1.0, 0.4]]
     """
-    heads = _check_heads(heads)
+    heads = check_heads(heads)
     normalise, absolute = check_flag(normalise, "normalise"), check_flag(absolute, "absolute")
     n_paths = int(np.prod(heads))
     if np.ndim(U) == 2 and (np.shape(U)[0] % n_paths or np.shape(U)[0] == 0):
@@ -78,32 +81,20 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     return scores
 
 
-def _check_heads(heads: Sequence[int]) -> tuple[int, ...]:
-    """``heads`` as a non-empty tuple of whole numbers >= 1 (heads per layer)."""
-    if not _is_sequence(heads) or any(_is_sequence(h) for h in heads) or len(heads) == 0:
-        raise ValueError(f"heads must be a non-empty sequence of head counts per layer, e.g. (3, 3); got {heads!r}.")
-    return tuple(check_count(h, f"heads[{l}]") for l, h in enumerate(heads))
-
-
 def _check_pruned(heads: tuple[int, ...], pruned, name: str = "pruned") -> list[tuple[int, int]]:
     """``pruned`` as a list of existing ``(layer, head)`` pairs of whole numbers, or raise naming ``name``."""
-    if not _is_sequence(pruned):
+    if not is_sequence(pruned):
         raise TypeError(f"{name} must be a list of (layer, head) pairs, e.g. [(0, 1)]; got {type(pruned).__name__} "
                         f"{pruned!r}.")
     pairs = []
     for i, pair in enumerate(pruned):
-        if not _is_sequence(pair) or len(pair) != 2:
+        if not is_sequence(pair) or len(pair) != 2:
             raise ValueError(f"{name}[{i}] must be a (layer, head) pair of whole numbers; got {pair!r}.")
         layer, head = (check_count(v, f"{name}[{i}][{j}]", minimum=0) for j, v in enumerate(pair))
         if not (layer < len(heads) and head < heads[layer]):
             raise ValueError(f"head ({layer}, {head}) does not exist in a network with heads {tuple(heads)}.")
         pairs.append((layer, head))
     return pairs
-
-
-def _is_sequence(value) -> bool:
-    """Whether ``value`` is a list, tuple or array (not a string)."""
-    return isinstance(value, (list, tuple, np.ndarray))
 
 
 def score_order(scores: Sequence[np.ndarray]) -> list[tuple[int, int]]:
@@ -133,7 +124,7 @@ def all_heads(heads: Sequence[int]) -> list[tuple[int, int]]:
       >>> all_heads((2, 1))
       [(0, 0), (0, 1), (1, 0)]
     """
-    return [(l, h) for l, n in enumerate(_check_heads(heads)) for h in range(n)]
+    return [(l, h) for l, n in enumerate(check_heads(heads)) for h in range(n)]
 
 
 def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.ndarray]:
@@ -147,7 +138,7 @@ def head_mask(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> list[np.
       >>> [m.tolist() for m in head_mask((2, 3), [(1, 0)])]
       [[1.0, 1.0], [0.0, 1.0, 1.0]]
     """
-    heads = _check_heads(heads)
+    heads = check_heads(heads)
     return _masks(heads, _check_pruned(heads, pruned))
 
 
@@ -189,7 +180,7 @@ def _path_weights(heads: Sequence[int], masks: list[np.ndarray]) -> np.ndarray |
 
 def _check_contributions(contributions, y, heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     c, yy = as_float_array(contributions, "contributions"), check_sign_labels(y, "y")
-    n_paths = int(np.prod(_check_heads(heads)))
+    n_paths = int(np.prod(check_heads(heads)))
     if c.ndim != 2 or c.shape[1] != n_paths or yy.shape != (c.shape[0],):
         raise ValueError(f"contributions must be [P, n_paths={n_paths}] (paththeory.path_contributions) and "
                          f"y [P]; got {c.shape} and {yy.shape}.")
@@ -215,8 +206,8 @@ def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Seque
       [1.0, 0.5, nan]
     """
     c, yy = _check_contributions(contributions, y, heads)
-    heads = _check_heads(heads)
-    if not _is_sequence(pruned_sets) or not len(pruned_sets):
+    heads = check_heads(heads)
+    if not is_sequence(pruned_sets) or not len(pruned_sets):
         raise ValueError(f"pruned_sets must be a non-empty list of lists of (layer, head) pairs, e.g. [[], [(0, 1)]]; "
                          f"got {pruned_sets!r}.")
     return _accuracies(c, yy, heads, [_check_pruned(heads, p, f"pruned_sets[{i}]") for i, p in enumerate(pruned_sets)])
@@ -240,10 +231,15 @@ def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray
     (https://paththeory.github.io/paththeory/book/pruning.html#pruning-cumulative)
     """
     c, yy = _check_contributions(contributions, y, heads)
-    heads = _check_heads(heads)
-    if not _is_sequence(orders) or not len(orders):
+    heads = check_heads(heads)
+    if not is_sequence(orders) or not len(orders):
         raise ValueError(f"orders must be a non-empty list of orders, each a list of (layer, head) pairs; got {orders!r}.")
     orders = [_check_pruned(heads, o, f"orders[{i}]") for i, o in enumerate(orders)]
+    for i, order in enumerate(orders):
+        repeated = sorted({pair for pair in order if order.count(pair) > 1})
+        if repeated:
+            raise ValueError(f"orders[{i}] prunes the heads {repeated} more than once; an order lists each head at most "
+                             "once (e.g. paththeory.pruning.random_orders or score_order).")
     if len({len(o) for o in orders}) > 1:
         raise ValueError(f"every order must have the same length; got lengths {sorted({len(o) for o in orders})}.")
     sets = [o[:k] for o in orders for k in range(len(o) + 1)]
@@ -258,5 +254,6 @@ def random_orders(heads: Sequence[int], n: int, seed: int = 0) -> np.ndarray:
     """
     n, seed = check_count(n, "n", minimum=0), check_count(seed, "seed", minimum=0)
     every = np.array(all_heads(heads))
+    check_allocation(24 * n * len(every), f"n = {n} orders of {len(every)} heads")
     rng = np.random.default_rng(seed)
     return every[np.argsort(rng.random((n, len(every))), axis=1)]

@@ -45,9 +45,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import check_count, check_flag, check_nonnegative, check_order_parameter, check_positive
+from paththeory._checks import (
+    as_float_array,
+    check_count,
+    check_flag,
+    check_nonnegative,
+    check_order_parameter,
+    check_positive,
+)
 from paththeory.action import (
     action,
+    check_energy_result,
     inverse_upper_triangular,
     entropy,
     gp_order_parameters,
@@ -56,7 +64,7 @@ from paththeory.action import (
     partial_trace,
     readout_order_parameter,
 )
-from paththeory.hessian import energy_derivatives
+from paththeory.hessian import check_derivative_inputs, energy_derivatives
 from paththeory.kernels import (
     DEFAULT_MEMORY_BUDGET,
     GramBlocks,
@@ -69,7 +77,7 @@ from paththeory.kernels import (
 from paththeory._lbfgs import State as _State
 from paththeory._lbfgs import reached as _reached
 from paththeory._lbfgs import run as _lbfgs
-from paththeory.model import Architecture
+from paththeory.model import Architecture, check_architecture
 from paththeory._labels import as_labels, stacked
 
 Array = jax.Array
@@ -117,7 +125,7 @@ def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
     """
-    out, start = [], 0
+    theta, out, start = jnp.asarray(as_float_array(theta, "theta", ndim=1)), [], 0
     for size, scale in zip(sizes, scales):
         rows, cols = _tril(size)
         vals = theta[start : start + rows.size]
@@ -237,6 +245,8 @@ def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, 
       >>> g.shape, H.shape
       ((4, 4), (4, 4, 4, 4))
     """
+    n_outputs = check_count(n_outputs, "n_outputs")
+    features, K, y, temperature = check_derivative_inputs(features, K, y, temperature, n_outputs)
     p, n, n0 = features.shape
     c, size = n_outputs, n_outputs * features.shape[1]
     X = features.reshape(p, n * n0)
@@ -268,7 +278,8 @@ def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, 
     grad = traces - v @ v.T
     H = 2.0 * second_term - frob.transpose(2, 0, 1, 3)
     H = 0.5 * (H + H.transpose(1, 0, 2, 3))
-    return grad, 0.5 * (H + H.transpose(0, 1, 3, 2))
+    return check_energy_result((grad, 0.5 * (H + H.transpose(0, 1, 3, 2))), K, temperature,
+                               "output_energy_derivatives")
 
 
 def _ordered_pair_index(n_outputs: int, n_paths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -554,8 +565,7 @@ class Theory:
                  precision: str = "auto", hessian: bool | None = None):
         if precision not in ("auto", "double", "mixed"):
             raise ValueError(f"precision must be 'auto', 'double' or 'mixed'; got {precision!r}.")
-        if not isinstance(arch, Architecture):
-            raise TypeError(f"arch must be a paththeory.Architecture; got {type(arch).__name__}.")
+        check_architecture(arch)
         hessian = None if hessian is None else check_flag(hessian, "hessian")
         feats = check_features(features)
         if feats.shape[1] != arch.n_paths:

@@ -8,8 +8,9 @@ import hypothesis.configuration
 from hypothesis import settings
 
 # Hypothesis keeps no example database: it would be written into the working folder (.hypothesis/),
-# outside pytest's temporary folders (see the audit below).
-settings.register_profile("paththeory", database=None)
+# outside pytest's temporary folders (see the audit below). No deadline: a busy machine must not
+# turn a slow example into a failure (sizes decide what a test computes, never the clock).
+settings.register_profile("paththeory", database=None, deadline=None)
 settings.load_profile("paththeory")
 
 

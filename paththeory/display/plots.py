@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
+from paththeory._checks import as_float_array, check_count, check_positive
 from paththeory.profiles import current_profile
 
 #: Width of the book's text column in inches at :data:`BOOK_STYLE`'s 100 dpi: a figure this wide
@@ -126,8 +127,9 @@ def panel_grid(n: int, height: float = 3.0, *, max_columns: int = 2, width: floa
       >>> len(axes), len(fig.axes), fig.get_size_inches().round(1).tolist()
       (3, 3, [7.6, 6.0])
     """
-    if n < 1:
-        raise ValueError(f"panel_grid needs at least one panel; got n = {n}.")
+    n = check_count(n, "n", hint="panel_grid needs at least one panel.")
+    height, max_columns = check_positive(height, "height"), check_count(max_columns, "max_columns")
+    width = None if width is None else check_positive(width, "width")
     columns = min(n, max_columns)
     rows = math.ceil(n / columns)
     if width is None:
@@ -229,9 +231,14 @@ def label_points(ax: Axes, x, y, labels: Sequence[str], *, avoid=None, bars=None
     """
     from matplotlib.transforms import Bbox
 
-    xy = np.column_stack([np.asarray(x, float), np.asarray(y, float)])
-    if len(labels) != len(xy):
-        raise ValueError(f"labels has {len(labels)} entries for {len(xy)} points.")
+    xs, ys = as_float_array(x, "x", ndim=1), as_float_array(y, "y", ndim=1)
+    if xs.shape != ys.shape:
+        raise ValueError(f"x and y must give one coordinate per point; got {xs.size} x and {ys.size} y.")
+    if isinstance(labels, str):
+        raise TypeError(f"labels must be a list of one text per point, not the string {labels!r:.60}.")
+    if len(labels) != len(xs):
+        raise ValueError(f"labels has {len(labels)} entries for {len(xs)} points.")
+    xy = np.column_stack([xs, ys])
     others = np.asarray(avoid, float).reshape(-1, 2) if avoid is not None else np.empty((0, 2))
     fig = ax.figure
     fig.canvas.draw()  # the final layout, so that display coordinates hold
@@ -326,8 +333,8 @@ def matrix_heatmap(
       >>> matrix_heatmap(ax, np.array([[1.0, -0.5], [-0.5, 2.0]]), ["a", "b"], "U").get_clim()
       (-2.0, 2.0)
     """
-    m = np.asarray(M, dtype=float)
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+    m = as_float_array(M, "M", ndim=2)
+    if m.shape[0] != m.shape[1]:
         raise ValueError(f"matrix_heatmap needs a square matrix [n, n]; got shape {m.shape}.")
     n = m.shape[0]
     if labels is not None and (len(labels) == 0 or n % len(labels)):

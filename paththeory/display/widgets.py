@@ -32,7 +32,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from paththeory._checks import as_float_array
+from paththeory._checks import as_float_array, check_count
 from paththeory.kernels import check_features, kernel_matrix
 from paththeory.display.plots import COLOURS, COLUMN_WIDTH, book_style, matrix_heatmap, stamp_profile
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap
@@ -94,8 +94,7 @@ def panel_data(theory: Theory, features_test, y_test, solution: Solution, n_pcs:
       n_pcs: number of principal components in the overlaps.
     """
     feats, labels = _check_test_set(theory, features_test, y_test)
-    if n_pcs < 1:
-        raise ValueError(f"n_pcs must be >= 1; got {n_pcs}.")
+    n_pcs = check_count(n_pcs, "n_pcs")
     gp_u = theory.arch.gp_scale * np.eye(theory.arch.n_paths)
     y = np.asarray(theory.y)
     t = solution.temperature
@@ -363,6 +362,10 @@ def static_explorer(
         raise ValueError(f"widths must be positive numbers; got {list(widths)}.")
     if not temps:
         raise ValueError("temperatures must list at least one temperature.")
+    for name, values in (("widths", ws), ("temperatures", temps)):
+        if len(set(values)) < len(values):
+            raise ValueError(f"{name} repeat {sorted({v for v in values if values.count(v) > 1})}; each point of the "
+                             "explorer's grid is one panel, so list every value once.")
     uid = f"pt-explorer-{uuid.uuid4().hex[:8]}"
     panels: dict[tuple[float, float], Panel] = {}
     images = []

@@ -114,7 +114,9 @@ def _model_gp_kernel_truth():
 
 # --------------------------------------------------------------------------- the derivation chapters
 
-READOUT_SETUP = {"trace": 2.5, "widths": (10.0, 10.0, 30.0), "heads": (2, 3), "variances": (1.0, 1.0, 0.8, 1.5)}
+#: One layer (L = 1) of three heads with unequal widths (n_0, n_1): the derivation chapter's exercise,
+#: which has only the one-layer action.
+READOUT_SETUP = {"trace": 2.5, "widths": (10.0, 20.0), "heads": (3,), "variances": (1.0, 0.8, 1.5)}
 GP_SETUP = {"heads": (2, 3), "variances": (1.0, 0.6, 1.7, 2.1)}
 
 
@@ -319,8 +321,8 @@ EXERCISES: dict[str, Exercise] = {
         Answer("number", meaning="the readout order parameter U_a"),
         _derivation_readout_root_truth,
         lambda t: f"U_a = {t:.6f}, the positive root of the quadratic.",
-        "Revisit the readout order parameter: n_{L-1} = widths[-2], n_L = widths[-1], H_L = heads[-1], "
-        "sigma_L^2 = variances[-2], sigma_a^2 = variances[-1]; U_a is the positive root.",
+        "Revisit the readout order parameter (one layer): n_0 = widths[0], n_1 = widths[1], H = heads[0], "
+        "sigma_1^2 = variances[1], sigma_a^2 = variances[2]; U_a is the positive root.",
         rtol=1e-8),
     "depth.gp_point": Exercise(
         "the GP point of every order parameter",

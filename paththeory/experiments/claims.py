@@ -28,7 +28,7 @@ The claims, each with its statistic and the source of its noise:
   kernel's (§4.2, Fig. 3d): fraction of ``y`` in the top 10 PCs, difference; no noise estimate;
 * NUTS samples match the theory's U (§4.2, Fig. 3c): relative Frobenius distance, at most
   :data:`U_TOLERANCE`; batch-means Monte Carlo error; ``"not enough draws"`` instead of a verdict when
-  the sampling run was stopped by its time limit;
+  the sampling run was cut by a time limit its caller asked for (``on_time_limit="stop"``);
 * the trained weights share the theory's pattern (Fig. 3c): Mantel r(U_theory, U_GD); path
   relabellings;
 * U is block-structured by first-layer head (Fig. 3c): Mantel r(abs U, same-head indicator);
@@ -233,7 +233,7 @@ def fig3_claims(results: dict) -> list[dict]:
     comp = results.get("order_parameter_comparison")
     if comp is not None:
         ag = comp["agreement"]
-        # (value, noise, verdict, measured); a run cut by its time limit: no number from it, no verdict
+        # (value, noise, verdict, measured); a run cut by a time budget: no number from it, no verdict
         u_sampled = _sampled_u(ag.get("theory_vs_sampled"), comp.get("diagnostics"))
         if u_sampled is not None:
             value, noise_text, verdict, measured = u_sampled
@@ -344,7 +344,7 @@ def _sampled_u(tvs: dict | None, diagnostics: dict | None) -> tuple | None:
     """``(value, noise, verdict, measured)`` of the claim that NUTS's ``U`` lies within
     :data:`U_TOLERANCE` of the theory's, from a ``theory_vs_sampled`` entry
     (:func:`paththeory.experiments.sampled_vs_theory`); :data:`~paththeory.experiments.stats.NOT_ENOUGH_DRAWS`
-    for a run stopped by its time limit; ``None`` when there is nothing to report."""
+    for a run cut by a time budget its caller asked for; ``None`` when there is nothing to report."""
     if diagnostics is not None and not diagnostics.get("complete", True):
         return None, "n/a", stats.NOT_ENOUGH_DRAWS, diagnostics_summary(diagnostics)
     if tvs is None:
@@ -529,6 +529,9 @@ def network_summary(results: dict) -> str:
         'The network behind these results (L = 2, H = 4) is the checkpoint shipped with the book (seed 1), trained for 41000 steps.'
         >>> network_summary({"heads": [4, 4], "network": {"provenance": "retrained in this run", "steps_done": 9}})
         'The network behind these results (L = 2, H = 4) is not the shipped checkpoint but one retrained in this run, trained for 9 steps.'
+        >>> network_summary({"heads": [4], "network": {"selection": "mine", "steps_done": 50, "stopped": "time limit",
+        ...                                            "config": {"steps": 900, "time_limit_minutes": 2.0}}})
+        'The network behind these results (L = 1, H = 4) is the checkpoint shipped with the book (mine), trained for 50 steps, cut short by the 2 min time limit it was given (900 were planned).'
     """
     net = results.get("network") or {}
     layers, heads = network_key(results)
@@ -536,9 +539,11 @@ def network_summary(results: dict) -> str:
         what = f"not the shipped checkpoint but one {net['provenance']}"
     else:
         what = "the checkpoint shipped with the book" + (f" ({net['selection']})" if net.get("selection") else "")
-    steps = net.get("steps_done")
+    steps, config = net.get("steps_done"), net.get("config") or {}
+    cut = (f", cut short by the {config.get('time_limit_minutes', '?'):g} min time limit it was given "
+           f"({config.get('steps', '?')} were planned)") if net.get("stopped") == "time limit" else ""
     return (f"The network behind these results (L = {layers}, H = {heads}) is {what}"
-            + ("" if steps is None else f", trained for {steps} steps") + ".")
+            + ("" if steps is None else f", trained for {steps} steps") + cut + ".")
 
 
 def _listing(items: list[str]) -> str:

@@ -41,7 +41,7 @@ from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
 from paththeory.display.plots import COLOURS, COLUMN_WIDTH, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor
-from paththeory.profiles import choose, current_profile
+from paththeory.profiles import choose, current_profile, time_limit
 from paththeory.sampling import PosteriorSamples, sample_posterior
 from paththeory.solve import Solution, Theory
 from paththeory.tasks import markov
@@ -55,10 +55,10 @@ class Config:
 
     ``widths``: theory widths; ``sample_widths`` / ``two_path_sample_widths``: widths sampled
     with NUTS for the four-path and the noisier two-path experiment, each with ``num_chains`` chains
-    of ``num_warmup`` + ``num_samples`` iterations; ``time_limit``: a fail-safe on the seconds of
-    each sampling run, about four times what it takes on an unloaded machine: a run that reaches
-    it stops, is marked incomplete and gives no accuracy or ``U`` (see
-    :func:`paththeory.sampling.nuts.sample_posterior`).
+    of ``num_warmup`` + ``num_samples`` iterations; ``time_limit``: a fail-safe against a stuck
+    sampling run, in seconds per run, far above an honest run's time (times
+    ``$PATHTHEORY_TIME_LIMIT_SCALE``, :func:`paththeory.profiles.time_limit`): a run that reaches it
+    fails with :class:`paththeory.sampling.nuts.TimeLimitReached` and the experiment gives no result.
     """
 
     n_train: int
@@ -76,14 +76,12 @@ class Config:
 
 SETTINGS: dict[str, Config] = {
     # smoke: a chain takes 20-46 s on an unloaded 2-core CPU (P = 100, N = 30, compilation included;
-    # paththeory.sampling), so two take 40-90 s and the fail-safe is four times that
-    "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 360.0),
-    # colab: the 180 s fail-safe per run keeps the chapter within 20 minutes on one GPU even if the
-    # sampler is slow there (a stopped run then gives no number); 4 chains x 100 draws give a bulk ESS
-    # of about 200 (0.5 per draw at N = 10 in the smoke runs), a Monte Carlo error of about 7 % of a
-    # posterior standard deviation.
-    "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30, 100), (10,), 150, 100, 4, 180.0),
-    "paper": Config(100, 1000, PAPER_WIDTHS, (10, 30, 50, 100, 300, 500), (10, 30, 100), 300, 300, 4, 4 * 3600.0),
+    # paththeory.sampling), so two take 40-90 s; the one-hour fail-safe is 40 times that
+    "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 3600.0),
+    # colab: 4 chains x 100 draws give a bulk ESS of about 200 (0.5 per draw at N = 10 in the smoke
+    # runs), a Monte Carlo error of about 7 % of a posterior standard deviation.
+    "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30, 100), (10,), 150, 100, 4, 3600.0),
+    "paper": Config(100, 1000, PAPER_WIDTHS, (10, 30, 50, 100, 300, 500), (10, 30, 100), 300, 300, 4, 24 * 3600.0),
 }
 
 # variant name -> (architecture factory, path names in matrix order, out-of-plane noise sigma_perp)
@@ -190,17 +188,12 @@ def gp_accuracy(prob: Problem, temperature: float) -> float:
 
 
 def sample_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progress: bool = True) -> PosteriorSamples:
-    """NUTS posterior samples at ``width`` with the profile's chain lengths and time limit."""
+    """NUTS posterior samples at ``width`` with the profile's chain lengths and fail-safe time limit."""
     return sample_posterior(
         prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test,
         num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
-        time_limit=cfg.time_limit, seed=seed, progress_bar=progress,
+        time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress,
     )
-
-
-def sample_accuracy(samples: PosteriorSamples, prob: Problem) -> float | None:
-    """Accuracy of the sampled mean predictor; ``None`` when the run is incomplete (stopped by its time limit)."""
-    return accuracy(samples.mean, prob.y_test) if samples.complete else None
 
 
 def variance_vs_samples(U, prob: Problem, temperature: float, f_draws) -> dict:
@@ -262,8 +255,7 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
     """Theory over ``widths`` and NUTS at ``sample_widths`` for one problem: a JSON-ready dict, and
     the theory's per-sequence correctness ``{width: [P_test] bool}`` (for paired comparisons).
 
-    The dict's ``sampled_vs_theory`` holds, per sampled width (``None`` for a run stopped by its
-    time limit), the paired accuracy difference NUTS minus theory on the same test sequences
+    The dict's ``sampled_vs_theory`` holds, per sampled width, the paired accuracy difference NUTS minus theory on the same test sequences
     (:func:`paththeory.experiments.stats.paired_difference`) and the distance of the NUTS ``U`` from the
     theory's with its batch-means Monte Carlo error
     (:func:`paththeory.experiments.sampled_vs_theory`)."""
@@ -287,18 +279,14 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
         timings[f"{tag}sampling_N{width}"] = time.perf_counter() - t
         if progress:
             print(res.summary(), flush=True)
-        out["accuracy"]["samples"][str(width)] = sample_accuracy(res, prob)
-        out["order_parameter_samples"][str(width)] = res.U if res.complete else None
-        out["sampled_vs_theory"][str(width)] = None
-        out["variance_vs_samples"][str(width)] = None
-        if res.complete:  # a run cut by its time limit gives no number (its diagnostics say where it stopped)
-            theory_u = out["order_parameter"][str(width)]
-            se = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
-            out["sampled_vs_theory"][str(width)] = {
-                "accuracy": stats.paired_difference(np.asarray(res.mean) * prob.y_test > 0, theory_correct[str(width)]),
-                **sampled_vs_theory(theory_u, res.U, se, prob.arch.gp_scale)}
-            out["variance_vs_samples"][str(width)] = variance_vs_samples(theory_u, prob, cfg.temperature,
-                                                                         res.f_draws)
+        out["accuracy"]["samples"][str(width)] = accuracy(res.mean, prob.y_test)
+        out["order_parameter_samples"][str(width)] = res.U
+        theory_u = out["order_parameter"][str(width)]
+        se = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
+        out["sampled_vs_theory"][str(width)] = {
+            "accuracy": stats.paired_difference(np.asarray(res.mean) * prob.y_test > 0, theory_correct[str(width)]),
+            **sampled_vs_theory(theory_u, res.U, se, prob.arch.gp_scale)}
+        out["variance_vs_samples"][str(width)] = variance_vs_samples(theory_u, prob, cfg.temperature, res.f_draws)
         summary = res.to_dict()
         out["sampling_diagnostics"][str(width)] = {**summary["diagnostics"], "chains": summary["chains"],
                                                    "settings": summary["settings"]}
@@ -423,17 +411,11 @@ def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
 def nuts_points(accuracy: dict) -> str:
     """The part of an accuracy figure's caption that depends on the run: where
     :func:`plot_accuracy` or :func:`plot_two_path` drew NUTS squares (``accuracy``: a results
-    ``accuracy`` entry, whose ``samples`` maps widths to accuracies, ``None`` for a stopped run)."""
-    drawn = sorted(int(w) for w, a in accuracy["samples"].items() if a is not None)
-    stopped = sorted(int(w) for w, a in accuracy["samples"].items() if a is None)
+    ``accuracy`` entry, whose ``samples`` maps widths to accuracies)."""
+    drawn = sorted(int(w) for w in accuracy["samples"])
     if drawn:
-        text = f"NUTS samples of the finite network: squares at N = {', '.join(map(str, drawn))}."
-    else:
-        text = "This build draws no NUTS points in this figure: its profile samples no network here."
-    if stopped:
-        text += (f" The sampling run at N = {', '.join(map(str, stopped))} stopped at its time limit "
-                 "and has no point.")
-    return text
+        return f"NUTS samples of the finite network: squares at N = {', '.join(map(str, drawn))}."
+    return "This build draws no NUTS points in this figure: its profile samples no network here."
 
 
 def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]]) -> None:

@@ -96,7 +96,7 @@ from paththeory.experiments import pruning as pruning_experiment
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
 from paththeory.model import NETWORK_WIDTHS, Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, panel_grid, stamp_profile
-from paththeory.profiles import choose, current_profile
+from paththeory.profiles import choose, current_profile, time_limit
 from paththeory.sampling import sample_posterior
 from paththeory.solve import Theory
 from paththeory.tasks.omniglot import (
@@ -119,13 +119,13 @@ FIGURES = ("accuracy", "temperature", "pc_overlap", "order_parameters", "head_sc
 
 SETTINGS: dict[str, Config] = {
     "smoke": Config(600, 500, 1000, (10, 100, 1000), (0.1, 0.25, 0.5, 1.0),
-                    sample_n_train=600, num_warmup=100, num_samples=100, num_chains=1, sample_time_limit=480.0,
+                    sample_n_train=600, num_warmup=100, num_samples=100, num_chains=1, sample_time_limit=3600.0,
                     demo_steps=300, score_resamples=2, score_train_sizes=(150, 300)),
     "colab": Config(600, 1000, 1000, PAPER_WIDTHS, PAPER_TEMPERATURES,
-                    sample_n_train=600, num_warmup=200, num_samples=200, num_chains=4, sample_time_limit=420.0,
+                    sample_n_train=600, num_warmup=200, num_samples=200, num_chains=4, sample_time_limit=3600.0,
                     demo_steps=1500, score_resamples=5, score_train_sizes=(150, 300)),
     "paper": Config(600, 1000, 1000, PAPER_WIDTHS, PAPER_TEMPERATURES,
-                    sample_n_train=600, num_warmup=100, num_samples=100, num_chains=10, sample_time_limit=4 * 3600.0,
+                    sample_n_train=600, num_warmup=100, num_samples=100, num_chains=10, sample_time_limit=24 * 3600.0,
                     demo_steps=3000, score_resamples=10, score_train_sizes=(150, 300), retrain=True),
 }
 
@@ -199,7 +199,7 @@ def provenance(network: training.Checkpoint) -> dict:
     """What the chapters and results.json say about the network: configuration, data, training (and how it
     differs from the paper's), accuracies; the training command without its output folder."""
     meta = network.metadata
-    keys = ("provenance", "selection", "differences_from_paper", "command_line", "steps_done", "best_step",
+    keys = ("provenance", "selection", "differences_from_paper", "command_line", "steps_done", "best_step", "stopped",
             "wall_time_s", "device", "package_version", "accuracies")
     out = {"config": meta["config"], "data": meta["data"], **{k: meta[k] for k in keys if k in meta}}
     if "command_line" in out:  # the output folder of the training machine says nothing about the network
@@ -594,10 +594,9 @@ def compare_order_parameters(cfg: Config, network: training.Checkpoint, features
 
     ``theory_U``: the theory's ``U`` on the full training set at this width and temperature,
     reused instead of solving again when the sampled set is the full set. Returns ``theory``,
-    ``sampled`` and its Monte Carlo error ``sampled_se`` (``None`` when ``sample_n_train = 0`` or
-    the run was stopped by its time limit), ``sampled_accuracy`` (the accuracy of the NUTS mean predictor on
-    every evaluation split but validation, with its standard error, Fig. 3b), the NUTS
-    ``diagnostics`` and ``stopped`` record, ``gd``,
+    ``sampled`` and its Monte Carlo error ``sampled_se`` (``None`` when ``sample_n_train = 0``),
+    ``sampled_accuracy`` (the accuracy of the NUTS mean predictor on every evaluation split but
+    validation, with its standard error, Fig. 3b), the NUTS ``diagnostics``, ``gd``,
     ``n_train``, ``width``, ``temperature`` and the :func:`agreement` numbers.
     """
     arch = network.architecture
@@ -608,23 +607,20 @@ def compare_order_parameters(cfg: Config, network: training.Checkpoint, features
         theory_U = Theory(arch, f_sub, y_sub, cfg.memory_budget).solve(cfg.sample_width, temperature, tol=cfg.tol).U
     out = {"width": cfg.sample_width, "temperature": float(temperature), "n_train": n,
            "theory": np.asarray(theory_U), "gd": training.gd_order_parameter(arch, network.params),
-           "sampled": None, "sampled_se": None, "diagnostics": None, "stopped": None}
+           "sampled": None, "sampled_se": None, "diagnostics": None}
     out["sampled_accuracy"] = None
     if cfg.sample_n_train:
         f_eval, y_eval, bounds = _evaluation(features, y, [s for s in EVAL_SPLITS if s != "validation"])
         res = sample_posterior(arch, f_sub, y_sub, cfg.sample_width, temperature, features_test=f_eval,
                                num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
-                               time_limit=cfg.sample_time_limit, seed=cfg.seed, progress_bar=progress)
-        if res.complete:  # a run cut by its time limit gives no numbers (diagnostics say where it stopped)
-            out["sampled"] = res.U
-            out["sampled_se"] = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
-        if res.complete:  # the sampled mean predictor on every evaluation split
-            right = np.asarray(res.mean) * y_eval > 0
-            out["sampled_accuracy"] = {s: {"accuracy": float(right[a:b].mean()),
-                                           "se": stats.standard_error(float(right[a:b].mean()), b - a), "n": b - a}
-                                       for s, a, b in bounds}
-            out["sampled_accuracy_complete"] = res.stopped is None  # False: from a run cut by its time limit
-        out["diagnostics"], out["stopped"] = res.diagnostics, res.stopped
+                               time_limit=time_limit(cfg.sample_time_limit), seed=cfg.seed, progress_bar=progress)
+        out["sampled"] = res.U
+        out["sampled_se"] = stats.batch_means_se(res.U_draws) if res.U_draws.shape[1] >= 4 else None
+        right = np.asarray(res.mean) * y_eval > 0  # the sampled mean predictor on every evaluation split
+        out["sampled_accuracy"] = {s: {"accuracy": float(right[a:b].mean()),
+                                       "se": stats.standard_error(float(right[a:b].mean()), b - a), "n": b - a}
+                                   for s, a, b in bounds}
+        out["diagnostics"] = res.diagnostics
     out["agreement"] = agreement(out, arch.heads, arch.gp_scale, cfg.seed)
     return out
 

@@ -56,8 +56,9 @@ class Config:
     by the GP together with the theory's grid (:func:`gp_grid`);
     ``score_width``: the width whose ``U`` scores the heads; ``sample_*``: NUTS at
     ``sample_width`` on the first ``sample_n_train / 2`` training sequences of each label
-    (``sample_n_train = 0`` skips sampling), with ``sample_time_limit`` seconds as a fail-safe (about
-    four times an unloaded run; a run that reaches it is incomplete and gives no sampled numbers);
+    (``sample_n_train = 0`` skips sampling), with ``sample_time_limit`` seconds as a fail-safe against a
+    stuck run, far above an honest run's time (a run that reaches it fails,
+    :class:`paththeory.sampling.nuts.TimeLimitReached`; :func:`paththeory.profiles.time_limit`);
     ``n_random_orders``: random pruning orders as a baseline; ``n_bootstrap``: resamples of the
     validation set for the temperature trend; ``score_resamples``: fresh training sets of size
     ``n_train`` whose ``U`` score the heads again, and ``score_train_sizes``: smaller training sets

@@ -78,11 +78,8 @@ def plot_accuracy(results: dict, splits: Sequence[str] | None = None) -> Figure:
         sampled = (results.get("order_parameter_comparison") or {}).get("sampled_accuracy") or {}
         if s in sampled:
             comp = results["order_parameter_comparison"]
-            complete = comp.get("sampled_accuracy_complete", True)
             ax.errorbar([comp["width"] * 1.2], [sampled[s]["accuracy"]], yerr=[2 * sampled[s]["se"]], fmt="D",
-                        color=COLOURS["nuts"], ms=5, capsize=2, mfc=COLOURS["nuts"] if complete else "none",
-                        label=f"NUTS (P = {comp['n_train']})" + (
-                            "" if comp.get("sampled_accuracy_complete", True) else ", run cut by its time limit"))
+                        color=COLOURS["nuts"], ms=5, capsize=2, label=f"NUTS (P = {comp['n_train']})")
         low, high = ax.get_ylim()
         ax.set_ylim(low, high + 0.12 * (high - low))  # room for the T labels above the data
         _finish_split_panel(ax, results, s, "width $N$")

@@ -6,8 +6,9 @@ Every claim of the paper that the book tests ends in one of three verdicts (:dat
 * ``"fails"``: the measurement contradicts the claim beyond its noise;
 * ``"within noise"``: the measurement cannot tell.
 
-A claim whose measurement stopped short (a sampling run cut by its time limit) gets no verdict
-but :data:`NOT_ENOUGH_DRAWS`: a number from a cut chain depends on how busy the machine was.
+A claim whose measurement stopped short (a sampling run cut by a time budget its caller asked for,
+``on_time_limit="stop"`` of :func:`paththeory.sampling.nuts.sample_posterior`) gets no verdict but
+:data:`NOT_ENOUGH_DRAWS`: a number from a cut chain depends on how busy the machine was.
 
 "Beyond its noise" means two standard errors for an estimate (:func:`verdict`) and a one-sided
 p-value below 0.05 for a test (:func:`verdict_from_p`). The tests are permutation tests, so they

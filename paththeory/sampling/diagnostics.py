@@ -10,6 +10,8 @@ import numpy as np
 from numpyro.diagnostics import autocovariance, gelman_rubin
 from scipy.stats import norm, rankdata
 
+from paththeory._checks import as_float_array
+
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -84,16 +86,25 @@ def effective_sample_size(draws: np.ndarray) -> np.ndarray:
       >>> bool(800 < effective_sample_size(x) < 1300)
       True
     """
-    x = np.asarray(draws, dtype=np.float64)
-    if x.ndim < 2 or x.shape[1] < 2:
+    x = _check_draws(draws)
+    if x.shape[1] < 2:
         raise ValueError(f"draws must be [chains, draws >= 2, ...]; got shape {x.shape}.")
     flat = x.reshape(x.shape[0], x.shape[1], -1)
     n_total = flat.shape[0] * flat.shape[1]
-    constant = np.ptp(flat.reshape(n_total, -1), axis=0) < np.finfo(float).resolution
-    ess = n_total / _geyer_tau(np.nan_to_num(_autocorrelation(flat)), n_total)
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite draws give NaN, below
+        constant = np.ptp(flat.reshape(n_total, -1), axis=0) < np.finfo(float).resolution
+        ess = n_total / _geyer_tau(np.nan_to_num(_autocorrelation(flat)), n_total)
     ess = np.where(constant, float(n_total), ess)
     ess = np.where(np.isfinite(flat).all(axis=(0, 1)), ess, np.nan)
     return ess.reshape(x.shape[2:])
+
+
+def _check_draws(draws) -> np.ndarray:
+    """``draws`` as a float64 ``[chains, draws, ...]`` array with at least one of each (NaN and inf pass: they give NaN)."""
+    x = as_float_array(draws, "draws", finite=False)
+    if x.ndim < 2:
+        raise ValueError(f"draws must be [chains, draws, ...]; got shape {x.shape}.")
+    return x
 
 
 def rank_rhat_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -103,8 +114,7 @@ def rank_rhat_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     are split in halves, the pooled draws replaced by the normal scores of their ranks, and R-hat and
     :func:`effective_sample_size` computed on the result.
     """
-    if np.ndim(draws) < 2:
-        raise ValueError(f"draws must be [chains, draws, ...]; got shape {np.shape(draws)}.")
+    draws = _check_draws(draws)
     if draws.shape[1] < 4:
         nan = np.full(draws.shape[2:], np.nan)
         return nan, nan
@@ -113,10 +123,18 @@ def rank_rhat_ess(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def e_bfmi(energy: np.ndarray) -> float:
-    """Energy Bayesian fraction of missing information of one chain: ``sum dE^2 / sum (E - mean E)^2``."""
-    if energy.size < 3:
+    """Energy Bayesian fraction of missing information of one chain ``energy [draws]``:
+    ``sum dE^2 / sum (E - mean E)^2``; NaN for fewer than 3 draws (a chain cut short) or non-finite energies."""
+    try:
+        empty = len(energy) == 0
+    except TypeError:  # a number: refused below
+        empty = False
+    e = np.zeros(0) if empty else as_float_array(energy, "energy", finite=False)
+    if e.ndim != 1:
+        raise ValueError(f"energy must be one chain's energies [draws]; got shape {e.shape}.")
+    if e.size < 3:
         return float("nan")
-    return float(np.sum(np.diff(energy) ** 2) / np.sum((energy - energy.mean()) ** 2))
+    return float(np.sum(np.diff(e) ** 2) / np.sum((e - e.mean()) ** 2))
 
 
 

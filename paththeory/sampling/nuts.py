@@ -48,12 +48,16 @@ depth (20-46 s per chain, compilation included). The initialisation is not the c
 ``init_to_uniform`` (every weight uniform in ``(-2, 2)``) starts at potential energy ~19 000
 and a prior draw (the default, ``init="prior"``) at ~17 100; both reach the typical set
 (~15 000) within 10 iterations. The funnel between ``a`` and the other weights is the
-cause, and integrating ``a`` out removes it. A run takes a fixed number of draws; ``time_limit``
-(seconds, checked after each NUTS iteration) is only a fail-safe: a run that reaches it stops
-cleanly, returns what it has, is marked incomplete (``complete`` is False) and says which chain
-stopped, in which phase and after how many iterations; each
+cause, and integrating ``a`` out removes it. Each
 :class:`ChainReport` counts the iterations at maximum depth and keeps the per-iteration
 step size, tree size and potential energy (``trace``).
+
+**Sizes, not the clock.** A run takes a fixed number of draws, so its numbers depend on the seed and
+the sizes only. ``time_limit`` (seconds, checked after each NUTS iteration) is a fail-safe against a
+run that is stuck: a run that reaches it raises :class:`TimeLimitReached`, which names the limit, where
+the run stood and how to raise the limit, and carries the draws made so far (``partial``, marked
+incomplete). Only a caller who asks for a budget (``on_time_limit="stop"``) gets the cut run as a
+result, marked incomplete (``complete`` is False), and every consumer in the package says so.
 
 **Speed** (same setting, two chains of 100 + 100 iterations, wall time with compilation):
 sequential float64 70 s, sequential float32 52 s (second chain 20 s vs 31 s: 1.5x faster, same
@@ -94,7 +98,7 @@ from paththeory._checks import (
     check_positive,
     check_targets,
 )
-from paththeory.model import Architecture, effective_weights, sample_prior
+from paththeory.model import Architecture, check_architecture, effective_weights, sample_prior
 from paththeory._labels import as_labels
 from paththeory.sampling.diagnostics import e_bfmi, rank_rhat_ess, stopped_text
 
@@ -113,6 +117,7 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
     pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
     needs ``V0`` and ``V`` only.
     """
+    check_architecture(arch)
     if not isinstance(params, dict) or "V0" not in params or "V" not in params:
         raise ValueError("params must be a dict with the weights 'V0' and 'V' (paththeory.sample_prior).")
     n_in = params["V0"].shape[1]
@@ -151,11 +156,14 @@ def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], 
     return solve, logdet
 
 
-def _check_design(phi: Array, y: Array) -> None:
-    """Raise unless ``phi`` is ``[P, n_L]`` and ``y`` is ``[P]`` or ``[P, C]``."""
-    if jnp.ndim(phi) != 2 or jnp.ndim(y) not in (1, 2) or jnp.shape(y)[0] != jnp.shape(phi)[0]:
+def _check_design(phi: Array, y: Array) -> tuple[Array, Array]:
+    """``phi`` and ``y`` as real arrays (traced ones pass through), after checking that ``phi`` is
+    ``[P, n_L]``, ``y`` is ``[P]`` or ``[P, C]``, and both are finite."""
+    phi, y = as_float_array(phi, "phi", ndim=2), as_float_array(y, "y", ndim=(1, 2))
+    if jnp.shape(y)[0] != jnp.shape(phi)[0]:
         raise ValueError(f"phi must be [P, n_L] and y [P] or [P, C] with the same P; got {tuple(jnp.shape(phi))} "
                          f"and {tuple(jnp.shape(y))}.")
+    return phi, y
 
 
 def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
@@ -163,7 +171,7 @@ def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
 
     ``phi [P, n_L]``; ``y [P]`` (one output) or ``[P, C]`` (the columns are independent given ``Phi``).
     """
-    _check_design(phi, y)
+    phi, y = _check_design(phi, y)
     solve, logdet = _gaussian_factor(phi, temperature)
     n_outputs = y.size // y.shape[0]
     return -0.5 * (jnp.vdot(y, solve(y)) + n_outputs * logdet + y.size * math.log(2.0 * math.pi))
@@ -172,7 +180,7 @@ def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
 def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
     """One exact draw of ``b = a / sigma_a`` given ``Phi`` (Matheron's rule): ``[n_L]`` for ``y [P]``,
     ``[n_L, C]`` for ``y [P, C]`` (one column per output)."""
-    _check_design(phi, y)
+    phi, y = _check_design(phi, y)
     key = check_key(key)
     solve, _ = _gaussian_factor(phi, temperature)
     k_e, k_d = jax.random.split(key)
@@ -247,6 +255,26 @@ class ChainReport:
     trace: dict = field(default_factory=dict, repr=False)  # per iteration: num_steps, step_size, potential
 
 
+class TimeLimitReached(RuntimeError):
+    """A sampling run reached its ``time_limit`` fail-safe; ``partial`` holds the draws made so far.
+
+    A cut run's numbers depend on the machine's speed, so no result is returned in its place.
+    """
+
+    def __init__(self, partial: "PosteriorSamples"):
+        self.partial = partial
+        where, limit = partial.stopped, partial.stopped["time_limit"]
+        super().__init__(
+            f"NUTS reached its time limit of {limit:g} s after {where['seconds']:.0f} s ({where['phase']}, "
+            f"iteration {where['iteration']} of {where['of']}); "
+            "the limit is a fail-safe against a stuck run, so nothing was returned. If this machine is just "
+            f"slow or busy, raise the limit (sample_posterior(..., time_limit=...) above {limit:g}, or None for "
+            "none; an experiment's config field of that name, or $PATHTHEORY_TIME_LIMIT_SCALE for "
+            "`paththeory reproduce` and the book); to keep a cut run as an incomplete result, pass "
+            "on_time_limit='stop'."
+        )
+
+
 @dataclass
 class PosteriorSamples:
     """Result of :func:`sample_posterior`.
@@ -266,8 +294,10 @@ class PosteriorSamples:
       stopped: ``None``, or what the time limit interrupted.
       settings: the arguments of the run.
 
-    A run stopped by its time limit is *incomplete* (``complete`` is False): its numbers come from
-    fewer draws than planned, and so depend on how busy the machine was; a verdict must not use them.
+    A run cut by a time budget its caller asked for (``on_time_limit="stop"``) is *incomplete*
+    (``complete`` is False): its numbers come from fewer draws than planned, and so depend on how busy
+    the machine was; a verdict must not use them. (By default a run that reaches ``time_limit`` raises
+    :class:`TimeLimitReached` and returns nothing.)
     """
 
     mean: np.ndarray = field(repr=False)
@@ -325,6 +355,7 @@ class PosteriorSamples:
 
 
 def _check_inputs(arch: Architecture, features, y, features_test, temperature) -> tuple:
+    check_architecture(arch)
     xi = as_float_array(features, "features", ndim=3)
     if xi.shape[1] != arch.n_paths:
         raise ValueError(
@@ -358,6 +389,7 @@ def sample_posterior(
     max_tree_depth: int = 10,
     target_accept_prob: float = 0.8,
     time_limit: float | None = None,
+    on_time_limit: Literal["raise", "stop"] = "raise",
     seed: int = 0,
     progress_bar: bool = True,
 ) -> PosteriorSamples:
@@ -382,8 +414,11 @@ def sample_posterior(
       integrate_readout: integrate ``a`` out analytically (default) or sample it.
       max_tree_depth, target_accept_prob: NUTS settings (NumPyro defaults 10 and 0.8; the target in (0, 1)).
       time_limit: a fail-safe on the wall-clock seconds of the whole run (checked after every
-        iteration): a run that reaches it stops cleanly, ``stopped`` reports where, and the result
-        is incomplete (``complete`` is False), to be reported but not used for a verdict.
+        iteration), to be set far above an honest run's time; ``None`` (default) for none.
+      on_time_limit: what a run that reaches ``time_limit`` does: ``"raise"`` (default) raises
+        :class:`TimeLimitReached` (its ``partial`` holds the draws so far); ``"stop"`` returns the cut
+        run, incomplete (``complete`` is False, ``stopped`` says where), to be reported, never used
+        for a verdict.
       seed: seeds initialisation, NUTS and the readout draws; same seed, same result.
       progress_bar: show a tqdm bar per chain on stderr.
 
@@ -413,6 +448,8 @@ def sample_posterior(
         raise ValueError(f"init must be one of {INITS}; got {init!r}.")
     if time_limit is not None:
         check_positive(time_limit, "time_limit")
+    if on_time_limit not in ("raise", "stop"):
+        raise ValueError(f"on_time_limit must be 'raise' or 'stop'; got {on_time_limit!r}.")
 
     # float32 runs with JAX's 64-bit mode switched off, so that NUTS's own constants stay float32
     with jax.enable_x64(dtype == "float64"):
@@ -520,13 +557,16 @@ def sample_posterior(
             if stopped:
                 break
     seconds = time.perf_counter() - t_start
-    return _collect(records, max_tree_depth, seconds, stopped, dict(
+    result = _collect(records, max_tree_depth, seconds, stopped, dict(
         widths=widths, temperature=temperature, dtype=dtype, num_warmup=num_warmup, num_samples=num_samples,
         num_chains=num_chains, chain_method=chain_method, init=init,
         integrate_readout=integrate_readout, max_tree_depth=max_tree_depth, n_test=xt.shape[0], n_paths=arch.n_paths,
         n_outputs=None if yy.ndim == 1 else yy.shape[1],
         target_accept_prob=target_accept_prob, time_limit=time_limit, seed=seed,
     ))
+    if stopped is not None and on_time_limit == "raise":
+        raise TimeLimitReached(result)
+    return result
 
 
 def _collect(

@@ -327,8 +327,9 @@ def locate(
     if missing:
         raise DataNotFoundError(
             f"Missing {dataset} data file(s) {', '.join(missing)}: put them (or their unpacked form) in "
-            f"{roots[0] / SUBDIRS[dataset][0]}, or point root= or the {ENV_VAR} environment variable at a folder "
-            f"with a '{SUBDIRS[dataset][0]}/' subfolder holding them; {note}. "
+            f"{roots[0] / SUBDIRS[dataset][0]}, or point the {ENV_VAR} environment variable (or root= in Python, "
+            f"--data-root of `paththeory train omniglot`) at a folder with a '{SUBDIRS[dataset][0]}/' subfolder "
+            f"holding them; {note}. "
             f"Searched: {', '.join(str(r) for r in roots)}."
         )
     return [found[name] for name in names]
@@ -355,7 +356,7 @@ def verify(dataset: Dataset, path: str | os.PathLike) -> None:
             raise ChecksumError(
                 f"{path} holds {found} of the {wanted} drawings of {path.name}.zip: the folder is incomplete (an "
                 f"interrupted unpacking?). Unpack {path.name}.zip into it again or delete it so that the zip is "
-                "used (or pass verify_checksums=False to read it anyway)."
+                "used (from Python, verify_checksums=False reads it anyway; the command line always checks)."
             )
         return
     expected = CHECKSUMS[dataset].get(path.name)
@@ -365,7 +366,8 @@ def verify(dataset: Dataset, path: str | os.PathLike) -> None:
     if got != expected:
         raise ChecksumError(
             f"{path} has md5 {got}, expected {expected}: the file is corrupt or not the official one. "
-            "Delete it and download it again (or pass verify_checksums=False to read it anyway)."
+            "Delete it and download it again (from Python, verify_checksums=False reads it anyway; the command line "
+            "always checks)."
         )
 
 

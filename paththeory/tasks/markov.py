@@ -44,7 +44,13 @@ from typing import Literal
 
 import numpy as np
 
-from paththeory._checks import check_count, check_finite, check_nonnegative
+from paththeory._checks import (
+    check_allocation,
+    check_count,
+    check_finite,
+    check_nonnegative,
+    check_rng,
+)
 from paththeory.model import Architecture, Readout, ScoreAttention
 
 N_FEATURES = 200
@@ -100,7 +106,8 @@ def hidden_chains(n: int, flip_prob: float, seq_len: int, rng: np.random.Generat
     """``n`` chains of ``seq_len`` states +-1: uniform start, each step flips with ``flip_prob``: ``[n, seq_len]``."""
     if not 0.0 <= check_finite(flip_prob, "flip_prob") <= 1.0:
         raise ValueError(f"flip_prob must lie in [0, 1]; got {flip_prob}.")
-    n, seq_len = check_count(n, "n", minimum=0), check_count(seq_len, "seq_len")
+    n, seq_len, rng = check_count(n, "n", minimum=0), check_count(seq_len, "seq_len"), check_rng(rng)
+    check_allocation(16 * n * seq_len, f"n = {n} chains of {seq_len} states")
     start = rng.choice([-1.0, 1.0], size=(n, 1))
     flips = np.where(rng.random((n, seq_len - 1)) < flip_prob, -1.0, 1.0)
     return start * np.cumprod(np.concatenate([np.ones((n, 1)), flips], axis=1), axis=1)
@@ -131,6 +138,8 @@ def sample_task(
     n_examples, seed = check_count(n_examples, "n_examples", minimum=2), check_count(seed, "seed", minimum=0)
     if n_examples % 2:
         raise ValueError(f"n_examples must be an even number >= 2 (half per class); got {n_examples}.")
+    check_allocation(8 * n_examples * (seq_len + 1) * (token_dim(n_features, seq_len) + 2 * n_features),
+                     f"n_examples = {n_examples} sequences of {seq_len} tokens")
     sigma_u, sigma_w = check_nonnegative(sigma_u, "sigma_u"), check_nonnegative(sigma_w, "sigma_w")
     sigma_perp = check_nonnegative(sigma_perp, "sigma_perp")
     if not isinstance(flip_probs, (list, tuple)) or len(flip_probs) != 2:

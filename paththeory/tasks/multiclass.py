@@ -32,7 +32,14 @@ from typing import Literal
 
 import numpy as np
 
-from paththeory._checks import as_float_array, check_count, check_finite, check_nonnegative
+from paththeory._checks import (
+    as_float_array,
+    check_allocation,
+    check_count,
+    check_finite,
+    check_nonnegative,
+    check_rng,
+)
 from paththeory.model import Architecture, Readout, ScoreAttention
 from paththeory.tasks.markov import BETA, random_head, token_dim, uniform_head
 
@@ -101,7 +108,8 @@ def hidden_chains(n: int, probs, seq_len: int, rng: np.random.Generator) -> np.n
     p = as_float_array(probs, "probs", ndim=1)
     if p.shape != (3,) or np.any(p < 0) or not math.isclose(float(p.sum()), 1.0, abs_tol=1e-12):
         raise ValueError(f"probs must be three probabilities (p_same, p_forward, p_backward) summing to 1; got {p}.")
-    n, seq_len = check_count(n, "n", minimum=0), check_count(seq_len, "seq_len")
+    n, seq_len, rng = check_count(n, "n", minimum=0), check_count(seq_len, "seq_len"), check_rng(rng)
+    check_allocation(16 * n * seq_len, f"n = {n} chains of {seq_len} states")
     start = rng.integers(0, N_STATES, size=(n, 1))
     steps = rng.choice(np.array([0, 1, -1]), size=(n, seq_len - 1), p=p)
     return (start + np.concatenate([np.zeros((n, 1), int), np.cumsum(steps, axis=1)], axis=1)) % N_STATES
@@ -140,7 +148,10 @@ def correct(mean, classes) -> np.ndarray:
       >>> correct(encode_labels(np.array([2, 0]), 3), np.array([2, 1])).tolist()
       [True, False]
     """
-    return np.argmax(np.asarray(mean), axis=1) == np.asarray(classes)
+    m, c = as_float_array(mean, "mean", ndim=2), as_float_array(classes, "classes", ndim=1)
+    if c.shape[0] != m.shape[0]:
+        raise ValueError(f"mean [P, C] and classes [P] must hold the same P sequences; got {m.shape} and {c.shape}.")
+    return np.argmax(m, axis=1) == c
 
 
 def sample_task(
@@ -172,6 +183,8 @@ def sample_task(
     if n_examples % n_classes:
         raise ValueError(f"n_examples must be a multiple of n_classes = {n_classes} (as many per class); "
                          f"got {n_examples}.")
+    check_allocation(8 * n_examples * (seq_len + 1) * (token_dim(n_features, seq_len) + n_features),
+                     f"n_examples = {n_examples} sequences of {seq_len} tokens")
     sigma = check_nonnegative(sigma, "sigma")
     rng = np.random.default_rng(seed)
     per_class = n_examples // n_classes
@@ -186,7 +199,7 @@ def sample_task(
 
 def transition_counts(states) -> np.ndarray:
     """``[P, 3]`` counts of "same", "forward" and "backward" steps of each chain ``states [P, T]``."""
-    s = np.asarray(states)
+    s = as_float_array(states, "states", ndim=2)
     steps = np.diff(s, axis=1) % N_STATES  # 0 same, 1 forward, 2 backward
     return np.stack([(steps == k).sum(axis=1) for k in range(N_STATES)], axis=1)
 

@@ -47,7 +47,14 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from paththeory._checks import check_count, check_flag, check_nonnegative
+from paththeory._checks import (
+    as_float_array,
+    check_allocation,
+    check_count,
+    check_flag,
+    check_nonnegative,
+    check_rng,
+)
 from paththeory.tasks.data import DataNotFoundError, OneShotRuns, load_mnist
 
 IMAGE_SIZE = 32
@@ -104,7 +111,12 @@ def encode_images(images: np.ndarray, normalisation: str | tuple[float, float] =
     if isinstance(normalisation, str) and normalisation not in NORMALISATION:
         raise ValueError(f"unknown normalisation {normalisation!r}; choose one of {sorted(NORMALISATION)} "
                          "or give (mean, std).")
-    mean, std = NORMALISATION[normalisation] if isinstance(normalisation, str) else normalisation
+    pair = as_float_array(NORMALISATION.get(normalisation) if isinstance(normalisation, str) else normalisation,
+                          "normalisation", ndim=1, finite=False)
+    if pair.shape != (2,):
+        raise ValueError(f"normalisation must be a key of {sorted(NORMALISATION)} or a pair (mean, std); got "
+                         f"{normalisation!r}.")
+    mean, std = pair
     if not (np.isfinite(mean) and np.isfinite(std) and std > 0):
         raise ValueError(f"normalisation (mean, std) must be finite with std > 0; got ({mean}, {std}).")
     pixels = (resize(images).astype(np.float64) / 255.0 - mean) / std
@@ -132,6 +144,7 @@ def positional_encoding(
     48 positions of the 2-way sequences exactly and continues the same sinusoids beyond them.
     """
     n_positions, dim = check_count(n_positions, "n_positions"), check_count(dim, "dim")
+    check_allocation(24 * n_positions * dim, f"the encoding of n_positions = {n_positions} in dim = {dim}")
     if dim % 2:
         raise ValueError(f"dim must be even for the sin/cos pairs; got {dim}.")
     ref = n_positions if standardise_over is None else check_count(standardise_over, "standardise_over")
@@ -174,6 +187,9 @@ def assemble_tokens(
     images, image_labels = np.asarray(images), np.asarray(image_labels)
     if images.ndim != 2 or images.shape[1] != IMAGES_PER_SEQUENCE or image_labels.shape != images.shape:
         raise ValueError(f"images and image_labels must both be [P, 3]; got {images.shape} and {image_labels.shape}.")
+    if not len(images):
+        raise ValueError("images and image_labels hold no sequences (P = 0); pass at least one [context, context, "
+                         "query] row.")
     if not (np.issubdtype(images.dtype, np.integer) and np.all((images >= 0) & (images < len(patches)))):
         raise ValueError(f"images must hold indices into patches, whole numbers in [0, {len(patches) - 1}].")
     if not (np.issubdtype(image_labels.dtype, np.integer) and np.all((image_labels >= 0) & (image_labels <= QUERY_LABEL))):
@@ -286,7 +302,7 @@ def icl_indices(
     n = check_count(n, "n")
     if len(chars) < 2 or counts.min() < 2:
         raise ValueError("sequences need at least 2 characters with at least 2 drawings each.")
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     c_query = rng.integers(len(chars), size=n)
     c_other = (c_query + rng.integers(1, len(chars), size=n)) % len(chars)
     j_match = rng.integers(counts[c_query])
@@ -345,7 +361,7 @@ def one_shot_run_indices(
     total = n_runs * n_classes * (n_classes - 1)
     if n is not None and not n <= total:
         raise ValueError(f"n must be between 1 and {total} (all candidate sequences); got {n}.")
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     pick = rng.permutation(total) if n is None else rng.choice(total, size=n, replace=False)
     run, item, other = np.unravel_index(pick, (n_runs, n_classes, n_classes - 1))
     answer = runs.answers[run, item]
@@ -517,7 +533,7 @@ def nway_indices(
     n_ways = _check_ways(n_ways, len(chars), "the characters given")
     if counts.min() < 2:
         raise ValueError("every character needs at least 2 drawings (a context and a query).")
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     picked = np.argsort(rng.random((n, len(chars))), axis=1)[:, :n_ways]  # column 0: the query's class
     drawing = rng.integers(counts[picked])
     query = (drawing[:, 0] + rng.integers(1, counts[picked[:, 0]])) % counts[picked[:, 0]]
@@ -538,7 +554,7 @@ def one_shot_run_nway_indices(runs: OneShotRuns, rng: Rng, n_ways: int, n: int |
     n = total if n is None else check_count(n, "n")
     if n > total:
         raise ValueError(f"n must be between 1 and {total} (every run's test items); got {n}.")
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng)
     run, item = np.unravel_index(rng.permutation(total)[:n], (n_runs, n_classes))
     answer = runs.answers[run, item]
     others = np.argsort(rng.random((n, n_classes - 1)), axis=1)[:, : n_ways - 1]

@@ -36,7 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paththeory._checks import check_count, check_finite, check_nonnegative
+from paththeory._checks import (
+    check_allocation,
+    check_count,
+    check_finite,
+    check_nonnegative,
+)
 from paththeory.model import Architecture, Readout, ScoreAttention
 
 N_FEATURES = 40
@@ -106,6 +111,8 @@ def sample_task(
     if n_examples % 2:
         raise ValueError(f"n_examples must be an even number >= 2 (half per class); got {n_examples}.")
     signal, noise = check_nonnegative(signal, "signal"), check_nonnegative(noise, "noise")
+    check_allocation(16 * n_examples * seq_len * token_dim(n_features, seq_len),
+                     f"n_examples = {n_examples} sequences of {seq_len} tokens")
     half = n_examples // 2
     y = np.concatenate([np.ones(half), -np.ones(half)])
     scale = np.full((seq_len, 1), float(noise))

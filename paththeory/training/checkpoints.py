@@ -97,8 +97,10 @@ def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict, *,
     ``metadata`` must hold the training ``config`` (``dataclasses.asdict`` of a :class:`TrainConfig`)
     and only what JSON can hold; both are checked before anything is written. The files are written
     atomically, and the json records the SHA-256 of the npz, so :func:`load_checkpoint` refuses a
-    pair mixed by an interrupted save. ``storage="float16"`` halves the file (compressed npz, each
-    weight rounded to a relative 5e-4); :func:`load_checkpoint` reads either back as float32.
+    pair mixed by an interrupted save; two saves of one checkpoint at once take turns (they hold the
+    folder's lock, ``paththeory._io.folder_lock``), so the pair is always one save's.
+    ``storage="float16"`` halves the file (compressed npz, each weight rounded to a relative 5e-4);
+    :func:`load_checkpoint` reads either back as float32.
     """
     if storage not in ("float32", "float16"):
         raise ValueError(f"storage must be 'float32' or 'float16', got {storage!r}.")
@@ -116,7 +118,8 @@ def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict, *,
         if too_large:
             raise ValueError(f"weights {too_large} exceed the float16 range (65504); save with storage='float32'.")
         arrays = {k: v.astype(np.float16) for k, v in arrays.items()}
-    with _io.atomic_path(npz) as tmp:
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    with _io.folder_lock(npz.parent), _io.atomic_path(npz) as tmp:  # two saves at once take turns
         (np.savez_compressed if storage == "float16" else np.savez)(tmp, **arrays)
         # the json goes first: between the two renames a reader sees new metadata beside old weights,
         # which their digests tell apart
@@ -140,8 +143,13 @@ def checkpoint_folders() -> list[Path]:
 
     folders = [Path(os.environ[CHECKPOINTS_ENV_VAR]).expanduser()] if os.environ.get(CHECKPOINTS_ENV_VAR) else []
     folders.append(cache_dir() / "checkpoints")
-    folders.append(Path(str(importlib.resources.files("paththeory") / "checkpoints")))
+    folders.append(_shipped_folder())
     return list(dict.fromkeys(folders))
+
+
+def _shipped_folder() -> Path:
+    """The package's own ``checkpoints/`` (:data:`SHIPPED_NETWORKS`)."""
+    return Path(str(importlib.resources.files("paththeory") / "checkpoints"))
 
 
 def locate_checkpoint(name: str | os.PathLike) -> Path:
@@ -173,6 +181,9 @@ def load_checkpoint(path: str | os.PathLike | None = None) -> Checkpoint:
     """Read a checkpoint (``.npz`` + ``.json``, given with or without suffix, or by name as
     :func:`locate_checkpoint` finds it); default: the shipped one."""
     path = SHIPPED if path is None else path
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a checkpoint name such as {SHIPPED!r} or a path to a .npz; got "
+                        f"{type(path).__name__} {path!r}.")
     if not str(path).strip() or not any(f.exists() for f in checkpoint_files(path)):
         path = locate_checkpoint(path)
     npz, meta = checkpoint_files(path)
@@ -192,11 +203,12 @@ def load_checkpoint(path: str | os.PathLike | None = None) -> Checkpoint:
 
 
 def _corrupt(path: Path, problem: str) -> CorruptCheckpointError:
-    """The error for an unreadable or incomplete checkpoint file, with what to do about it."""
-    return CorruptCheckpointError(
-        f"checkpoint file {path} {problem}; it is damaged or incomplete: copy it again (both .npz and .json) "
-        f"or write a new one with `paththeory train omniglot --out {path.with_suffix('')}`."
-    )
+    """The error for an unreadable or incomplete checkpoint file, with what to do about it: reinstall the package
+    for a shipped network (training one anew would write into the package, and with other settings)."""
+    fix = ("reinstall paththeory, which ships it" if path.parent.resolve() == _shipped_folder().resolve() else
+           f"copy it again (both .npz and .json) or write a new one with `paththeory train omniglot --out "
+           f"{path.with_suffix('')}`")
+    return CorruptCheckpointError(f"checkpoint file {path} {problem}; it is damaged or incomplete: {fix}.")
 
 
 def _read_arrays(npz: Path) -> dict[str, np.ndarray]:

@@ -4,13 +4,13 @@ paper's Eqs. 6 and 13, Appendix H.2)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import check_sign_labels
+from paththeory._checks import check_count, check_sign_labels
 from paththeory.model import Architecture, check_head_mask, effective_weights
 from paththeory.training.checkpoints import Checkpoint
 from paththeory.training.network import Params, architecture, predict, value_params
@@ -30,6 +30,10 @@ def evaluate(checkpoint_or_params, x, y, head_mask: Sequence | None = None, batc
     Computed in float32, as in training.
     """
     params = checkpoint_or_params.trained if isinstance(checkpoint_or_params, Checkpoint) else checkpoint_or_params
+    if not isinstance(params, Mapping):
+        raise TypeError(f"checkpoint_or_params must be a Checkpoint or a params dict of paththeory.training "
+                        f"(init_params, train); got {type(params).__name__}.")
+    batch_size = check_count(batch_size, "batch_size")
     missing = [k for k in ("Q", "K", "V0", "V", "a") if k not in params]
     if missing:
         raise ValueError(f"params lacks {missing}: pass a Checkpoint or the params of paththeory.training "

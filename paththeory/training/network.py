@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from paththeory._checks import check_allocation, check_count
 from paththeory.model import Architecture, QKAttention, network_output
 
 Params = dict  # {"Q", "K": [L, H, G, N0], "V0": [n, N0], "V": tuple of [H, n, n], "a": [n]}
@@ -66,12 +67,20 @@ class TrainConfig:
             raise ValueError(f"qk_init must be 'random' or 'shared'; got {self.qk_init!r}.")
         if self.augment not in AUGMENTATIONS:
             raise ValueError(f"augment must be one of {tuple(AUGMENTATIONS)}; got {self.augment!r}.")
-        if not (self.lr > 0 and self.clip > 0 and self.weight_decay >= 0 and self.warmup >= 0 and self.qk_scale > 0):
-            raise ValueError("lr, clip and qk_scale must be > 0; weight_decay and warmup >= 0.")
+        for name in ("lr", "clip", "qk_scale"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0; got {getattr(self, name)!r}.")
+        for name in ("weight_decay", "warmup", "seed", "split_seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)!r}.")
+        if not (self.validation >= 0 and self.test >= 0 and self.validation + self.test < 1):
+            raise ValueError(f"validation and test must be fractions of the characters, >= 0 with validation + test < 1 "
+                             f"(the rest is for training); got {self.validation!r} and {self.test!r}.")
         if self.n_eval % 2:
             raise ValueError(f"n_eval must be even (balanced evaluation sets); got {self.n_eval}.")
         if self.time_limit_minutes is not None and not (self.time_limit_minutes > 0):
-            raise ValueError(f"time_limit_minutes must be > 0 (or None for no limit); got {self.time_limit_minutes!r}.")
+            raise ValueError(f"time_limit_minutes must be > 0 (or None for no limit: on the command line, leave out "
+                             f"--time-limit-minutes); got {self.time_limit_minutes!r}.")
 
 
 #: The Python type and its description of each kind of :class:`TrainConfig` field.
@@ -94,7 +103,12 @@ def init_params(config: TrainConfig, input_dim: int, seed: int = 0) -> Params:
     """Initial weights (numpy float32). ``V0, V, a ~ N(0, 1)`` (the 1/sqrt(width) factors are explicit);
     ``Q, K ~ N(0, qk_scale^2 / N0)``, and with ``qk_init="shared"`` ``K = Q`` (``K^T Q`` positive
     semi-definite: every head starts out attending to tokens similar to the query)."""
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a paththeory.training.TrainConfig; got {type(config).__name__}.")
+    input_dim, seed = check_count(input_dim, "input_dim"), check_count(seed, "seed", minimum=0)
     L, H, G, n = config.layers, config.heads, config.qk_dim, config.d_model
+    check_allocation(8 * (L * H * (n * n + 2 * G * input_dim) + n * (input_dim + 1)),
+                     f"the weights of d_model = {n}, qk_dim = {G}, {L} layers of {H} heads")
     rng = np.random.default_rng(seed)
     std = config.qk_scale / math.sqrt(input_dim)
     q = std * rng.standard_normal((L, H, G, input_dim))

@@ -131,13 +131,15 @@ def _fake_training(monkeypatch, stopped):
 def test_train_writes_the_best_model_also_when_stopped_early(tmp_path, monkeypatch, capsys, stopped, status):
     _fake_training(monkeypatch, stopped)
     argv = ["--out", str(tmp_path / "runs" / "run.v2"), "--layers", "1", "--heads", "2", "--d-model", "3",
-            "--channels", "1", "--n-eval", "2"]
+            "--channels", "1", "--n-eval", "2"] + (["--time-limit-minutes", "1.5"] if stopped == "time limit" else [])
     assert cli.train_command(argv, "paththeory train omniglot ...") == status
     ck = training.load_checkpoint(tmp_path / "runs" / "run.v2")  # the dot is kept: run.v2.npz, not run.npz
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run.v2.json", "run.v2.npz"]
     assert ck.metadata["stopped"] == stopped and ck.metadata["steps_done"] == 7
     assert ("accuracies" in ck.metadata) == (stopped != "interrupted")
-    assert ("wrote the best model so far (step 0)" in capsys.readouterr().err) == (stopped == "interrupted")
+    err = capsys.readouterr().err
+    assert ("wrote the best model so far (step 0)" in err) == (stopped == "interrupted")
+    assert ("stopped by --time-limit-minutes 1.5 after 7 of" in err) == (stopped == "time limit")
 
 
 def test_settings_of_a_checkpoint_given_by_path(tmp_path):
@@ -169,3 +171,35 @@ def test_a_command_that_moved_to_the_repository_tools_says_where(command, capsys
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])
     assert f"paththeory-tools {command}" in str(exit_info.value)
+
+
+def test_a_corrupt_data_file_names_no_option_the_command_line_lacks(tmp_path):
+    """A checksum failure used to suggest ``verify_checksums=False``, a Python argument the command line does not have."""
+    (tmp_path / "root" / "omniglot").mkdir(parents=True)
+    (tmp_path / "root" / "omniglot" / "images_background.zip").write_bytes(b"not a zip")
+    out = _cli("train", "omniglot", "--data-root", "root", "--out", "net", cwd=tmp_path)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+    assert "has md5" in out.stderr and "Delete it and download it again" in out.stderr
+    assert "the command line always checks" in out.stderr and "pass verify_checksums" not in out.stderr
+
+
+def test_missing_data_names_the_command_line_option_too(tmp_path):
+    from paththeory.tasks import data
+
+    with pytest.raises(data.DataNotFoundError) as err:
+        data.locate("mnist", ["nosuch-idx3-ubyte.gz"], root=tmp_path, download=False)
+    assert "--data-root of `paththeory train omniglot`" in str(err.value) and "root= in Python" in str(err.value)
+
+
+def test_a_damaged_shipped_network_asks_for_a_reinstall_not_a_training_into_the_package():
+    from paththeory.training import checkpoints
+
+    shipped = str(checkpoints._corrupt(checkpoints._shipped_folder() / "omniglot_l3h3.npz", "holds NaN weights"))
+    assert "reinstall paththeory" in shipped and "train omniglot" not in shipped
+    own = str(checkpoints._corrupt(checkpoints.Path("runs/mynet.npz"), "holds NaN weights"))
+    assert "paththeory train omniglot --out runs/mynet" in own
+
+
+def test_no_time_limit_is_spelled_on_the_command_line_by_leaving_the_option_out(tmp_path):
+    out = _cli("train", "omniglot", "--time-limit-minutes", "0", "--out", "o", cwd=tmp_path)
+    assert out.returncode == 1 and "on the command line, leave out --time-limit-minutes" in out.stderr, out.stderr

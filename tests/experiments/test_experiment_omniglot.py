@@ -29,7 +29,7 @@ pytestmark = [
 ]
 
 TINY = exp.Config(n_train=24, n_validation=20, n_test=20, widths=(10, 1000), temperatures=(0.1, 1.0),
-                  sample_n_train=8, num_warmup=5, num_samples=12, num_chains=1, sample_time_limit=60.0,
+                  sample_n_train=8, num_warmup=5, num_samples=12, num_chains=1, sample_time_limit=3600.0,
                   n_random_orders=50, n_bootstrap=50, demo_steps=0, gp_temperatures=(0.1, 0.25),
                   score_resamples=1, score_train_sizes=(12,))
 NO_SAMPLES = dataclasses.replace(TINY, sample_n_train=0)

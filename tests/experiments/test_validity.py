@@ -18,7 +18,7 @@ from paththeory.predict import mean_predictor
 from paththeory.solve import Theory
 
 TINY = validity.Config(markov_widths=(8,), omniglot_widths=(), num_warmup=20, num_samples=20, num_chains=1,
-                       time_limit=600.0, markov_train=20, markov_test=40)
+                       time_limit=3600.0, markov_train=20, markov_test=40)
 
 
 def _record(cfg, width, U, se, correct, complete=True):

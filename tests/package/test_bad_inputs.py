@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import paththeory as pt
-from paththeory import kernels, predict, pruning, sampling, solve, training
-from paththeory.experiments import stats
+from paththeory import action, hessian, kernels, predict, pruning, sampling, solve, training
+from paththeory.display import plots, widgets
 from paththeory.exercises import model_problem
+from paththeory.experiments import stats
+from paththeory.sampling import diagnostics
+from paththeory.tasks import markov, multiclass, omniglot, toy
 
 
 @functools.lru_cache(maxsize=None)
@@ -321,3 +324,316 @@ def test_network_functions_are_finite_or_raise(tokens):
     arch, params, *_ = _problem()
     _finite_or_raises(lambda: pt.path_features(arch, tokens))
     _finite_or_raises(lambda: pt.network_output(arch, params, tokens))
+
+
+# --------------------------------------------------------------------------- round 3: one test per class of bad input
+# Each message must say what was wrong (the argument and the value received) and how to fix it.
+
+_W3, _V4 = (10.0, 10.0, 10.0), (1.0, 1.0, 1.0, 1.0)
+
+
+def _us():
+    return [np.eye(6), np.eye(2)]
+
+
+def _kernel():
+    return np.asarray(kernels.kernel_matrix(np.eye(6), _problem()[3]))
+
+
+def _complex(a):
+    """A JAX array of complex numbers (numpy's were refused already; JAX's lost their imaginary part)."""
+    return jax.numpy.asarray(a).astype(complex) + 1j
+
+
+def _figure_axes():
+    import matplotlib.pyplot as plt
+
+    return plt.figure().subplots()
+
+
+def _rejects(call, error, message):
+    try:
+        with pytest.raises(error, match=message) as err:
+            call()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+    assert "\n" not in str(err.value)
+
+
+TYPES = [
+    ("complex JAX tokens", lambda a, p, x, f, y: pt.path_features(a, _complex(x)), TypeError,
+     "tokens x must hold real numbers; got an array of complex numbers"),
+    ("complex JAX order parameter", lambda a, p, x, f, y: kernels.kernel_matrix(_complex(np.eye(6)), f), TypeError,
+     "U must hold real numbers; got an array of complex numbers"),
+    ("complex JAX labels", lambda a, p, x, f, y: solve.Theory(a, f, _complex(y)), TypeError,
+     "y must hold real numbers; got an array of complex numbers"),
+    ("arch a string", lambda a, p, x, f, y: pt.path_features("arch", x), TypeError,
+     r"arch must be a paththeory.Architecture \(e.g. pt.Architecture\(\[pt.ScoreAttention\(w\)\]\)\); got str"),
+    ("arch None in gp_kernel", lambda a, p, x, f, y: kernels.gp_kernel(None, f), TypeError,
+     "arch must be a paththeory.Architecture .*got NoneType"),
+    ("n_outputs a string", lambda a, p, x, f, y: kernels.kernel_matrix(np.eye(6), f, n_outputs="2"), TypeError,
+     "n_outputs must be a whole number; got str '2'"),
+    ("energy temperature a string", lambda a, p, x, f, y: action.energy(_kernel(), y, "hot"), TypeError,
+     "temperature must be a real number; got str 'hot'"),
+    ("entropy widths a string", lambda a, p, x, f, y: pt.entropy(_us(), "wide", (3, 2), _V4), TypeError,
+     r"widths must be a sequence of 3 numbers \(n_0..n_L\) for heads \(3, 2\); got str 'wide'"),
+    ("rng a string", lambda a, p, x, f, y: markov.hidden_chains(3, 0.3, 5, "seed"), TypeError,
+     r"rng must be a numpy.random.Generator or a seed, a whole number >= 0, e.g. np.random.default_rng\(0\)"),
+    ("normalisation std a string", lambda a, p, x, f, y: omniglot.encode_images(np.zeros((1, 28, 28), np.uint8),
+                                                                               (0.5, "0.1")), TypeError,
+     "normalisation must hold real numbers; got an array of strings"),
+    ("init_params config a dict", lambda a, p, x, f, y: training.init_params({"heads": 2}, 6), TypeError,
+     "config must be a paththeory.training.TrainConfig; got dict"),
+    ("evaluate params None", lambda a, p, x, f, y: training.evaluate(None, x, y), TypeError,
+     r"checkpoint_or_params must be a Checkpoint or a params dict of paththeory.training \(init_params, train\)"),
+    ("load_checkpoint a number", lambda a, p, x, f, y: training.load_checkpoint(3), TypeError,
+     "path must be a checkpoint name such as 'omniglot_l2h4' or a path to a .npz; got int 3"),
+    ("complex draws", lambda a, p, x, f, y: diagnostics.rank_rhat_ess(np.ones((2, 8)) + 1j), TypeError,
+     "draws must hold real numbers; got an array of complex numbers"),
+    ("heat map of strings", lambda a, p, x, f, y: plots.matrix_heatmap(_figure_axes(), [["a", "b"], ["c", "d"]],
+                                                                       None, "U"), TypeError,
+     "M must hold real numbers; got an array of strings"),
+    ("panel count a string", lambda a, p, x, f, y: plots.panel_grid("3"), TypeError,
+     "n must be a whole number; got str '3'. panel_grid needs at least one panel"),
+    ("point labels a string", lambda a, p, x, f, y: plots.label_points(_figure_axes(), [0, 1], [0, 1], "ab"),
+     TypeError, "labels must be a list of one text per point, not the string 'ab'"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in TYPES], ids=[c[0] for c in TYPES])
+def test_values_of_the_wrong_type_are_named(call, error, message):
+    _rejects(lambda: call(*_problem()[:5]), error, message)
+
+
+SHAPES = [
+    ("labels shorter than K", lambda: action.energy(_kernel(), _problem()[4][:3], 0.1), ValueError,
+     r"K must be a square \[P, P\] kernel and y its \[P\] targets; got shapes \(4, 4\) and \(3,\)"),
+    ("one order parameter for two layers", lambda: pt.entropy([np.eye(6)], _W3, (3, 2), _V4), ValueError,
+     r"Us must be a list of L = 2 matrices \[U\^\(1\), ..., U\^\(L\)\], one per layer of heads \(3, 2\); got 1"),
+    ("two widths for two layers", lambda: action.readout_order_parameter(2.5, (10.0, 10.0), (2, 3), _V4), ValueError,
+     r"widths must hold 3 numbers \(n_0..n_L\) for heads \(2, 3\); got 2"),
+    ("three variances for two layers", lambda: pt.gp_order_parameters((3, 2), (1.0, 1.0, 1.0)), ValueError,
+     r"variances must hold 4 numbers \(sigma_0\^2, sigma_1\^2..sigma_L\^2, sigma_a\^2\); got 3"),
+    ("partial trace of a size the heads do not divide", lambda: action.partial_trace(np.eye(5), 2), ValueError,
+     r"U must be a square matrix whose size is a multiple of n_outputs \* n_heads = 2; got shape \(5, 5\)"),
+    ("U_a of two outputs for one", lambda: action.entropy_with_readout(_us(), np.eye(2), _W3, (3, 2), _V4),
+     ValueError, r"U_a must be a number for one output, or \[C, C\] for C outputs \(here C = 1\); got shape \(2, 2\)"),
+    ("2-D energies", lambda: diagnostics.e_bfmi(np.ones((2, 5))), ValueError,
+     r"energy must be one chain's energies \[draws\]; got shape \(2, 5\)"),
+    ("classes of other sequences", lambda: multiclass.correct(np.eye(3), np.array([0, 1])), ValueError,
+     r"mean \[P, C\] and classes \[P\] must hold the same P sequences; got \(3, 3\) and \(2,\)"),
+    ("1-D states", lambda: multiclass.transition_counts(np.array([0, 1, 2])), ValueError,
+     r"states must have 2 dimensions; got shape \(3,\)"),
+    ("x and y of different lengths", lambda: plots.label_points(_figure_axes(), [0, 1], [0], ["a", "b"]), ValueError,
+     "x and y must give one coordinate per point; got 2 x and 1 y"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in SHAPES], ids=[c[0] for c in SHAPES])
+def test_arrays_of_the_wrong_shape_are_named(call, error, message):
+    _rejects(call, error, message)
+
+
+SIGNS = [
+    ("negative widths of the readout", lambda: action.readout_order_parameter(2.5, (-10.0, -10.0, -30.0), (2, 3), _V4),
+     ValueError, r"widths\[0\] must be a finite positive number; got -10.0"),
+    ("negative trace of the readout", lambda: action.readout_order_parameter(-2.5, _W3, (2, 3), _V4), ValueError,
+     r"traced_last \(Tr U\^\(L\)\) must be a finite number >= 0; got -2.5"),
+    ("indefinite kernel", lambda: action.energy(np.diag([1.0, -1.0, 1.0, 1.0]), _problem()[4], 0.1), ValueError,
+     (r"the energy needs K \+ T I positive definite, but its smallest eigenvalue is -0.9 \(T = 0.1\). Pass a kernel "
+      r"K_U of a positive semi-definite U")),
+    ("indefinite kernel of the energy's derivatives",
+     lambda: hessian.energy_derivatives(_problem()[3], -_kernel(), _problem()[4], 0.1), ValueError,
+     r"energy_derivatives needs K \+ T I positive definite, but its smallest eigenvalue is"),
+    ("negative-definite order parameter", lambda: pt.entropy([-np.eye(6), np.eye(2)], _W3, (3, 2), _V4), ValueError,
+     r"Us U\^\(1\) must be positive definite; its smallest eigenvalue is -1"),
+    ("non-symmetric kernel", lambda: action.energy(np.triu(np.ones((4, 4))) + 3 * np.eye(4), _problem()[4], 0.1),
+     ValueError, r"K must be symmetric; max \|M - M\^T\| = 1. Symmetrise it"),
+    ("negative variance", lambda: action.level_scale(0, (1.0, 1.0, 1.0, -2.0)), ValueError,
+     r"variances\[3\] must be a finite positive number; got -2.0"),
+    ("negative one-path U", lambda: action.single_path_entropy_minimum(-1.0, 2), ValueError,
+     r"U must be > 0 \(a one-path order parameter\); its smallest entry is -1"),
+    ("negative seed", lambda: training.TrainConfig(seed=-1), ValueError, "seed must be >= 0; got -1"),
+    ("fractions above one", lambda: training.TrainConfig(test=1.5), ValueError,
+     "validation and test must be fractions of the characters, >= 0 with validation \\+ test < 1.*got 0.1 and 1.5"),
+    ("negative learning rate", lambda: training.TrainConfig(lr=-1.0), ValueError, "lr must be > 0; got -1.0"),
+    ("negative panel height", lambda: plots.panel_grid(2, -1.0), ValueError,
+     "height must be a finite positive number; got -1.0"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in SIGNS], ids=[c[0] for c in SIGNS])
+def test_negative_and_zero_values_are_named(call, error, message):
+    _rejects(call, error, message)
+
+
+BOOLS = [
+    ("width", lambda: action.readout_order_parameter(2.5, (True, 10.0, 30.0), (2, 3), _V4), TypeError,
+     r"widths\[0\] must be a number, not a bool; got True"),
+    ("head count", lambda: pt.gp_order_parameters((True, 2), _V4), TypeError,
+     r"heads\[0\] must be a whole number; got bool True"),
+    ("output count", lambda: kernels.kernel_matrix(np.eye(6), _problem()[3], n_outputs=True), TypeError,
+     "n_outputs must be a whole number; got bool True"),
+    ("temperature", lambda: action.energy(_kernel(), _problem()[4], True), TypeError,
+     "temperature must be a number, not a bool; got True"),
+    ("depth", lambda: action.single_path_entropy_minimum(1.0, True), TypeError,
+     "depth must be a whole number; got bool True"),
+    ("batch size", lambda: training.evaluate(_trained(), _problem()[2], _problem()[4], batch_size=True), TypeError,
+     "batch_size must be a whole number; got bool True"),
+    ("principal components", lambda: widgets.panel_data(_problem()[-1], _problem()[3], _problem()[4],
+                                                        _problem()[-1].solve(10, 0.1), n_pcs=True), TypeError,
+     "n_pcs must be a whole number; got bool True"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in BOOLS], ids=[c[0] for c in BOOLS])
+def test_bools_are_refused_as_counts_and_widths(call, error, message):
+    _rejects(call, error, message)
+
+
+NON_FINITE = [
+    ("NaN trace", lambda: action.readout_order_parameter(np.nan, _W3, (2, 3), _V4), ValueError,
+     "traced_last contains 1 NaN or infinite entries; clean the input"),
+    ("infinite width", lambda: action.readout_order_parameter(2.5, (10.0, np.inf, 10.0), (2, 3), _V4), ValueError,
+     r"widths\[1\] must be a finite positive number; got inf"),
+    ("NaN kernel", lambda: action.energy(_kernel() * np.nan, _problem()[4], 0.1), ValueError,
+     "K contains 16 NaN or infinite entries; clean the input"),
+    ("NaN temperature", lambda: action.energy(_kernel(), _problem()[4], np.nan), ValueError,
+     "temperature must be a finite number >= 0; got nan"),
+    ("NaN order parameter", lambda: action.inner_order_parameter_l2(np.full((4, 4), np.nan), (2, 2), _W3, _V4),
+     ValueError, "U contains 16 NaN or infinite entries; clean the input"),
+    ("NaN heat map", lambda: plots.matrix_heatmap(_figure_axes(), np.full((2, 2), np.nan), None, "U"), ValueError,
+     "M contains 4 NaN or infinite entries; clean the input"),
+    ("NaN outputs of classes", lambda: multiclass.correct(np.full((2, 3), np.nan), np.array([0, 1])), ValueError,
+     "mean contains 6 NaN or infinite entries; clean the input"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in NON_FINITE], ids=[c[0] for c in NON_FINITE])
+def test_nan_and_inf_never_come_back_as_a_result(call, error, message):
+    _rejects(call, error, message)
+
+
+EMPTY = [
+    ("evaluation batch of 0", lambda: training.evaluate(_trained(), _problem()[2], _problem()[4], batch_size=0),
+     ValueError, "batch_size must be a whole number >= 1; got 0"),
+    ("no chains", lambda: diagnostics.rank_rhat_ess(np.ones((0, 10))), ValueError,
+     r"draws is empty \(shape \(0, 10\)\); pass at least one entry"),
+    ("empty heat map", lambda: plots.matrix_heatmap(_figure_axes(), np.zeros((0, 0)), None, "U"), ValueError,
+     r"M is empty \(shape \(0, 0\)\); pass at least one entry"),
+    ("network without layers", lambda: pt.gp_order_parameters((), (1.0, 1.0)), ValueError,
+     r"heads must be a non-empty sequence of head counts per layer, e.g. \(3, 3\); got \(\)"),
+    ("empty kernel", lambda: action.energy(np.zeros((0, 0)), np.zeros(0), 0.1), ValueError,
+     r"K is empty \(shape \(0, 0\)\); pass at least one entry"),
+    ("no sequences", lambda: omniglot.assemble_tokens(np.zeros((3, 16, 64)), np.zeros((0, 3), int),
+                                                      np.zeros((0, 3), int)), ValueError,
+     r"images and image_labels hold no sequences \(P = 0\); pass at least one \[context, context, query\] row"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in EMPTY], ids=[c[0] for c in EMPTY])
+def test_empty_inputs_and_zero_counts_are_named(call, error, message):
+    _rejects(call, error, message)
+
+
+HUGE = [
+    ("sequences", lambda: toy.sample_task(10**12), "n_examples = 1000000000000 sequences of 8 tokens"),
+    ("Markov sequences", lambda: markov.sample_task(10**12), "n_examples = 1000000000000 sequences of 30 tokens"),
+    ("chains", lambda: multiclass.hidden_chains(10**12, (0.5, 0.3, 0.2), 30, 0), "n = 1000000000000 chains"),
+    ("pruning orders", lambda: pruning.random_orders((3, 2), 10**12), "n = 1000000000000 orders of 5 heads"),
+    ("network widths (the process used to abort)", lambda: pt.sample_prior(_problem()[0], 10**7, 6,
+                                                                            jax.random.PRNGKey(0)),
+     r"the weights of widths \(10000000, 10000000, 10000000\) and input_dim = 6"),
+    ("trained network", lambda: training.init_params(training.TrainConfig(d_model=10**6, qk_dim=2), 6),
+     "the weights of d_model = 1000000"),
+    ("positional encoding", lambda: omniglot.positional_encoding(10**7, 10**6),
+     "the encoding of n_positions = 10000000 in dim = 1000000"),
+]
+
+
+@pytest.mark.parametrize("call, message", [c[1:] for c in HUGE], ids=[c[0] for c in HUGE])
+def test_absurd_sizes_are_refused_before_allocating(call, message):
+    _rejects(call, ValueError, message + r".* would need [\d,]+ GiB of memory, more than this machine's [\d,]+ GiB; "
+                                         "ask for less")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: pt.Architecture(_problem()[0].attention, variances=(1e300,) * 4),
+     r"variances \(1e\+300, .*\) multiply to GP order parameters .* outside float64's range \(inf\); rescale them"),
+    (lambda: pt.Architecture(_problem()[0].attention, variances=(1e-300,) * 4),
+     r"outside float64's range \(0\); rescale them"),
+    (lambda: pt.gp_order_parameters((3, 2), (1e300,) * 4), r"= inf at l = 0, outside float64's range; rescale them"),
+    (lambda: action.energy(_kernel(), _problem()[4] * 1e200, 0.1),
+     r"the energy came out non-finite: K \+ T I \(smallest eigenvalue .*\) or y are too large for float64"),
+], ids=["variances 1e300", "variances 1e-300", "GP point of variances 1e300", "labels 1e200"])
+def test_huge_values_that_overflow_are_named(call, message):
+    _rejects(call, ValueError, message)
+
+
+def test_check_count_takes_a_huge_whole_number():
+    """A Python int beyond float64 (10**300) used to fail inside numpy's isfinite."""
+    assert action.single_path_entropy_minimum(2.0, 10**300) > 0
+
+
+DUPLICATES = [
+    ("an order repeating a head", lambda c, y: pruning.pruning_curves(c, y, (3, 2), [[(0, 0), (0, 0), (0, 1)]]),
+     r"orders\[0\] prunes the heads \[\(0, 0\)\] more than once; an order lists each head at most once"),
+    ("the second order repeating a head",
+     lambda c, y: pruning.pruning_curves(c, y, (3, 2), [[(0, 0), (1, 1)], [(0, 1), (0, 1)]]),
+     r"orders\[1\] prunes the heads \[\(0, 1\)\] more than once"),
+    ("repeated explorer widths", lambda c, y: widgets.static_explorer(_problem()[-1], _problem()[3], y, [10, 10],
+                                                                      [0.1]),
+     r"widths repeat \[10.0\]; each point of the explorer's grid is one panel, so list every value once"),
+    ("repeated explorer temperatures", lambda c, y: widgets.static_explorer(_problem()[-1], _problem()[3], y, [10],
+                                                                            [0.1, 0.1]),
+     r"temperatures repeat \[0.1\]; .* list every value once"),
+]
+
+
+@pytest.mark.parametrize("call, message", [c[1:] for c in DUPLICATES], ids=[c[0] for c in DUPLICATES])
+def test_duplicates_where_distinct_values_are_needed_are_named(call, message):
+    arch, params, _, f, y, _ = _problem()
+    _rejects(lambda: call(np.asarray(pt.path_contributions(arch, params, f)), y), ValueError, message)
+
+
+WRONG_NETWORK = [
+    ("order parameters of other heads", lambda: pt.entropy(_us(), _W3, (2, 2), _V4), ValueError,
+     r"Us U\^\(1\) must be \[4, 4\] \(one row and column per path\); got \(6, 6\)"),
+    ("features of another kernel", lambda: hessian.energy_derivatives(_problem()[3][:3], _kernel(), _problem()[4], 0.1),
+     ValueError, (r"features must be \[P, n_paths, N0\] for a kernel K of C P = 4 rows .*got features of shape "
+                  r"\(3, 6, 6\)")),
+    ("three layers for the two-layer oracle",
+     lambda: action.inner_order_parameter_l2(np.eye(8), (2, 2, 2), (10.0,) * 4, (1.0,) * 5), ValueError,
+     r"heads must be \(H_1, H_2\) of a two-layer network; got \(2, 2, 2\)"),
+    ("a checkpoint name for the network", lambda: training.evaluate("omniglot_l2h4", _problem()[2], _problem()[4]),
+     TypeError, "checkpoint_or_params must be a Checkpoint or a params dict.*got str"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [c[1:] for c in WRONG_NETWORK], ids=[c[0] for c in WRONG_NETWORK])
+def test_parameters_of_another_network_are_named(call, error, message):
+    _rejects(call, error, message)
+
+
+LISTS = [
+    ("R-hat", lambda conv: diagnostics.rank_rhat_ess(conv(np.random.default_rng(0).normal(size=(2, 50))))),
+    ("E-BFMI", lambda conv: diagnostics.e_bfmi(conv(np.array([1.0, 3.0, 2.0, 5.0])))),
+    ("energy", lambda conv: action.energy(conv(_kernel()), conv(_problem()[4]), 0.1)),
+    ("entropy", lambda conv: pt.entropy([conv(u) for u in _us()], _W3, (3, 2), _V4)),
+    ("partial trace", lambda conv: action.partial_trace(conv(np.eye(4)), 2)),
+    ("square root", lambda conv: action.sqrtm_pd(conv(np.diag([4.0, 9.0])))),
+    ("energy derivatives", lambda conv: hessian.energy_derivatives(conv(_problem()[3]), conv(_kernel()),
+                                                                   conv(_problem()[4]), 0.1)),
+    ("parametrisation", lambda conv: solve.theta_to_matrices(conv(np.zeros(3)), (2,), (1.0,))),
+]
+
+
+@pytest.mark.parametrize("call", [c[1] for c in LISTS], ids=[c[0] for c in LISTS])
+def test_lists_work_like_arrays_and_ragged_ones_are_named(call):
+    as_list = jax.tree.leaves(call(lambda a: np.asarray(a).tolist()))
+    for got, want in zip(as_list, jax.tree.leaves(call(np.asarray))):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-12)
+    _rejects(lambda: call(lambda a: [[1.0, 2.0], [3.0]]), ValueError,
+             r"is a ragged nested list \(its rows have different lengths\); pass a rectangular array")

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -173,6 +174,79 @@ def test_an_interrupt_while_moving_outputs_in_leaves_no_results_json(tmp_path, m
     with pytest.raises(KeyboardInterrupt):
         _io.write_outputs(out, {"run": "new"}, {"x": np.ones(2)}, {"accuracy": _figure("new")})
     assert not (out / "results.json").exists() and not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+_SLOW_WRITER = """
+import os, sys, time
+from pathlib import Path
+from paththeory import _io
+
+out, run, lock = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "lock"
+start, pause = {"a": (0.0, 0.1), "b": (0.5, 0.01)}[run]  # b starts moving later and overtakes a
+real = os.replace
+def slow(src, dst):
+    time.sleep(pause)
+    real(src, dst)
+_io.os.replace = slow
+if not lock:  # only to show that the test can fail (see the test's docstring)
+    _io.folder_lock = lambda folder: __import__("contextlib").nullcontext()
+(out / f"ready-{run}").touch()
+while not all((out / f"ready-{r}").exists() for r in ("a", "b")):
+    time.sleep(0.005)
+with _io.staged_outputs(out, "results.json") as stage:
+    for k in range(12):
+        (stage / f"part{k:02d}.txt").write_text(run)
+    (stage / "results.json").write_text(run)
+    time.sleep(start)
+"""
+
+
+def test_two_runs_writing_into_one_folder_at_once_leave_one_run_s_files(tmp_path):
+    """Two processes write the same files into one folder, the second starting to move its files in
+    while the first is still moving; both finish, and the folder holds every file of one run and
+    nothing of the other, with no staging folder left. (With the lock switched off, the third argument
+    "none", the second run overtakes the first and the folder ends as a mix: checked by hand, not
+    here, since that outcome depends on the timing.)"""
+    out = tmp_path / "out"
+    out.mkdir()
+    runs = [subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(out), r, "lock"]) for r in ("a", "b")]
+    assert [p.wait(timeout=600) for p in runs] == [0, 0]
+    for r in ("a", "b"):
+        (out / f"ready-{r}").unlink()
+    files = _tree(out)
+    assert sorted(files) == [f"part{k:02d}.txt" for k in range(12)] + ["results.json"]
+    assert len(set(files.values())) == 1, files
+
+
+def test_two_saves_of_one_checkpoint_at_once_leave_one_consistent_pair(tmp_path, monkeypatch):
+    """Save "b" writes its metadata after save "a", and "a" renames its weights into place last: without
+    the folder's lock that leaves b's metadata beside a's weights, which load_checkpoint refuses."""
+    import threading
+
+    from paththeory import training
+
+    config = training.TrainConfig(d_model=8, qk_dim=4, heads=2, layers=1, channels=1)
+    params = {r: training.init_params(config, 6, seed) for seed, r in enumerate("ab")}
+    stem, both_wrote, real = tmp_path / "net", threading.Barrier(2), training.checkpoints._io.write_json
+
+    def write_json(path, obj, what="the data"):
+        time.sleep(0.2 if obj["run"] == "b" else 0.0)
+        real(path, obj, what)
+        try:  # both metadata files written before either weights file is renamed (only without the lock)
+            both_wrote.wait(timeout=2)
+        except threading.BrokenBarrierError:
+            pass
+        time.sleep(0.2 if obj["run"] == "a" else 0.0)
+
+    monkeypatch.setattr(training.checkpoints._io, "write_json", write_json)
+    threads = [threading.Thread(target=training.save_checkpoint, args=(stem, params[r], {"config": {"channels": 1}, "run": r}))
+               for r in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    ck = training.load_checkpoint(stem)  # raises if the weights and the metadata came from different saves
+    np.testing.assert_array_equal(ck.params["V0"], np.asarray(params[ck.metadata["run"]]["V0"], np.float32))
 
 
 def test_experiments_check_their_output_folder_before_the_work(tmp_path, monkeypatch):

@@ -99,10 +99,24 @@ def test_same_seed_same_draws(tiny_runs):
     np.testing.assert_array_equal(again.U, integrated.U)
 
 
-def test_time_limit_stops_cleanly():
+def test_a_run_that_reaches_its_time_limit_raises_instead_of_returning():
+    """The fail-safe never hands back a shortened run as if it were the result: it raises, names the
+    limit and where the run stood, says how to raise the limit, and keeps the cut run apart."""
+    arch, feats, y, test = _tiny_problem(p=4)
+    with pytest.raises(sampling.TimeLimitReached,
+                       match=r"time limit of 0\.001 s after \d+ s \(warmup, iteration 1 of 100\).*"
+                             r"raise the limit \(sample_posterior\(\.\.\., time_limit=\.\.\.\).*on_time_limit='stop'") as err:
+        sampling.sample_posterior(arch, feats, y, 2, 0.5, num_warmup=50, num_samples=50, num_chains=2,
+                                  time_limit=1e-3, progress_bar=False)
+    assert isinstance(err.value, RuntimeError) and not err.value.partial.complete
+    with pytest.raises(ValueError, match="on_time_limit must be 'raise' or 'stop'"):
+        sampling.sample_posterior(arch, feats, y, 2, 0.5, time_limit=1.0, on_time_limit="truncate")
+
+
+def test_a_budget_the_caller_asked_for_stops_cleanly_and_says_so():
     arch, feats, y, test = _tiny_problem(p=4)
     res = sampling.sample_posterior(arch, feats, y, 2, 0.5, num_warmup=50, num_samples=50, num_chains=2,
-                                    time_limit=1e-3, progress_bar=False)
+                                    time_limit=1e-3, on_time_limit="stop", progress_bar=False)
     assert res.stopped == {**res.stopped, "chain": 0, "phase": "warmup", "iteration": 1, "of": 100}
     assert len(res.chains) == 1 and not res.chains[0].completed and res.chains[0].warmup_done == 1
     assert np.all(np.isnan(res.U)) and "STOPPED" in res.summary()
@@ -118,7 +132,7 @@ def test_the_claim_of_a_stopped_run_gets_no_number_and_no_verdict():
 
     arch, feats, y, _ = _tiny_problem(p=4)
     res = sampling.sample_posterior(arch, feats, y, 2, 0.5, num_warmup=20, num_samples=20, num_chains=1,
-                                    time_limit=1e-3, progress_bar=False)
+                                    time_limit=1e-3, on_time_limit="stop", progress_bar=False)
     mantel = {"r": 0.5, "p_greater": 0.01, "p_less": 0.99, "n": 2, "exact": True}
     comp = {"diagnostics": res.diagnostics, "agreement": {"theory_vs_sampled": None, "theory_vs_gd": mantel,
                                                           "block": {"theory": {"contrast": 2.0, "mantel": mantel}}}}
@@ -136,6 +150,23 @@ def test_bad_input_raises():
         sampling.sample_posterior(arch, feats, y, 2, 0.5, chain_method="parallel")
     with pytest.raises(ValueError, match="temperature"):
         sampling.sample_posterior(arch, feats, y, 2, 0.0)
+    with pytest.raises(TypeError, match=r"arch must be a paththeory.Architecture \(e.g. pt.Architecture"):
+        sampling.sample_posterior("four_paths", feats, y, 2, 0.5)
+
+
+def test_the_readout_likelihood_names_complex_nan_and_foreign_inputs_and_takes_lists():
+    key = jax.random.PRNGKey(0)
+    phi, y = np.eye(4, 2), np.array([1.0, -1.0, 1.0, -1.0])
+    assert float(sampling.marginal_log_likelihood(phi.tolist(), y.tolist(), 0.1)) == pytest.approx(
+        float(sampling.marginal_log_likelihood(phi, y, 0.1)), rel=1e-12)
+    with pytest.raises(TypeError, match="phi must hold real numbers; got an array of complex numbers"):
+        sampling.marginal_log_likelihood(phi + 1j, y, 0.1)
+    with pytest.raises(TypeError, match="phi must hold real numbers"):
+        sampling.draw_readout(jax.numpy.asarray(phi) + 1j, y, 0.1, key)
+    with pytest.raises(ValueError, match="phi contains 1 NaN or infinite entries; clean the input"):
+        sampling.marginal_log_likelihood(np.where(np.arange(8).reshape(4, 2) == 0, np.nan, phi), y, 0.1)
+    with pytest.raises(TypeError, match="arch must be a paththeory.Architecture"):
+        sampling.readout_design("arch", {"V0": np.ones((2, 2)), "V": ()}, np.ones((1, 1, 2)))
 
 
 @pytest.mark.slow

@@ -143,7 +143,7 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     from paththeory.experiments import omniglot_nway
 
     cfg = ex.Config(n_features=6, seq_len=4, n_classes=3, n_train=12, n_test=30, temperature=0.1,
-                    sample_widths=(30, 10), num_warmup=20, num_samples=20, num_chains=2, time_limit=600.0,
+                    sample_widths=(30, 10), num_warmup=20, num_samples=20, num_chains=2, time_limit=3600.0,
                     scaling_classes=(2, 3), per_class=4, p_over_n=0.5)
     with pytest.raises(TypeError, match="nway must be True or False"):
         ex.run("smoke", config=cfg, nway="yes")

@@ -80,3 +80,25 @@ def test_describe_names_the_device_for_readers(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(jax, "devices", lambda: [FakeGpu()])
     assert describe("colab", device=True).endswith(" It ran on a GPU (NVIDIA H100 80GB HBM3).")
+
+
+def test_a_profile_given_as_a_number_is_refused_with_the_names():
+    with pytest.raises(TypeError, match="a profile is a name, one of smoke, colab, paper; got 1"):
+        profiles.current_profile(1)
+
+
+@pytest.mark.parametrize("scale, expected", [(None, 600.0), ("2", 1200.0), ("0.5", 300.0), ("0", None), (" 1 ", 600.0)])
+def test_the_time_limit_scale_multiplies_the_fail_safe(monkeypatch, scale, expected):
+    if scale is None:
+        monkeypatch.delenv(profiles.TIME_LIMIT_SCALE_VAR, raising=False)
+    else:
+        monkeypatch.setenv(profiles.TIME_LIMIT_SCALE_VAR, scale)
+    assert profiles.time_limit(600.0) == expected
+    assert profiles.time_limit(None) is None
+
+
+@pytest.mark.parametrize("scale", ["-1", "fast", "inf", "nan"])
+def test_a_bad_time_limit_scale_says_what_it_must_be(monkeypatch, scale):
+    monkeypatch.setenv(profiles.TIME_LIMIT_SCALE_VAR, scale)
+    with pytest.raises(ValueError, match=r"PATHTHEORY_TIME_LIMIT_SCALE must be a number >= 0 .*0 for none\); got"):
+        profiles.time_limit(600.0)

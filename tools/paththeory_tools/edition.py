@@ -19,6 +19,7 @@ solution on the page (version 1.2.1), so the solutions are cut from the staged s
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
 from pathlib import Path
@@ -135,32 +136,47 @@ def stage(root: str | Path, out: str | Path) -> Path:
 
 def build(root: str | Path = ".", out: str | Path | None = None) -> Path:
     """Stage and build the student edition into ``<out>/html`` (default ``_build/student``), strictly
-    (any warning fails), then check it for leaks; returns the HTML folder."""
+    (any warning fails), then check it for leaks; returns the HTML folder.
+
+    The build runs in a private folder inside ``out``; only a build that passed and showed no solution
+    replaces ``<out>/source``, ``<out>/html`` and ``<out>/build.log``, under the folder's lock
+    (``paththeory._io.folder_lock``), so two builds at once leave one build's files and a failed
+    or interrupted one leaves the previous edition (and its own log, for a failed build)."""
     import subprocess
     import sys
+    import tempfile
+
+    from paththeory import _io
 
     root = Path(root)
     out = Path(out) if out is not None else root / "_build" / "student"
-    src = stage(root, out)
-    html_dir = out / "html"
-    if html_dir.exists():
-        shutil.rmtree(html_dir)
-    jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(out),
-           "-W", "--keep-going", "--all"]
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    log = run.stdout + run.stderr
-    (out / "build.log").write_text(log)
-    warnings = [line for line in log.splitlines() if "WARNING" in line]
-    if run.returncode or warnings:
-        raise RuntimeError(f"the student edition's build failed ({out / 'build.log'}):\n" + "\n".join(warnings[:20]))
-    built = out / "_build" / "html"
-    if built.exists():
-        shutil.move(str(built), str(html_dir))
-    problems = leaks(root, html_dir)
-    if problems:
-        raise RuntimeError("the student edition shows solutions:\n" + "\n".join(problems[:30]))
-    return html_dir
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=out))
+    try:
+        src = stage(root, work)
+        jb = Path(sys.executable).with_name("jupyter-book")
+        cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(work),
+               "-W", "--keep-going", "--all"]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        log = run.stdout + run.stderr
+        _io.write_text(work / "build.log", log)
+        warnings = [line for line in log.splitlines() if "WARNING" in line]
+        if run.returncode or warnings:
+            os.replace(work / "build.log", out / "build.log")
+            raise RuntimeError(f"the student edition's build failed ({out / 'build.log'}):\n" + "\n".join(warnings[:20]))
+        os.replace(work / "_build" / "html", work / "html")
+        problems = leaks(root, work / "html")
+        if problems:
+            raise RuntimeError("the student edition shows solutions:\n" + "\n".join(problems[:30]))
+        with _io.folder_lock(out):
+            for name in ("source", "html", "build.log"):
+                old = out / name
+                if old.is_dir():
+                    shutil.rmtree(old)
+                os.replace(work / name, old)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out / "html"
 
 
 # --------------------------------------------------------------------------- leaks

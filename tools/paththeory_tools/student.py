@@ -233,8 +233,9 @@ def exercises_page(book_dir: str | Path) -> str:
     return f"""\
 # Exercises
 
-Every chapter of the paper's experiments ends with three exercises, and so do the theory's
-{{doc}}`model` and {{doc}}`gp_vs_finite`; the derivation chapters {{doc}}`derivation` and
+The chapters on the paper's main experiments, {{doc}}`markov`, {{doc}}`omniglot` and
+{{doc}}`pruning`, end with three exercises each, and so do the theory's {{doc}}`model` and
+{{doc}}`gp_vs_finite`; the derivation chapters {{doc}}`derivation` and
 {{doc}}`depth` share three. Each states a task, which the package solves in a few lines; on
 the chapter's page the **Solution** under the task holds a worked solution together with the
 output of its check. In a notebook, `check("<id>", answer)` says whether an answer is right and,
