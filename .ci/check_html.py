@@ -26,6 +26,7 @@ FORBIDDEN: tuple[tuple[str, re.Pattern], ...] = (
     ("Python traceback", re.compile(r"Traceback \(most recent call last\)")),
     ("raw MyST role", re.compile(r"\{(doc|ref|cite|cite:t|cite:p|eq|math|numref|term)\}`")),
     ("raw MyST fence", re.compile(r"```\{|:::\{")),
+    ("nbgrader solution marker", re.compile(r"### (BEGIN|END) SOLUTION")),
 )
 
 #: The MathJax every page must load: the copy in book/_static/mathjax (its README), not a CDN's.
@@ -79,9 +80,17 @@ def alt_text_problems(html: str) -> list[str]:
     return found
 
 
+def repeated_scripts(html: str) -> list[str]:
+    """Every inline script the page carries more than once (the second copy of a ``const`` declaration
+    fails in the browser)."""
+    bodies = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    return sorted({f"inline script twice ({body[:50]!r})" for body in bodies if bodies.count(body) > 1})
+
+
 def problems(site: Path) -> list[str]:
     """``"page: what (excerpt)"`` for every forbidden string, every page whose MathJax is not the
-    shipped copy, and every image whose alt text is empty or a path, in ``site``."""
+    shipped copy, every image whose alt text is empty or a path, and every inline script a page
+    carries twice, in ``site``."""
     found = []
     pages = sorted(p for p in site.rglob("*.html") if p.name not in SKIP and "_static" not in p.parts
                    and "_sources" not in p.parts)
@@ -89,7 +98,7 @@ def problems(site: Path) -> list[str]:
         html = page.read_text(errors="replace")
         if (problem := mathjax_problem(page, html)) is not None:
             found.append(f"{page.relative_to(site)}: {problem}")
-        found += [f"{page.relative_to(site)}: {problem}" for problem in alt_text_problems(html)]
+        found += [f"{page.relative_to(site)}: {problem}" for problem in alt_text_problems(html) + repeated_scripts(html)]
         text = visible_text(html)
         for name, pattern in FORBIDDEN:
             for match in pattern.finditer(text):

@@ -5,6 +5,7 @@ the same dependencies as pyproject.toml."""
 from __future__ import annotations
 
 import json
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -154,8 +155,11 @@ def test_no_orphan_notebooks():
     assert not orphans, f"notebooks without a .md source: {orphans}"
 
 
+#: The branch the book's Colab buttons open notebooks from (``repository.branch`` of _config.yml).
+BRANCH = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["branch"]
 #: The first code cell of every chapter, word for word: on Colab it installs paththeory from
-#: :data:`paththeory.REPOSITORY` (or what PATHTHEORY_INSTALL names), elsewhere it does nothing.
+#: :data:`paththeory.REPOSITORY` at :data:`BRANCH`, the branch its notebook was opened from (or what
+#: PATHTHEORY_INSTALL names), elsewhere it does nothing.
 INSTALL_CELL = f"""# On Colab: install paththeory from its repository (JAX there already uses the GPU);
 # PATHTHEORY_INSTALL, if set, names what to install instead (a wheel, a fork, a branch).
 # Elsewhere this cell does nothing: install with `make install` (the package and the repository tools).
@@ -165,9 +169,9 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    # The release this book was built with (a tag): the answer keys of its checks are that release's.
-    release = "paththeory @ git+{paththeory.REPOSITORY}@v{paththeory.__version__}"
-    source = os.environ.get("PATHTHEORY_INSTALL", release)
+    # The branch whose notebooks the Colab buttons open: the package, its answer keys and the notebook agree.
+    package = "paththeory @ git+{paththeory.REPOSITORY}@{BRANCH}"
+    source = os.environ.get("PATHTHEORY_INSTALL", package)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", source], check=True)"""
 
 
@@ -179,6 +183,23 @@ def test_a_figure_cell_shows_only_its_figure(md):
         if cell.cell_type == "code" and "figure" in cell.metadata.get("mystnb", {}):
             name = cell.metadata["mystnb"]["figure"].get("name")
             assert "display(" not in cell.source, f"{md.name}: figure cell {name} also displays; split the cell"
+
+
+def test_the_install_cells_pin_what_the_colab_buttons_open_and_it_exists():
+    """The install cells and the Colab buttons name one branch, the publishing workflow builds it, and it
+    resolves in this repository (a ref that exists only after a first publish would fail every Colab
+    reader's first cell until then)."""
+    from paththeory_tools.notebooks import colab_url
+
+    assert f"/blob/{BRANCH}/notebooks/" in colab_url("book/model", paththeory.REPOSITORY, BRANCH)
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    assert workflow[True]["push"]["branches"] == [BRANCH]
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    refs = [f"refs/heads/{BRANCH}", f"refs/remotes/origin/{BRANCH}"]
+    found = [r for r in refs if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "-q", "--verify", r],
+                                               capture_output=True).returncode == 0]
+    assert found, f"the install cells pin {BRANCH!r}, which is no branch of this repository"
 
 
 @pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
@@ -328,6 +349,15 @@ def test_html_check_flags_internal_material(tmp_path, bad):
     assert check.main(["check_html", str(tmp_path)]) == 0
 
 
+def test_html_check_flags_an_inline_script_a_page_carries_twice(tmp_path):
+    check = _check_html()
+    script = '<script>const THEBE_JS_URL = "x"</script>'
+    (tmp_path / "page.html").write_text(f"<html><head>{script}<script>let a = 1;</script>{script}</head>"
+                                        "<body><article><p>Fine.</p></article></body></html>")
+    assert check.repeated_scripts((tmp_path / "page.html").read_text()) == [
+        "inline script twice ('const THEBE_JS_URL = \"x\"')"]
+
+
 def test_html_check_wants_the_shipped_mathjax_on_every_page(tmp_path):
     """Formulas render offline: each page loads MathJax from the book's own _static (book/_static/mathjax),
     which _config.yml names and which ships in the repository."""
@@ -369,6 +399,6 @@ def test_the_publishing_workflow_builds_the_book_and_its_pdf_on_pushes_to_main()
     assert any(str(step.get("uses", "")).startswith("actions/deploy-pages") for step in workflow["jobs"]["deploy"]["steps"])
     tag = " ".join(str(step.get("run", "")) for step in workflow["jobs"]["tag"]["steps"])
     assert workflow["jobs"]["tag"]["needs"] == "build" and workflow["jobs"]["tag"]["permissions"] == {"contents": "write"}
-    assert 'git tag "v$version"' in tag and "pyproject.toml" in tag  # the tag the install cells pin
+    assert 'git tag "v$version"' in tag and "pyproject.toml" in tag  # a fixed version to cite and install
     makefile = (ROOT / "Makefile").read_text()
     assert "--builder singlehtml" in makefile and "--print-to-pdf=_build/paththeory.pdf" in makefile

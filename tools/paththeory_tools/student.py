@@ -167,9 +167,10 @@ no solution code, written solution or answer value shows on its pages, in its do
 notebooks or in the student notebooks; its Colab buttons open the student notebooks,
 `notebooks/student/<chapter>.ipynb`: plain Markdown, solutions stubbed, figure captions kept,
 links to the student web book, stable cell ids, a GPU requested on Colab. The first cell of every
-notebook installs the release the book was built with (a tag), so the answer keys stay those of
-that release. `paththeory_tools.notebooks.write_student_notebooks("book", "student")` writes the same
-notebooks into another folder.
+notebook installs the package from the branch the notebook was opened from, so the answer keys
+are always those of the notebook's own commit.
+`paththeory_tools.notebooks.write_student_notebooks("book", "student")` writes the same notebooks
+into another folder.
 
 **Checks.** Each exercise cell ends with `check("<chapter>.<name>", answer)`. A right answer
 prints `Correct (...)` with a sentence on what the number means. A wrong one raises

@@ -2,7 +2,8 @@
 
 sphinx-thebe 0.3.1 with Sphinx 7.4 adds its configuration script twice, and the second copy fails
 in the browser ("Identifier 'THEBE_JS_URL' has already been declared"). This drops any script
-that the page's context already lists with the same file and attributes.
+that the page's context already lists with the same file and attributes. An inline script has no
+file: one copy says so with ``None``, the other with ``""``, so both count as no file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 def dedup_scripts(app, pagename: str, templatename: str, context: dict, doctree) -> None:
     seen, kept = set(), []
     for js in context.get("script_files", []):
-        key = (getattr(js, "filename", None) or str(js), tuple(sorted(getattr(js, "attributes", {}).items())))
+        filename = js if isinstance(js, str) else getattr(js, "filename", None)
+        key = (filename or "", tuple(sorted(getattr(js, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)
             kept.append(js)
