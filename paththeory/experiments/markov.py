@@ -403,8 +403,8 @@ def write_outputs(results: dict, main: Problem, noisy: Problem, out_dir: Path) -
 
 
 def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
-    """``{"N": value}`` -> sorted widths and values (None -> NaN)."""
-    items = sorted((int(k), np.nan if v is None else v) for k, v in d.items())
+    """``{"N": value}`` -> sorted widths and values."""
+    items = sorted((int(k), v) for k, v in d.items())
     return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
 
 
