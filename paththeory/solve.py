@@ -14,9 +14,10 @@ Where it is cheap enough (:func:`hessian_pays`), once ``max |dS/dU| <= 3e-2`` th
 the exact Hessian of S/N from the path features (:mod:`paththeory.hessian`; negative curvature
 flipped) and restarts L-BFGS from its inverse as the initial matrix: from there a few
 quasi-Newton steps converge superlinearly (at the Omniglot size, 37 evaluations to 1e-9 instead
-of about 120). With ``C > 1`` outputs the energy's derivatives come from the ``C (C + 1) / 2``
-output blocks ``X^T G^{cd} X`` (:func:`output_energy_derivatives`), contracted with the Cholesky
-parametrisation without its dense Jacobian, and a positive-definite Hessian is inverted by Cholesky.
+of about 120). With ``C > 1`` outputs the energy's Hessian is contracted straight into the Cholesky
+coordinates while the blocks ``X_a^T G^{cd} X_b`` stream through a few features at a time
+(:func:`~paththeory.hessian.energy_hessian_cholesky`): no ``(C n)^4`` tensor, only the ``D x D`` Hessian and
+its Cholesky factor (shifted where it is not positive definite), which L-BFGS applies by triangular solves.
 
 From P = 256 training examples, with Gram blocks (or a factorised kernel over many features), the
 solver runs in mixed precision
@@ -55,8 +56,7 @@ from paththeory._checks import (
 )
 from paththeory.action import (
     action,
-    check_energy_result,
-    inverse_upper_triangular,
+    energy,
     entropy,
     gp_order_parameters,
     level_scale,
@@ -64,7 +64,7 @@ from paththeory.action import (
     partial_trace,
     readout_order_parameter,
 )
-from paththeory.hessian import check_derivative_inputs, energy_derivatives
+from paththeory.hessian import energy_derivatives, energy_hessian_cholesky, stream_bytes
 from paththeory.kernels import (
     DEFAULT_MEMORY_BUDGET,
     GramBlocks,
@@ -192,132 +192,47 @@ def _hessian(theta, data: _Data, sizes, scales, heads, variances) -> Array:
     ``d2 S/dtheta2 = J^T H_E J + d2/dtheta2 [<dE/dU, U(theta)> + S_ent(theta)]`` (over ``N``), with
     ``J = dU/dtheta`` and ``dE/dU``, ``H_E`` from :func:`~paththeory.hessian.energy_derivatives`
     held fixed in the second term; the small entropy and parametrisation terms are left to autodiff.
-    With ``C > 1`` outputs ``dE/dU``, ``H_E`` come from :func:`output_energy_derivatives` and
-    ``J^T H_E J`` from :func:`_cholesky_contraction`.
+    With ``C > 1`` outputs ``J^T H_E J`` comes from :func:`~paththeory.hessian.energy_hessian_cholesky`,
+    the second term row by row (:func:`_hessian_rows`), and only the lower triangle is exact: the one
+    its Cholesky factor reads (:func:`_factored_inverse`).
     """
     th = theta.astype(data.features.dtype)
     widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
     n_outputs = sizes[0] // data.features.shape[1]
-    K = apply_operator(data.op, theta_to_matrices(th, sizes, scales)[0])
+    width = jnp.max(data.widths).astype(th.dtype)
+    U = theta_to_matrices(th, sizes, scales)[0]
+    K = apply_operator(data.op, U)
+    y, temperature = data.y.astype(th.dtype), data.temperature.astype(th.dtype)
     if n_outputs == 1:
-        g_energy, h_energy = energy_derivatives(data.features, K, data.y, data.temperature)
-        g_energy = 0.5 * (g_energy + g_energy.T)
-        J = jax.jacfwd(lambda t: theta_to_matrices(t, sizes, scales)[0])(th)
-        energy_part = jnp.einsum("abk,abcd,cdl->kl", J, h_energy, J)
+        g_energy, h_energy = energy_derivatives(data.features, K, y, temperature)
     else:
-        g_energy, h_energy = output_energy_derivatives(data.features, K, data.y.astype(th.dtype),
-                                                       data.temperature.astype(th.dtype), n_outputs)
-        first = sizes[0] * (sizes[0] + 1) // 2
-        block = _cholesky_contraction(h_energy, th[:first], sizes[0], scales[0])
-        energy_part = jnp.zeros((th.shape[0], th.shape[0]), th.dtype).at[:first, :first].set(block)
+        g_energy = jax.grad(lambda u: energy(apply_operator(data.op, u), y, temperature))(U)
+    g_energy = 0.5 * (g_energy + g_energy.T)
 
     def rest(t):
         us = theta_to_matrices(t, sizes, scales)
-        return jnp.vdot(g_energy, us[0]) + entropy(us, widths, heads, variances)
+        return (jnp.vdot(g_energy, us[0]) + entropy(us, widths, heads, variances)) / width
 
-    H = (energy_part + jax.hessian(rest)(th)) / jnp.max(data.widths)
-    return (0.5 * (H + H.T)).astype(theta.dtype)
-
-
-def output_energy_derivatives(features: Array, K: Array, y: Array, temperature, n_outputs: int) -> tuple[Array, Array]:
-    r"""Gradient ``[C n, C n]`` and symmetrised Hessian ``[C n, C n, C n, C n]`` of the energy
-    ``E = ln det(K + T I) + y^T (K + T I)^{-1} y`` in ``U`` for ``C`` outputs, exploiting the block
-    features ``X_{ca} = e_c kron X_a``:
-
-    .. math::
-
-        M_{(ca)(db)} = X_a^\top G^{cd} X_b, \quad v_{ca} = X_a^\top b_c, \quad
-        \frac{\partial E}{\partial U_{xy}} = \operatorname{Tr} M_{xy} - v_x \cdot v_y, \quad
-        \frac{\partial^2 E}{\partial U_{xy} \partial U_{zw}} = \operatorname{sym}\big[
-        2 v_x^\top M_{yz} v_w - \langle M_{yz}, M_{xw} \rangle_F\big]
-
-    (``G = (K + T I)^{-1}``, ``b = G y``; sym: the mean over ``x <-> y`` and ``z <-> w``). Only the
-    ``C (C + 1) / 2`` output blocks ``G^{cd}`` (``c <= d``) meet the features (``C (C + 1) (P^2 m + P m^2)``
-    flops, ``m = n N0``), not the ``(C P) x (C m)`` products of the dense form; the
-    Frobenius products cost ``C^3 (C + 1) n^4 N0^2`` (``2 (C n)^4 N0^2`` over all blocks). Same result as
-    :func:`~paththeory.hessian.energy_derivatives` (symmetrised).
-
-    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
-
-    Example:
-      >>> f = jnp.asarray(np.random.default_rng(0).normal(size=(5, 2, 3)))
-      >>> g, H = output_energy_derivatives(f, pt.kernels.kernel_matrix(np.eye(4), f, n_outputs=2), jnp.ones(10), 0.5, 2)
-      >>> g.shape, H.shape
-      ((4, 4), (4, 4, 4, 4))
-    """
-    n_outputs = check_count(n_outputs, "n_outputs")
-    features, K, y, temperature = check_derivative_inputs(features, K, y, temperature, n_outputs)
-    p, n, n0 = features.shape
-    c, size = n_outputs, n_outputs * features.shape[1]
-    X = features.reshape(p, n * n0)
-    chol = jnp.linalg.cholesky(K + temperature * jnp.eye(K.shape[0], dtype=K.dtype))
-    r_inv = inverse_upper_triangular(chol.T)
-    G = (r_inv @ r_inv.T).reshape(c, p, c, p)
-    b = (r_inv @ (r_inv.T @ y)).reshape(c, p)
-    v = (b @ X).reshape(size, n0)  # v_(ca) = X_a^T b_c
-    first, second = np.triu_indices(c)
-    GX = jnp.einsum("kpq,qm->kpm", G[first, :, second, :], X)  # G^{cd} X for c <= d
-    # R[k, a, b] = M_(ca)(db) for the k-th output pair c <= d; RT[k', a, b] = M_(da)(cb) for c < d (transposed)
-    R = jnp.einsum("pm,kpl->kml", X, GX).reshape(-1, n, n0, n, n0).transpose(0, 1, 3, 2, 4)
-    off = np.flatnonzero(first < second)
-    RT = jnp.swapaxes(jnp.swapaxes(R[off], 1, 2), 3, 4)
-    stored_row, swap_row, source = _ordered_pair_index(c, n)
-    rows, cols = R.reshape(-1, n0 * n0), RT.reshape(-1, n0 * n0)
-    same = rows @ rows.T  # <M_s, M_s'> over the stored blocks s, s'
-    cross = rows @ cols.T  # <M_s, M_t> over stored s and transposed t
-    # over [stored; transposed]: <M_t, M_t'> = <M_s(t), M_s(t')> for the stored blocks s(t) they transpose
-    gram = jnp.concatenate([jnp.concatenate([same, cross], axis=1),
-                            jnp.concatenate([cross.T, same[source][:, source]], axis=1)], axis=0)
-    order = np.where(stored_row >= 0, stored_row, rows.shape[0] + swap_row)  # M_yz's row in [stored; transposed]
-    frob = gram[order][:, order].reshape(size, size, size, size)  # [y, z, x, w] = <M_yz, M_xw>
-    vR = jnp.einsum("xi,kij,wj->kxw", v, rows.reshape(-1, n0, n0), v)  # v_x^T M_s v_w
-    vR = jnp.concatenate([vR, jnp.swapaxes(vR[source], 1, 2)], axis=0)
-    second_term = vR[order].transpose(1, 0, 2).reshape(size, size, size, size)  # [x, y, z, w] = v_x^T M_yz v_w
-    traces = jnp.trace(rows.reshape(-1, n0, n0), axis1=1, axis2=2)
-    traces = jnp.concatenate([traces, traces[source]])[order].reshape(size, size)
-    grad = traces - v @ v.T
-    H = 2.0 * second_term - frob.transpose(2, 0, 1, 3)
-    H = 0.5 * (H + H.transpose(1, 0, 2, 3))
-    return check_energy_result((grad, 0.5 * (H + H.transpose(0, 1, 3, 2))), K, temperature,
-                               "output_energy_derivatives")
+    if n_outputs == 1:
+        J = jax.jacfwd(lambda t: theta_to_matrices(t, sizes, scales)[0])(th)
+        H = jnp.einsum("abk,abcd,cdl->kl", J, h_energy, J) / width + jax.hessian(rest)(th)
+        return (0.5 * (H + H.T)).astype(theta.dtype)
+    rows, cols = _tril(sizes[0])
+    first = rows.size
+    L = jnp.zeros((sizes[0], sizes[0]), th.dtype).at[rows, cols].set(
+        jnp.where(rows == cols, jnp.exp(th[:first]), th[:first]))
+    return energy_hessian_cholesky(data.features, K, y, temperature, L, scales[0], 1.0 / width,
+                                   _hessian_rows(rest, th), n_outputs)
 
 
-def _ordered_pair_index(n_outputs: int, n_paths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Where :func:`output_energy_derivatives` keeps ``M_yz`` for every ordered pair ``(y, z)``, ``y = (c, a)``
-    (row-major): its row among the stored blocks (output pairs ``c <= d``, ``[pair, a, b]``) or -1, its row
-    among the transposed ones (``c > d``, ``[off-diagonal pair, a, b]``) or -1, and for each transposed row
-    the stored row it transposes."""
-    c, n = n_outputs, n_paths
-    first, second = np.triu_indices(c)
-    pair = np.full((c, c), -1)
-    pair[first, second] = np.arange(first.size)
-    off_pairs = np.flatnonzero(first < second)
-    off = np.full((c, c), -1)
-    off[first[off_pairs], second[off_pairs]] = np.arange(off_pairs.size)
-    cy, ay, cz, az = (g.reshape(-1) for g in np.meshgrid(np.arange(c), np.arange(n), np.arange(c), np.arange(n),
-                                                          indexing="ij"))
-    low, high = np.minimum(cy, cz), np.maximum(cy, cz)
-    stored = np.where(cy <= cz, pair[low, high] * n * n + ay * n + az, -1)
-    swapped = np.where(cy > cz, off[low, high] * n * n + ay * n + az, -1)
-    a, b = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    source = (off_pairs[:, None, None] * n * n + b[None] * n + a[None]).reshape(-1)  # RT[t, a, b] = R[s, b, a]^T
-    return stored, swapped, source
-
-
-def _cholesky_contraction(H: Array, theta: Array, size: int, scale: float) -> Array:
-    """``J^T H J`` for ``U = s L L^T`` (:func:`theta_to_matrices`) and ``H`` symmetric in its first and last
-    index pairs, without the dense ``J``: ``dU/dtheta_k = s f_k (e_i l_j^T + l_j e_i^T)`` (``k = (i, j)``,
-    ``l_j = L e_j``, ``f_k = L_ii`` on the diagonal, else 1), so
-    ``(J^T H J)_{kk'} = 4 s^2 f_k f_k' sum_{bd} L_bj H_{ibi'd} L_dj'`` (cost ``4 (C n)^5``).
-    """
-    rows, cols = _tril(size)
-    vals = jnp.where(rows == cols, jnp.exp(theta), theta)
-    L = jnp.zeros((size, size), theta.dtype).at[rows, cols].set(vals)
-    N = jnp.einsum("ibkd,dl->ibkl", H, L)
-    N = jnp.einsum("ibkl,bj->ijkl", N, L).reshape(size * size, size * size)
-    flat = rows * size + cols
-    f = jnp.where(rows == cols, vals, 1.0)
-    return 4.0 * scale**2 * f[:, None] * f[None, :] * N[flat][:, flat]
+def _hessian_rows(fun, theta: Array, max_rows: int = 128) -> Array:
+    """The Hessian of the scalar ``fun`` at ``theta``, ``rows`` Hessian-vector products at a time (``rows``: the
+    largest divisor of ``D`` up to ``max_rows``), so no temporary holds ``D`` tangents of ``fun``'s intermediates."""
+    d = theta.shape[0]
+    rows = max(r for r in range(1, min(d, max_rows) + 1) if d % r == 0)
+    _, hvp = jax.linearize(jax.grad(fun), theta)
+    unit = lambda i: jax.vmap(hvp)(jax.nn.one_hot(i * rows + jnp.arange(rows), d, dtype=theta.dtype))  # noqa: E731
+    return jax.lax.map(unit, jnp.arange(d // rows)).reshape(d, d)
 
 
 def _inverse_hessian(H: Array) -> Array:
@@ -330,34 +245,59 @@ def _inverse_hessian(H: Array) -> Array:
     return jnp.where(jnp.all(jnp.isfinite(inverse)) & (jnp.max(size) > 0), inverse, jnp.eye(H.shape[0], dtype=H.dtype))
 
 
-def _inverse_pd_hessian(H: Array) -> Array:
-    """``H^{-1}`` from a Cholesky factor (``D^3`` flops, several times faster than the eigendecomposition
-    of :func:`_inverse_hessian`) where ``H`` is positive definite, else :func:`_inverse_hessian`."""
-    chol = jnp.linalg.cholesky(H)
-    ok = jnp.all(jnp.isfinite(chol))
-    return jax.lax.cond(ok, lambda h: jax.scipy.linalg.cho_solve((chol, True), jnp.eye(h.shape[0], dtype=h.dtype)),
-                        _inverse_hessian, H)
+class _CholeskyInverse(NamedTuple):
+    """``(L L^T)^{-1} x`` by two triangular solves in the factor's precision (the L-BFGS initial matrix ``h0``,
+    applied as ``h0 @ x``); ``x`` itself where no factor was found (``ok`` false)."""
+
+    factor: Array
+    ok: Array
+
+    def __matmul__(self, x: Array) -> Array:
+        solved = jax.scipy.linalg.cho_solve((self.factor, True), x.astype(self.factor.dtype)).astype(x.dtype)
+        return jnp.where(self.ok, solved, x)
+
+
+def _factored_inverse(H: Array, shifts: int = 10) -> _CholeskyInverse:
+    """The inverse of ``H + tau I`` as a Cholesky factor, from its lower triangle, with the first ``tau`` of
+    ``0, 1e-6 h, 1e-5 h, ...`` (``h = max |H_kk|``, at most ``shifts`` shifts) that makes it positive
+    definite: a modified Newton step that always descends (Nocedal & Wright, Algorithm 3.3). The search keeps
+    only ``tau`` and the factor is taken once more at the end, in ``H``'s place, so that at most ``H`` and one
+    factor are held (a factor carried through the loop took two more ``D x D`` buffers), never an
+    eigendecomposition's."""
+    scale = jnp.max(jnp.abs(jnp.diagonal(H)))
+
+    def factor(tries):  # one elementwise pass, in place on H at the last use, then LAPACK's in-place potrf
+        shift = jnp.where(tries == 0, 0.0, scale * 10.0 ** (tries - 7).astype(H.dtype))
+        return jax.lax.linalg.cholesky(H + shift * jnp.eye(H.shape[0], dtype=H.dtype), symmetrize_input=False)
+
+    def failed(tries):
+        return (tries <= shifts) & ~jnp.all(jnp.isfinite(factor(tries)))
+
+    tries = jax.lax.while_loop(failed, lambda t: t + 1, jnp.array(0))
+    chol = factor(jnp.minimum(tries, shifts))
+    return _CholeskyInverse(chol, jnp.all(jnp.isfinite(chol)) & (scale > 0))
 
 
 def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 n_outputs: int = 1, itemsize: int = 8) -> bool:
+                 n_outputs: int = 1, itemsize: int = 8, n_parameters: int | None = None) -> bool:
     """Whether the solver uses the Hessian restart: from ``HESSIAN_MIN_EXAMPLES`` examples (``C P`` with ``C``
     outputs), when its flops are at most ``HESSIAN_MAX_COST`` times an evaluation's (``n^2 P^2 + 3 P^3``,
     with ``P -> C P``, ``n -> C n``) and its temporaries fit the memory budget.
 
     One output (:func:`~paththeory.hessian.energy_derivatives`): ``2 P^2 m + 2 P m^2 + 2 n^2 m^2`` flops with
     ``m = n N0``, two ``m x m`` float64 temporaries in a quarter of the budget. ``C > 1``
-    (:func:`output_energy_derivatives`): ``C (C + 1) (P^2 m + P m^2) + 2 (C n)^4 N0^2`` flops (at most the
-    one-output count with ``P -> C P``, ``n -> C n``), two ``C m x C m`` temporaries of ``itemsize`` bytes
-    (4 in mixed precision, where the Hessian is computed in float32) in the whole budget (the restart
-    runs once, while nothing else of that size is held).
+    (:func:`~paththeory.hessian.energy_hessian_cholesky`): ``2 C^2 (P^2 m + P m^2) + 6 N0^2 (C n)^3
+    + (2/3) N0^2 (C n)^4 + D^3 / 3`` flops (the last: the Cholesky factor of the ``D x D`` Hessian, ``D``
+    = ``n_parameters``, by default ``C n (C n + 1) / 2``, the first level's), and the peak bytes of
+    :func:`~paththeory.hessian.stream_bytes` of ``itemsize`` (4 in mixed precision, where the Hessian is computed
+    in float32) in the whole budget (the restart runs once, while nothing else of that size is held).
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
 
     Example:
       >>> hessian_pays(600, 16, 192), hessian_pays(600, 64, 192), hessian_pays(100, 16, 192)
       (True, False, False)
-      >>> [hessian_pays(600, 16, 192, n_outputs=c, itemsize=4) for c in (3, 5, 10)]
+      >>> [hessian_pays(600, 16, 192, n_outputs=c, itemsize=4) for c in (3, 10, 20)]
       [True, True, False]
     """
     n_examples, n_paths = check_count(n_examples, "n_examples"), check_count(n_paths, "n_paths")
@@ -370,10 +310,11 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
         m = n * n_features
         cost = 2 * p * p * m + 2 * p * m * m + 2 * n * n * m * m
         return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and 2 * 8 * m * m <= memory_budget // 4
+    d = n * (n + 1) // 2 if n_parameters is None else check_count(n_parameters, "n_parameters")
     m = n_paths * n_features
-    pairs = n_outputs * (n_outputs + 1) // 2
-    cost = 2 * pairs * (n_examples**2 * m + n_examples * m * m) + 2 * n**4 * n_features**2
-    memory = 2 * itemsize * (n_outputs * m) ** 2
+    cost = (2 * n_outputs**2 * (n_examples**2 * m + n_examples * m * m) + 6 * n_features**2 * n**3
+            + 2 * n_features**2 * n**4 // 3 + d**3 // 3)
+    memory = stream_bytes(p, n, n_features, d, itemsize)
     return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and memory <= memory_budget
 
 
@@ -392,7 +333,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
     opts = dict(sizes=sizes, scales=scales, heads=heads, variances=variances)
     fg = lambda th: _objective_and_grads(th, data, **opts)  # noqa: E731
     d = theta0.shape[0]
-    inverse = _inverse_hessian if data.features is None or sizes[0] == data.features.shape[1] else _inverse_pd_hessian
+    inverse = _inverse_hessian if data.features is None or sizes[0] == data.features.shape[1] else _factored_inverse
     zeros = dict(s_hist=jnp.zeros((history, d)), y_hist=jnp.zeros((history, d)),
                  count=jnp.array(0), it=jnp.array(0), evals=jnp.array(1), uncertified=jnp.array(0))
     h0 = None
@@ -544,11 +485,13 @@ class Theory:
         phase's precision) once ``max |d(S/N)/dU| <= 3e-2`` (:data:`HESSIAN_SWITCH`), for tolerances
         below that; ``None`` (default) decides by cost with :func:`hessian_pays`. At the Omniglot
         size it cuts the evaluations to tolerance 1e-9 from about 120 to 37, and with 3 outputs the
-        iterations from about 330 to about 25. Its memory grows as ``(C n N0)^2``: at P = 600 with 16 paths
-        of N0 = 192 (2 CPU cores, mixed precision) the process peaked at 2.9, 6.3 and 21 GB for C = 3, 5
-        and 10 (solves of 11, 39 and 535 s, 20-27 iterations). ``memory_budget`` gates it: C = 10 needs
-        ``memory_budget=2**34`` (the default 2 GiB turns the restart off, and then 25 first-order
-        iterations took 440 s and reached only 5e-3).
+        iterations from about 330 to about 25. With ``C > 1`` its memory is the ``D x D`` Hessian in the
+        Cholesky coordinates and its factor (:func:`~paththeory.hessian.stream_bytes`, 1.4 GiB in float32 at
+        C = 10), not the ``(C n)^4`` tensor of the former restart, which at P = 600 with 16 paths of N0 = 192
+        took the process to 2.9, 6.3 and 21 GB for C = 3, 5 and 10 and needed ``memory_budget=2**34`` at
+        C = 10. At C = 3 (2 CPU cores shared with other jobs, mixed precision) the streamed restart peaked at
+        2.5 GB against 3.5 GB for the former one, both 25 iterations to 6e-10 and U within 5e-10.
+        ``memory_budget`` gates it (:func:`hessian_pays`).
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -587,9 +530,9 @@ class Theory:
             precision == "auto" and pays and self.n_outputs * feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
         self.precision = "mixed" if mixed else "double"
         self._low_operator = operator_astype(self.operator, jnp.float32) if mixed else None
-        self.hessian = (hessian_pays(*feats.shape, memory_budget, self.n_outputs, 4 if mixed else 8) if hessian is None
-                        else bool(hessian))
         self.sizes = tuple(order_parameter_sizes(arch.heads, self.n_outputs))
+        self.hessian = (hessian_pays(*feats.shape, memory_budget, self.n_outputs, 4 if mixed else 8,
+                                     sum(s * (s + 1) // 2 for s in self.sizes)) if hessian is None else bool(hessian))
         self.scales = tuple(level_scale(l, arch.variances) for l in range(arch.n_layers))
         self._gp_eigmin: float | None = None
 

@@ -66,6 +66,18 @@ def test_inverse_hessian_flips_negative_curvature_and_survives_nan():
     np.testing.assert_array_equal(slv._inverse_hessian(jnp.full((2, 2), jnp.nan)), np.eye(2))
 
 
+def test_factored_inverse_is_the_inverse_shifts_negative_curvature_and_survives_nan():
+    """Positive definite: the inverse (round-off); indefinite: the inverse of ``H + tau I`` with the first shift of
+    ``1e-6 h, 1e-5 h, ...`` (``h = max |H_kk|``) that is positive definite, here ``tau = 10 h``; NaN: the identity."""
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(6, 6))
+    H, x = jnp.asarray(A @ A.T + np.eye(6)), jnp.asarray(rng.normal(size=(6, 2)))
+    np.testing.assert_allclose(slv._factored_inverse(H) @ x, np.linalg.solve(H, x), rtol=1e-12)
+    H = jnp.asarray([[2.0, 0.0], [0.0, -4.0]])
+    np.testing.assert_allclose(slv._factored_inverse(H) @ jnp.eye(2), np.diag([1 / 42, 1 / 36]), rtol=1e-14)
+    np.testing.assert_array_equal(slv._factored_inverse(jnp.full((2, 2), jnp.nan)) @ x[:2], x[:2])
+
+
 def test_solver_with_and_without_hessian_reaches_the_same_minimum(small_problem):
     arch, feats, y, *_ = small_problem
     plain = slv.Theory(arch, feats, y, hessian=False)

@@ -18,7 +18,7 @@ import paththeory as pt
 from paththeory import action as act
 from paththeory import kernels
 from paththeory import solve as slv
-from paththeory.hessian import energy_derivatives
+from paththeory.hessian import energy_derivatives, energy_hessian_cholesky
 from paththeory._labels import as_labels, stacked
 from paththeory.predict import predictor
 from tests.conftest import assert_gradient_matches_central_differences, random_qk_arch
@@ -138,27 +138,33 @@ def test_energy_derivatives_match_autodiff():
 
 
 @pytest.mark.parametrize("P,n,n0,C", [(12, 3, 4, 2), (7, 2, 5, 3)])  # C n N0 below and above C P
-def test_output_energy_derivatives_match_autodiff_and_the_dense_form(P, n, n0, C):
-    """The block-structured energy derivatives (C > 1 Hessian restart) against autodiff of a slogdet + solve
-    energy and against :func:`energy_derivatives`, symmetrised; float64 round-off only (rtol 1e-9)."""
+@pytest.mark.parametrize("chunk,block", [(None, None), (1, 2), (1, 4)])  # one or several feature chunks, row blocks
+def test_cholesky_energy_hessian_matches_autodiff(P, n, n0, C, chunk, block):
+    """The streamed energy Hessian in Cholesky coordinates (C > 1 Hessian restart) against ``J^T H J`` with ``J``
+    by ``jacfwd`` of the parametrisation and ``H`` by autodiff of a slogdet + solve energy; added to ``out``, the
+    rest of ``out`` untouched; float64 round-off only (1e-10 of the largest entry)."""
     rng = np.random.default_rng(15)
+    size, scale = n * C, 1.3
     feats = jnp.asarray(rng.normal(size=(P, n, n0)))
-    U = jnp.asarray(random_pd(rng, n * C))
     y = jnp.asarray(rng.normal(size=P * C))
+    theta = jnp.asarray(0.4 * rng.normal(size=size * (size + 1) // 2))
+    U_of = lambda t: slv.theta_to_matrices(t, [size], [scale])[0]  # noqa: E731
+    U = U_of(theta)
 
     def energy(u):
         A = dense_kernel(0.5 * (u + u.T), feats) + 0.2 * jnp.eye(P * C)
         return jnp.linalg.slogdet(A)[1] + y @ jnp.linalg.solve(A, y)
 
-    K = dense_kernel(U, feats)
-    grad, hess = jax.jit(slv.output_energy_derivatives, static_argnums=4)(feats, K, y, 0.2, C)
-    np.testing.assert_allclose(grad, jax.jit(jax.grad(energy))(U), rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(hess, jax.jit(jax.hessian(energy))(U), rtol=1e-9, atol=1e-11)
-    dense_grad, dense_hess = jax.jit(energy_derivatives)(feats, K, y, 0.2)
-    sym = 0.25 * (dense_hess + dense_hess.transpose(1, 0, 2, 3) + dense_hess.transpose(0, 1, 3, 2)
-                  + dense_hess.transpose(1, 0, 3, 2))
-    np.testing.assert_allclose(hess, sym, rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(grad, dense_grad, rtol=1e-9, atol=1e-11)
+    J = jax.jacfwd(U_of)(theta)
+    expected = jnp.einsum("abk,abcd,cdl->kl", J, jax.jit(jax.hessian(energy))(U), J)
+    L = jnp.linalg.cholesky(U / scale)
+    m, out = theta.size, jnp.asarray(rng.normal(size=(theta.size + 3,) * 2))
+    got = energy_hessian_cholesky(feats, dense_kernel(U, feats), y, 0.2, L, scale, 0.5, out, C, chunk, block)
+    np.testing.assert_allclose(got[:m, :m] - out[:m, :m], 0.5 * expected, rtol=0, atol=1e-10 * np.max(np.abs(expected)))
+    np.testing.assert_array_equal(got[m:], out[m:])
+    np.testing.assert_array_equal(got[:, m:], out[:, m:])
+    with pytest.raises(ValueError, match="divisor"):
+        energy_hessian_cholesky(feats, dense_kernel(U, feats), y, 0.2, L, scale, 0.5, out, C, n0 + 1, block)
 
 
 @pytest.mark.slow  # main suite only: .ci/lower-bounds runs the core tests, less these
@@ -219,32 +225,19 @@ def test_hessian_restart_reaches_the_first_order_minimum(problem, precision):
             np.testing.assert_allclose(u, v, atol=1e-7)
 
 
-def test_cholesky_contraction_is_the_dense_jacobian_product():
-    """``J^T H J`` without the dense Jacobian equals the einsum with ``jacfwd`` of the parametrisation (round-off)."""
-    rng = np.random.default_rng(8)
-    size, scale = 5, 1.7
-    theta = jnp.asarray(0.4 * rng.normal(size=size * (size + 1) // 2))
-    H = rng.normal(size=(size,) * 4)
-    H = 0.25 * (H + H.transpose(1, 0, 2, 3) + H.transpose(0, 1, 3, 2) + H.transpose(1, 0, 3, 2))
-    H = jnp.asarray(0.5 * (H + H.transpose(2, 3, 0, 1)))
-    J = jax.jacfwd(lambda t: slv.theta_to_matrices(t, [size], [scale])[0])(theta)
-    np.testing.assert_allclose(slv._cholesky_contraction(H, theta, size, scale),
-                               jnp.einsum("abk,abcd,cdl->kl", J, H, J), rtol=1e-12, atol=1e-12)
-
-
 def test_hessian_restart_is_chosen_by_cost_for_many_outputs():
-    """The rule counts the block-structured Hessian: on at the Omniglot size for C = 3, 5 (float32), off for
-    C = 10 (its 2 x (C n N0)^2 temporaries, 7.0 GiB in float32, exceed the budget) and below 256 C P."""
-    assert slv.hessian_pays(600, 16, 192, n_outputs=3, itemsize=4)
-    assert slv.hessian_pays(600, 16, 192, n_outputs=5, itemsize=4)
-    assert not slv.hessian_pays(600, 16, 192, n_outputs=10, itemsize=4)
-    assert not slv.hessian_pays(600, 16, 192, n_outputs=5, itemsize=8)  # 3.5 GiB in float64
+    """The rule counts the streamed Hessian: on at the Omniglot size for C = 3, 5 and 10 (its D x D Hessian and
+    factor, 1.4 GiB in float32 at C = 10, fit the default budget), off for C = 20 (10 GiB each) and below 256 C P;
+    off where the D x D matrices alone exceed the budget although the features are few (C n = 320 paths)."""
+    assert all(slv.hessian_pays(600, 16, 192, n_outputs=c, itemsize=4) for c in (3, 5, 10))
+    assert slv.hessian_pays(600, 16, 192, n_outputs=5, itemsize=8)
+    assert not slv.hessian_pays(600, 16, 192, n_outputs=20, itemsize=4)
     assert slv.hessian_pays(90, 4, 81, n_outputs=3) and not slv.hessian_pays(80, 4, 81, n_outputs=3)
     assert slv.hessian_pays(600, 16, 192) == slv.hessian_pays(600, 16, 192, n_outputs=1, itemsize=4)  # C = 1 as before
-    # never off where the dense form (one output over C P examples and C n paths, the former rule) had it on
-    for P, n, n0, C in itertools.product((60, 90, 300, 600), (2, 4, 16, 32), (10, 81, 192, 500), (2, 3, 5, 10)):
-        if slv.hessian_pays(C * P, C * n, n0):
-            assert slv.hessian_pays(P, n, n0, n_outputs=C) and slv.hessian_pays(P, n, n0, n_outputs=C, itemsize=4)
+    assert not slv.hessian_pays(600, 32, 10, n_outputs=10) and slv.hessian_pays(600, 32, 10, 2**36, n_outputs=10)
+    d = 160 * 161 // 2
+    assert not slv.hessian_pays(600, 16, 192, 2**30, n_outputs=10, itemsize=4, n_parameters=d)
+    assert slv.hessian_pays(600, 16, 192, 2**31, n_outputs=10, itemsize=4, n_parameters=d)
 
 
 def test_one_output_spellings_agree(problem):
