@@ -6,7 +6,8 @@ reports every page with one of FORBIDDEN: internal document references, machine-
 paths, Python tracebacks, and MyST roles or fences that were printed instead of rendered; and
 every page whose MathJax is not the copy shipped with the book (formulas offline, LOCAL_MATHJAX);
 and every image of a page's article whose alt text is missing, empty or a file path (a figure's
-alt is its caption, set by tools/paththeory_tools/sphinxext/figure_alt.py).
+alt is its caption, set by tools/paththeory_tools/sphinxext/figure_alt.py); and every notebook download
+that offers the MyST notebook instead of the plain one, or a file the site lacks.
 Exits 1 and lists ``page: what`` for each problem; prints one summary line otherwise.
 """
 
@@ -80,6 +81,21 @@ def alt_text_problems(html: str) -> list[str]:
     return found
 
 
+def download_problems(page: Path, html: str) -> list[str]:
+    """The page's notebook download (the theme's ``.ipynb`` entry) must be the plain notebook copied into
+    the site (``_notebooks/``, tools/paththeory_tools/sphinxext/colab_notebooks.py), not the MyST one
+    under ``_sources``, and must exist."""
+    soup = BeautifulSoup(html, "html.parser")
+    found = []
+    for link in soup.select("a.btn-download-notebook-button"):
+        href = link.get("href", "")
+        if "_sources/" in href:
+            found.append(f"notebook download is the MyST notebook ({href})")
+        elif not (page.parent / href.split("#")[0]).is_file():
+            found.append(f"notebook download {href} is not in the built site")
+    return found
+
+
 def repeated_scripts(html: str) -> list[str]:
     """Every inline script the page carries more than once (the second copy of a ``const`` declaration
     fails in the browser)."""
@@ -98,7 +114,8 @@ def problems(site: Path) -> list[str]:
         html = page.read_text(errors="replace")
         if (problem := mathjax_problem(page, html)) is not None:
             found.append(f"{page.relative_to(site)}: {problem}")
-        found += [f"{page.relative_to(site)}: {problem}" for problem in alt_text_problems(html) + repeated_scripts(html)]
+        found += [f"{page.relative_to(site)}: {problem}"
+                  for problem in alt_text_problems(html) + repeated_scripts(html) + download_problems(page, html)]
         text = visible_text(html)
         for name, pattern in FORBIDDEN:
             for match in pattern.finditer(text):

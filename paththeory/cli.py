@@ -95,6 +95,12 @@ def error_line(exc: BaseException, prog: str = "paththeory") -> str:
 def _bench(args: argparse.Namespace) -> int:
     from paththeory.experiments import bench
 
+    if args.case == "sampling":
+        from paththeory.experiments import bench_sampling
+
+        case = bench_sampling.sampling_case()
+        print(json.dumps(case, indent=2) if args.json else bench_sampling.format_rows(case))
+        return 0
     cases = bench.CASES if args.case == "all" else (args.case,)
     report = bench.run(cases, baseline_max_steps=args.baseline_max_steps)
     print(json.dumps(report, indent=2) if args.json else bench.format_table(report))
@@ -224,10 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="time the order-parameter solver against the Adam baseline",
                            description="Time the order-parameter solver against the Adam baseline.")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    bench.add_argument("--case", choices=("markov", "omniglot", "multioutput", "multioutput_omniglot", "all"),
+    bench.add_argument("--case", choices=("markov", "omniglot", "multioutput", "multioutput_omniglot", "all",
+                                          "sampling"),
                        default="all",
                        help="which problem to time (default: all; multioutput: the Markov size with 3 outputs; "
-                            "multioutput_omniglot: 3 outputs at P = 600 with 16 paths, about a minute)")
+                            "multioutput_omniglot: 3 outputs at P = 600 with 16 paths, about a minute; sampling: "
+                            "Gibbs against NUTS on the Markov task at N = 10, 30, 100, 300, about 20 minutes on "
+                            "2 CPU cores, not part of all)")
     bench.add_argument("--baseline-max-steps", type=positive_int, default=50_000,
                        help="cap on the baseline's Adam steps (the original rule is 50,000)")
     bench.set_defaults(func=_bench)

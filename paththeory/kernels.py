@@ -4,9 +4,11 @@ All kernels are built from path features ``xi[P, n_paths, N0]`` (:func:`paththeo
 
 .. math::
 
-    C^{\pi\pi'}(x,x') = \xi^\pi(x)\cdot\xi^{\pi'}(x'), \qquad
-    K_U(x,x') = \sum_{\pi\pi'} U_{\pi\pi'}\,C^{\pi\pi'}(x,x'), \qquad
-    K_{GP} = \sigma_a^2 \prod_\ell \sigma_\ell^2 \sum_\pi C^{\pi\pi}
+    C^{\pi\pi'}(x,x') &= \xi^\pi(x)\cdot\xi^{\pi'}(x'),
+
+    K_U(x,x') &= \sum_{\pi\pi'} U_{\pi\pi'}\,C^{\pi\pi'}(x,x'),
+
+    K_{GP} &= \sigma_a^2 \prod_\ell \sigma_\ell^2 \sum_\pi C^{\pi\pi}
 
 (:math:`K_{GP}` is :math:`K_U` at the GP point).
 

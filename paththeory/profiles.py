@@ -11,7 +11,7 @@ experiment module keeps its own per-profile sizes in a dict keyed by profile nam
 the entry for the current profile with :func:`choose`. Every size of a profile is fixed, the
 number of NUTS draws included, so no number depends on how busy the machine is. An experiment's
 wall-clock limit is only a fail-safe against a stuck run, far above an honest run's time: a run
-that reaches it fails with an error (:class:`paththeory.sampling.nuts.TimeLimitReached`) and gives no
+that reaches it fails with an error (:class:`paththeory.sampling.results.TimeLimitReached`) and gives no
 number. ``PATHTHEORY_TIME_LIMIT_SCALE`` multiplies every such limit (``0`` removes them) for a
 machine too slow for them (:func:`time_limit`).
 """

@@ -41,7 +41,7 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     ``absolute=False`` sums the signed entries ``U_{pi sigma}`` instead of their magnitudes (a variant
     the book compares with the paper's rule; anti-correlated paths then lower a head's score).
     With ``C`` outputs, ``U`` is ``C n_paths`` square (blocks ``U^{cc'}``, output index slowest, as the
-    theory and :func:`paththeory.sampling.nuts.sample_posterior` return it) and a pair of paths counts the
+    theory and :func:`paththeory.sampling.posterior.sample_posterior` return it) and a pair of paths counts the
     entries of every output block, ``sum_{cc'} |U^{cc'}_{pi sigma}|`` (or the signed sum).
     ``U`` must be symmetric positive semi-definite, like every order parameter; normalising scores
     whose largest value is not positive (``U = 0``, or signed scores) raises a ValueError (pass

@@ -2,9 +2,12 @@
 
 * :data:`BOOK_STYLE` and :data:`COLUMN_WIDTH`: every figure is drawn for the book's text column
   (about 760 px at a 1400 px window), so that it is shown at its drawn size and its type
-  (9-10 pt) stays legible; :func:`use_book_style` applies the style to a notebook's figures and
+  (9-10 pt, never smaller) stays legible; a phone shows a figure at no less than 0.7 of its drawn
+  size, scrolling sideways (``book/_static/paththeory.css``), so 9 pt is 8.4 px there;
+  :func:`use_book_style` applies the style to a notebook's figures and
   :func:`book_style` to one figure function's;
-* :func:`panel_grid` lays out ``n`` panels at most two side by side, as wide as the column, and
+* :func:`panel_grid` lays out ``n`` panels at most two side by side, as wide as the column (a short
+  last row centred, never an empty cell), and
   :func:`legend_below` gives them one legend outside the data;
 * :data:`COLOURS` gives every quantity one colour across the book (the finite-width theory blue,
   the GP grey, NUTS red, the trained network green), and :func:`legend_outside` puts one panel's
@@ -118,14 +121,19 @@ def panel_grid(n: int, height: float = 3.0, *, max_columns: int = 2, width: floa
     """A figure of ``n`` panels, at most ``max_columns`` side by side, ``width`` inches wide in all
     (default: :data:`COLUMN_WIDTH` for several columns, 4.8 inches for a single one).
 
-    Rows are ``height`` inches tall; the layout is constrained (labels never overlap); cells left
-    over in the last row are removed. ``subplot_kw`` goes to :meth:`Figure.subplots` (``sharey``...).
-    Draw into it under the same style (a function decorated with :func:`book_style`).
+    Rows are ``height`` inches tall; the layout is constrained (labels never overlap). A last row
+    with fewer panels than the others is centred under them (each panel spans two cells of a grid
+    twice as fine), so that no grid shows an empty cell. ``subplot_kw`` goes to
+    :meth:`Figure.subplots` (``sharey``...; with a centred last row ``sharex``, ``sharey``,
+    ``height_ratios``, ``subplot_kw`` and ``gridspec_kw``). Draw into it under the same style (a
+    function decorated with :func:`book_style`).
 
     Example:
       >>> fig, axes = panel_grid(3)
       >>> len(axes), len(fig.axes), fig.get_size_inches().round(1).tolist()
       (3, 3, [7.6, 6.0])
+      >>> [ax.get_subplotspec().colspan for ax in axes]  # the third panel centred under the first two
+      [range(0, 2), range(2, 4), range(1, 3)]
     """
     n = check_count(n, "n", hint="panel_grid needs at least one panel.")
     height, max_columns = check_positive(height, "height"), check_count(max_columns, "max_columns")
@@ -135,11 +143,43 @@ def panel_grid(n: int, height: float = 3.0, *, max_columns: int = 2, width: floa
     if width is None:
         width = COLUMN_WIDTH if columns > 1 else 4.8
     fig = _new_figure(figsize=(min(width, COLUMN_WIDTH), height * rows))
+    if n % columns:
+        return fig, _centred_grid(fig, n, rows, columns, **subplot_kw)
     grid = fig.subplots(rows, columns, squeeze=False, **subplot_kw)
-    axes = list(grid.ravel())
-    for ax in axes[n:]:
-        ax.remove()
-    return fig, axes[:n]
+    return fig, list(grid.ravel())
+
+
+def _centred_grid(fig: Figure, n: int, rows: int, columns: int, *, sharex=False, sharey=False,
+                  height_ratios=None, subplot_kw=None, gridspec_kw=None, **unknown) -> list[Axes]:
+    """``n`` panels in ``rows`` rows of ``columns``, the short last row centred: a grid of
+    ``2 * columns`` columns, each panel two of them wide, the last row's shifted by one per missing panel.
+    ``sharex``/``sharey`` as in :meth:`Figure.subplots` (``True``/``"all"``, ``"row"``, ``"col"``); inner
+    y tick labels of panels sharing a row's y axis are hidden, as :meth:`Figure.subplots` does."""
+    if unknown:
+        raise TypeError(f"panel_grid with a centred last row ({n} panels in rows of {columns}) does not take "
+                        f"{sorted(unknown)}; give it a multiple of {columns} panels or leave them out.")
+    grid = fig.add_gridspec(rows, 2 * columns, height_ratios=height_ratios, **(gridspec_kw or {}))
+    last = n - (rows - 1) * columns
+    axes: list[Axes] = []
+
+    def partner(share, row: int, column: int) -> Axes | None:
+        if share in (True, "all"):
+            return axes[0] if axes else None
+        if share == "row":
+            return axes[row * columns] if column else None
+        if share == "col":
+            return axes[column] if row else None
+        return None
+
+    for i in range(n):
+        row, column = divmod(i, columns)
+        start = 2 * column + (columns - last if row == rows - 1 else 0)
+        ax = fig.add_subplot(grid[row, start:start + 2], sharex=partner(sharex, row, column),
+                             sharey=partner(sharey, row, column), **(subplot_kw or {}))
+        if sharey in (True, "all", "row") and column:
+            ax.tick_params(labelleft=False)
+        axes.append(ax)
+    return axes
 
 
 def legend_below(fig: Figure, axes: Sequence[Axes], columns: int = 2) -> None:
@@ -291,7 +331,8 @@ def _new_figure(**kwargs) -> Figure:
 
 
 def stamp_profile(fig: Figure, profile: str | None = None) -> Text:
-    """Write ``"profile: <name>"`` in small grey type in the figure's bottom-left corner.
+    """Write ``"profile: <name>"`` in grey type in the figure's bottom-left corner (9 pt, the book's
+    smallest, so that it stays readable where a phone shows the figure at 0.7 of its drawn size).
 
     ``profile=None`` stamps the current profile (:func:`paththeory.profiles.current_profile`).
 
@@ -301,7 +342,7 @@ def stamp_profile(fig: Figure, profile: str | None = None) -> Text:
       'profile: smoke'
     """
     return fig.text(
-        0.005, 0.005, f"profile: {current_profile(profile)}", ha="left", va="bottom", fontsize=8, color="0.5"
+        0.005, 0.005, f"profile: {current_profile(profile)}", ha="left", va="bottom", fontsize=9, color="0.5"
     )
 
 

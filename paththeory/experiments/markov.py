@@ -58,7 +58,7 @@ class Config:
     of ``num_warmup`` + ``num_samples`` iterations; ``time_limit``: a fail-safe against a stuck
     sampling run, in seconds per run, far above an honest run's time (times
     ``$PATHTHEORY_TIME_LIMIT_SCALE``, :func:`paththeory.profiles.time_limit`): a run that reaches it
-    fails with :class:`paththeory.sampling.nuts.TimeLimitReached` and the experiment gives no result.
+    fails with :class:`paththeory.sampling.results.TimeLimitReached` and the experiment gives no result.
     """
 
     n_train: int

@@ -58,7 +58,7 @@ class Config:
     ``sample_width`` on the first ``sample_n_train / 2`` training sequences of each label
     (``sample_n_train = 0`` skips sampling), with ``sample_time_limit`` seconds as a fail-safe against a
     stuck run, far above an honest run's time (a run that reaches it fails,
-    :class:`paththeory.sampling.nuts.TimeLimitReached`; :func:`paththeory.profiles.time_limit`);
+    :class:`paththeory.sampling.results.TimeLimitReached`; :func:`paththeory.profiles.time_limit`);
     ``n_random_orders``: random pruning orders as a baseline; ``n_bootstrap``: resamples of the
     validation set for the temperature trend; ``score_resamples``: fresh training sets of size
     ``n_train`` whose ``U`` score the heads again, and ``score_train_sizes``: smaller training sets

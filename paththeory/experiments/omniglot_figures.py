@@ -176,7 +176,7 @@ def plot_head_scores(results: dict, splits: Sequence[str] = ("test", "fashion"))
     ax.margins(x=0.12, y=0.12)
     legend_below(fig, [ax], columns=1)
     if series and len(names) <= 16:  # heads labelled on the first split, clear of every marker and bar
-        label_points(ax, scores, series[0], names, fontsize=8.5,
+        label_points(ax, scores, series[0], names,
                      avoid=[(s_, d) for drops in series[1:] for s_, d in zip(scores, drops)], bars=bars)
     return _finish(fig, results)
 

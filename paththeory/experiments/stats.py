@@ -7,7 +7,7 @@ Every claim of the paper that the book tests ends in one of three verdicts (:dat
 * ``"within noise"``: the measurement cannot tell.
 
 A claim whose measurement stopped short (a sampling run cut by a time budget its caller asked for,
-``on_time_limit="stop"`` of :func:`paththeory.sampling.nuts.sample_posterior`) gets no verdict but
+``on_time_limit="stop"`` of :func:`paththeory.sampling.posterior.sample_posterior`) gets no verdict but
 :data:`NOT_ENOUGH_DRAWS`: a number from a cut chain depends on how busy the machine was.
 
 "Beyond its noise" means two standard errors for an estimate (:func:`verdict`) and a one-sided

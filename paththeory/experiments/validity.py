@@ -58,7 +58,7 @@ class Config:
     ``*_temperature``: the temperature ``T`` of both the theory and the samples; ``num_chains``
     chains of ``num_warmup`` + ``num_samples`` NUTS iterations per point; ``time_limit``: a
     fail-safe against a stuck run, in seconds per point, far above an honest run's time (a run that
-    reaches it fails, :class:`paththeory.sampling.nuts.TimeLimitReached`;
+    reaches it fails, :class:`paththeory.sampling.results.TimeLimitReached`;
     :func:`paththeory.profiles.time_limit`); ``seed``: data and sampler seed.
     """
 

@@ -12,6 +12,8 @@ from scipy.stats import norm, rankdata
 
 from paththeory._checks import as_float_array
 
+SAMPLER_NAMES = {"nuts": "NUTS", "gibbs": "Gibbs"}  # a run's ``method`` -> its name in reports
+
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -143,14 +145,14 @@ def stopped_text(stopped: dict) -> str:
     """Where the time limit stopped a run, in words."""
     chain = stopped["chain"]
     chains = f"chains {chain[0]}-{chain[-1]}" if isinstance(chain, list) else f"chain {chain}"
-    return (f"stopped by its {stopped['time_limit']:.0f} s time limit in {chains} ({stopped['phase']}, "
+    return (f"stopped by its {stopped['time_limit']:g} s time limit in {chains} ({stopped['phase']}, "
             f"iteration {stopped['iteration']} of {stopped['of']})")
 
 
 def diagnostics_summary(diagnostics: dict) -> str:
-    """One readable line for the ``diagnostics`` of :class:`~paththeory.sampling.nuts.PosteriorSamples` (or their JSON copy).
+    """One readable line for the ``diagnostics`` of :class:`~paththeory.sampling.results.PosteriorSamples` (or their JSON copy).
 
-    A complete run gives its draws, R-hat, bulk ESS, divergences, E-BFMI and time; an incomplete
+    A complete run gives its draws, R-hat, bulk ESS, time and, for NUTS, divergences and E-BFMI; an incomplete
     one says where it stopped and gives no statistic, since those of a cut chain depend on the
     machine's load.
 
@@ -160,9 +162,11 @@ def diagnostics_summary(diagnostics: dict) -> str:
       >>> diagnostics_summary(d)
       'NUTS: 200 draws, R-hat max 1.00, bulk ESS min 87, 0 divergences, E-BFMI min 0.91, 42 s'
     """
+    sampler = SAMPLER_NAMES[diagnostics.get("method", "nuts")]
     if not diagnostics["complete"]:
-        return (f"NUTS incomplete: {stopped_text(diagnostics['stopped'])}; "
+        return (f"{sampler} incomplete: {stopped_text(diagnostics['stopped'])}; "
                 f"{diagnostics['draws_used']} of {diagnostics['draws_planned']} draws, not enough for a verdict")
-    return (f"NUTS: {diagnostics['draws_used']} draws, R-hat max {diagnostics['r_hat_max']:.2f}, "
-            f"bulk ESS min {diagnostics['ess_bulk_min']:.0f}, {diagnostics['divergences']} divergences, "
-            f"E-BFMI min {diagnostics['e_bfmi_min']:.2f}, {diagnostics['seconds']:.0f} s")
+    nuts = (f", {diagnostics['divergences']} divergences, E-BFMI min {diagnostics['e_bfmi_min']:.2f}"
+            if sampler == "NUTS" else "")
+    return (f"{sampler}: {diagnostics['draws_used']} draws, R-hat max {diagnostics['r_hat_max']:.2f}, "
+            f"bulk ESS min {diagnostics['ess_bulk_min']:.0f}{nuts}, {diagnostics['seconds']:.0f} s")

@@ -4,7 +4,7 @@ The Gibbs posterior of the paper's Eq. (8) is sampled over the value weights ``V
 ``V^l [H_l, n_l, n_{l-1}]`` with the attention fixed. The network is evaluated in path form
 from path features ``xi`` computed once per data set (:func:`paththeory.model.path_features`):
 ``f = Phi b`` with the pooled last-layer activations
-``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`readout_design`).
+``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`~paththeory.sampling.network.readout_design`).
 This is the layer-by-layer forward pass of the paper's Eqs. (1-4) (a test checks it against
 :func:`paththeory.model.network_output`) with ``n_tokens / n_paths`` times fewer operations in the first layer.
 
@@ -69,16 +69,13 @@ four chains should take about the time of the longest (expected, not yet measure
 was available when this was written).
 """
 
-
-
 from __future__ import annotations
 
 import math
 import sys
 import time
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable, Literal, Sequence
+from typing import Literal, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -89,18 +86,13 @@ from numpyro.infer.hmc import HMCState, hmc
 from numpyro.infer.util import potential_energy
 from tqdm import tqdm
 
-from paththeory._checks import (
-    as_float_array,
-    check_count,
-    check_flag,
-    check_key,
-    check_open_interval,
-    check_positive,
-    check_targets,
-)
-from paththeory.model import Architecture, check_architecture, effective_weights, sample_prior
-from paththeory._labels import as_labels
-from paththeory.sampling.diagnostics import e_bfmi, rank_rhat_ess, stopped_text
+from paththeory._checks import check_count, check_flag, check_open_interval
+from paththeory.model import Architecture, sample_prior
+from paththeory.sampling.diagnostics import e_bfmi
+from paththeory.sampling.network import draw_readout, marginal_log_likelihood, output_effective_weights, readout_design
+from paththeory.sampling.results import (
+    ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, collect, resolve_chain_method,
+    stopped_record)
 
 
 Array = jax.Array
@@ -108,97 +100,6 @@ ChainMethod = Literal["auto", "sequential", "vectorized"]
 INITS = ("prior", "uniform")
 
 # --------------------------------------------------------------------------- the model
-
-
-def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
-    """``Phi = sigma_a df/da`` ``[B, n_L]``, so that ``f = Phi b`` with ``b = a / sigma_a`` (the paper's Eqs. 5-7).
-
-    ``Phi = sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L)) sum_pi V^L_{h_L} ... V^1_{h_1} V^0 xi^pi``: the
-    pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
-    needs ``V0`` and ``V`` only.
-    """
-    check_architecture(arch)
-    if not isinstance(params, dict) or "V0" not in params or "V" not in params:
-        raise ValueError("params must be a dict with the weights 'V0' and 'V' (paththeory.sample_prior).")
-    n_in = params["V0"].shape[1]
-    if jnp.ndim(features) != 3 or tuple(jnp.shape(features)[1:]) != (arch.n_paths, n_in):
-        raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
-                         f"got {tuple(jnp.shape(features))}.")
-    z = jnp.einsum("in,bpn->bpi", params["V0"], features)  # [B, paths, n_0]
-    for v in params["V"]:  # contract this layer's head (the slowest remaining path index)
-        z = z.reshape(z.shape[0], v.shape[0], -1, z.shape[-1])
-        z = jnp.einsum("hji,bhqi->bqj", v, z)
-    scale = arch.variances[-1] / (arch.variances[0] * params["V0"].shape[0])
-    for v in params["V"]:
-        scale /= v.shape[1]
-    return math.sqrt(scale) * z[:, 0, :]
-
-
-def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], Array], Array]:
-    """``v -> C^{-1} v`` and ``log det C`` for ``C = T I_P + Phi Phi^T``, by the smaller Cholesky factor."""
-    if not isinstance(temperature, jax.core.Tracer):
-        temperature = check_positive(temperature, "temperature")
-    p, n = phi.shape
-    if n <= p:  # Woodbury: C^{-1} = (I - Phi M^{-1} Phi^T) / T with M = T I_n + Phi^T Phi
-        chol = jnp.linalg.cholesky(temperature * jnp.eye(n, dtype=phi.dtype) + phi.T @ phi)
-        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol))) + (p - n) * math.log(temperature)
-
-        def solve(v: Array) -> Array:
-            return (v - phi @ jax.scipy.linalg.cho_solve((chol, True), phi.T @ v)) / temperature
-
-    else:
-        chol = jnp.linalg.cholesky(temperature * jnp.eye(p, dtype=phi.dtype) + phi @ phi.T)
-        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol)))
-
-        def solve(v: Array) -> Array:
-            return jax.scipy.linalg.cho_solve((chol, True), v)
-
-    return solve, logdet
-
-
-def _check_design(phi: Array, y: Array) -> tuple[Array, Array]:
-    """``phi`` and ``y`` as real arrays (traced ones pass through), after checking that ``phi`` is
-    ``[P, n_L]``, ``y`` is ``[P]`` or ``[P, C]``, and both are finite."""
-    phi, y = as_float_array(phi, "phi", ndim=2), as_float_array(y, "y", ndim=(1, 2))
-    if jnp.shape(y)[0] != jnp.shape(phi)[0]:
-        raise ValueError(f"phi must be [P, n_L] and y [P] or [P, C] with the same P; got {tuple(jnp.shape(phi))} "
-                         f"and {tuple(jnp.shape(y))}.")
-    return phi, y
-
-
-def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
-    """``sum_c log N(Y_{:, c}; 0, T I + Phi Phi^T)``: the likelihood with the readout integrated out.
-
-    ``phi [P, n_L]``; ``y [P]`` (one output) or ``[P, C]`` (the columns are independent given ``Phi``).
-    """
-    phi, y = _check_design(phi, y)
-    solve, logdet = _gaussian_factor(phi, temperature)
-    n_outputs = y.size // y.shape[0]
-    return -0.5 * (jnp.vdot(y, solve(y)) + n_outputs * logdet + y.size * math.log(2.0 * math.pi))
-
-
-def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
-    """One exact draw of ``b = a / sigma_a`` given ``Phi`` (Matheron's rule): ``[n_L]`` for ``y [P]``,
-    ``[n_L, C]`` for ``y [P, C]`` (one column per output)."""
-    phi, y = _check_design(phi, y)
-    key = check_key(key)
-    solve, _ = _gaussian_factor(phi, temperature)
-    k_e, k_d = jax.random.split(key)
-    e = jax.random.normal(k_e, (phi.shape[1],) + y.shape[1:], phi.dtype)
-    d = jax.random.normal(k_d, y.shape, phi.dtype)
-    return e + phi.T @ solve(y - phi @ e - math.sqrt(temperature) * d)
-
-
-def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Array:
-    """``w^{c pi}`` of every output, ``[C n_paths, n_0]`` with the output index slowest.
-
-    ``b``: standardised readout ``[n_L]`` (one output) or ``[n_L, C]``; output ``c`` has readout
-    ``a_c = sigma_a b_{:, c}`` and the effective weights of :func:`paththeory.model.effective_weights`.
-    """
-    columns = jnp.reshape(b, (b.shape[0], -1)).T  # [C, n_L]
-    sd_a = math.sqrt(arch.variances[-1])
-    w = jax.vmap(lambda bc: effective_weights(arch, {**params, "a": sd_a * bc}))(columns)
-    return w.reshape(-1, w.shape[-1])
 
 
 def posterior_model(
@@ -232,146 +133,10 @@ def posterior_model(
         numpyro.sample("y", dist.Normal(f, math.sqrt(temperature)), obs=y)
 
 
-
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass
-class ChainReport:
-    """What one chain did: iterations reached, time, and its NUTS statistics over the kept draws."""
-
-    chain: int
-    warmup_done: int
-    samples_done: int
-    completed: bool
-    seconds: float
-    step_size: float
-    mean_tree_steps: float  # leapfrog steps per iteration (sampling phase)
-    max_depth_hits: int  # iterations that hit the maximum tree depth (sampling phase)
-    divergences: int
-    accept_prob: float
-    e_bfmi: float
-    trace: dict = field(default_factory=dict, repr=False)  # per iteration: num_steps, step_size, potential
-
-
-class TimeLimitReached(RuntimeError):
-    """A sampling run reached its ``time_limit`` fail-safe; ``partial`` holds the draws made so far.
-
-    A cut run's numbers depend on the machine's speed, so no result is returned in its place.
-    """
-
-    def __init__(self, partial: "PosteriorSamples"):
-        self.partial = partial
-        where, limit = partial.stopped, partial.stopped["time_limit"]
-        super().__init__(
-            f"NUTS reached its time limit of {limit:g} s after {where['seconds']:.0f} s ({where['phase']}, "
-            f"iteration {where['iteration']} of {where['of']}); "
-            "the limit is a fail-safe against a stuck run, so nothing was returned. If this machine is just "
-            f"slow or busy, raise the limit (sample_posterior(..., time_limit=...) above {limit:g}, or None for "
-            "none; an experiment's config field of that name, or $PATHTHEORY_TIME_LIMIT_SCALE for "
-            "`paththeory reproduce` and the book); to keep a cut run as an incomplete result, pass "
-            "on_time_limit='stop'."
-        )
-
-
-@dataclass
-class PosteriorSamples:
-    """Result of :func:`sample_posterior`.
-
-    Attributes:
-      mean, var: sampled mean predictor and unbiased variance of ``f`` on the test inputs ``[P_test]``;
-        with ``C`` outputs the means ``[P_test, C]`` and output-output covariances ``[P_test, C, C]``.
-      U: sampled order parameter ``<w^pi . w^sigma> / n_0`` ``[n_paths, n_paths]``; with ``C`` outputs
-        ``<w^{c pi} . w^{c' sigma}> / n_0``, ``C n_paths`` square with the output index slowest.
-      f_draws: ``[chains, draws, P_test]`` (``[..., P_test, C]``) test outputs of the kept draws (complete chains only
-        when a run stopped early and at least one chain completed).
-      U_draws: ``[chains, draws, C n_paths, C n_paths]`` per-draw ``w^{c pi} . w^{c' sigma} / n_0``.
-      chains: one :class:`ChainReport` per started chain.
-      diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s, and
-        ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`~paththeory.sampling.diagnostics.diagnostics_summary`
-        turns them into one readable line, also when read back from JSON).
-      stopped: ``None``, or what the time limit interrupted.
-      settings: the arguments of the run.
-
-    A run cut by a time budget its caller asked for (``on_time_limit="stop"``) is *incomplete*
-    (``complete`` is False): its numbers come from fewer draws than planned, and so depend on how busy
-    the machine was; a verdict must not use them. (By default a run that reaches ``time_limit`` raises
-    :class:`TimeLimitReached` and returns nothing.)
-    """
-
-    mean: np.ndarray = field(repr=False)
-    var: np.ndarray = field(repr=False)
-    U: np.ndarray
-    f_draws: np.ndarray = field(repr=False)
-    U_draws: np.ndarray = field(repr=False)
-    chains: list[ChainReport]
-    diagnostics: dict
-    stopped: dict | None
-    settings: dict = field(default_factory=dict)
-
-    @property
-    def complete(self) -> bool:
-        """Whether every planned draw was taken (the time limit did not stop the run)."""
-        return self.stopped is None
-
-    def summary(self) -> str:
-        """A few lines for logs and notebooks."""
-        d, s = self.diagnostics, self.settings
-        lines = [
-            f"NUTS posterior  N={s['widths']}  T={s['temperature']}  {s['dtype']}  "
-            f"{len(self.chains)}/{s['num_chains']} chains x ({s['num_warmup']} warm-up + {s['num_samples']} draws), "
-            f"{s['chain_method']}, init={s['init']}",
-            f"  wall {d['seconds']:.1f} s   R-hat max {d['r_hat_max']:.3f} (U: {d['r_hat_U_max']:.3f})   "
-            f"bulk ESS min {d['ess_bulk_min']:.0f} (U: {d['ess_bulk_U_min']:.0f}, median {d['ess_bulk_median']:.0f})   "
-            f"ESS/s (U) {d['ess_per_second']:.2f}",
-            f"  divergences {d['divergences']}   accept {d['accept_prob']:.2f}   "
-            f"E-BFMI min {d['e_bfmi_min']:.2f}   steps/iter {d['mean_tree_steps']:.0f}",
-        ]
-        lines += [
-            f"  chain {c.chain}: {c.warmup_done}+{c.samples_done} it, {c.seconds:.1f} s, step {c.step_size:.2e}, "
-            f"{c.mean_tree_steps:.0f} steps/it ({c.max_depth_hits} at max depth), acc {c.accept_prob:.2f}, "
-            f"E-BFMI {c.e_bfmi:.2f}, div {c.divergences}"
-            for c in self.chains
-        ]
-        if self.stopped:
-            lines.append(f"  STOPPED (incomplete): {stopped_text(self.stopped)}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict:
-        """JSON-friendly summary (no per-draw arrays)."""
-        return {
-            "U": self.U.tolist(),
-            "diagnostics": self.diagnostics,
-            "chains": [{k: v for k, v in vars(c).items() if k != "trace"} for c in self.chains],
-            "stopped": self.stopped,
-            "settings": self.settings,
-        }
-
-
-
-
 # --------------------------------------------------------------------------- the sampler
 
 
-def _check_inputs(arch: Architecture, features, y, features_test, temperature) -> tuple:
-    check_architecture(arch)
-    xi = as_float_array(features, "features", ndim=3)
-    if xi.shape[1] != arch.n_paths:
-        raise ValueError(
-            f"features must be path features [P, n_paths={arch.n_paths}, N0] (paththeory.path_features); "
-            f"got shape {xi.shape}."
-        )
-    labels = as_labels(y, xi.shape[0])  # [P, C]; refuses NaN, C = 0, wrong rows and class indices
-    check_targets(y, "y", ndim=(1, 2))  # and booleans
-    yy = labels if np.ndim(y) == 2 else labels[:, 0]
-    xt = xi if features_test is None else as_float_array(features_test, "features_test", ndim=3)
-    if xt.shape[1:] != xi.shape[1:]:
-        raise ValueError(f"features_test must be [P_test, {xi.shape[1]}, {xi.shape[2]}]; got {xt.shape}.")
-    return xi, yy, xt, check_positive(temperature, "temperature")
-
-
-def sample_posterior(
+def sample_nuts(
     arch: Architecture,
     features,
     y,
@@ -393,7 +158,8 @@ def sample_posterior(
     seed: int = 0,
     progress_bar: bool = True,
 ) -> PosteriorSamples:
-    """Sample the network posterior with NUTS; return predictions, sampled ``U`` and diagnostics.
+    """Sample the network posterior with NUTS; return predictions, sampled ``U`` and diagnostics
+    (:func:`paththeory.sampling.posterior.sample_posterior` with ``method="nuts"``).
 
     Args:
       arch: the architecture (its attention is already inside ``features``).
@@ -425,31 +191,24 @@ def sample_posterior(
     Example:
       >>> from paththeory.tasks.examples import model_problem
       >>> arch, _, x = model_problem("mean")
-      >>> out = sample_posterior(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 4, 0.1,
-      ...                        num_warmup=20, num_samples=20, num_chains=1, progress_bar=False)
+      >>> out = sample_nuts(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]), 4, 0.1,
+      ...                  num_warmup=20, num_samples=20, num_chains=1, progress_bar=False)
       >>> out.U.shape, out.mean.shape, len(out.chains)
       ((6, 6), (4,), 1)
     """
-    xi, yy, xt, temperature = _check_inputs(arch, features, y, features_test, temperature)
+    xi, yy, xt, temperature = check_inputs(arch, features, y, features_test, temperature)
     widths = arch.network_widths(width)
-    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
-    num_samples, num_chains = check_count(num_samples, "num_samples"), check_count(num_chains, "num_chains")
-    max_tree_depth, seed = check_count(max_tree_depth, "max_tree_depth"), check_count(seed, "seed", minimum=0)
+    num_warmup, num_samples, num_chains, seed = check_schedule(
+        num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit)
+    max_tree_depth = check_count(max_tree_depth, "max_tree_depth")
     target_accept_prob = check_open_interval(target_accept_prob, "target_accept_prob")
     integrate_readout, progress_bar = check_flag(integrate_readout, "integrate_readout"), check_flag(
         progress_bar, "progress_bar")
-    if chain_method not in ("auto", "sequential", "vectorized"):
-        raise ValueError(f"chain_method must be 'auto', 'sequential' or 'vectorized'; got {chain_method!r}.")
-    if chain_method == "auto":
-        chain_method = "vectorized" if jax.default_backend() in ("gpu", "cuda", "rocm") else "sequential"
+    chain_method = resolve_chain_method(chain_method)
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32'; got {dtype!r}.")
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}; got {init!r}.")
-    if time_limit is not None:
-        check_positive(time_limit, "time_limit")
-    if on_time_limit not in ("raise", "stop"):
-        raise ValueError(f"on_time_limit must be 'raise' or 'stop'; got {on_time_limit!r}.")
 
     # float32 runs with JAX's 64-bit mode switched off, so that NUTS's own constants stay float32
     with jax.enable_x64(dtype == "float64"):
@@ -533,14 +292,8 @@ def sample_posterior(
                         f"{int(np.max(state.num_steps))} steps  acc {float(np.mean(state.mean_accept_prob)):.2f}"
                     )
                 if time_limit is not None and time.perf_counter() - t_start > time_limit and it < total:
-                    stopped = {
-                        "time_limit": float(time_limit),
-                        "chain": group[0] if not vectorized else group,
-                        "phase": "warmup" if it <= num_warmup else "sampling",
-                        "iteration": it,
-                        "of": total,
-                        "seconds": time.perf_counter() - t_start,
-                    }
+                    stopped = stopped_record(time_limit, group if vectorized else group[0], it, num_warmup, total,
+                                             time.perf_counter() - t_start)
                     break
             bar.close()
             seconds = time.perf_counter() - t_chain
@@ -557,7 +310,8 @@ def sample_posterior(
             if stopped:
                 break
     seconds = time.perf_counter() - t_start
-    result = _collect(records, max_tree_depth, seconds, stopped, dict(
+    result = collect(records, _chain_reports(records, max_tree_depth), seconds, stopped, dict(
+        method="nuts",
         widths=widths, temperature=temperature, dtype=dtype, num_warmup=num_warmup, num_samples=num_samples,
         num_chains=num_chains, chain_method=chain_method, init=init,
         integrate_readout=integrate_readout, max_tree_depth=max_tree_depth, n_test=xt.shape[0], n_paths=arch.n_paths,
@@ -569,10 +323,9 @@ def sample_posterior(
     return result
 
 
-def _collect(
-    records: dict, max_tree_depth: int, seconds: float, stopped: dict | None, settings: dict
-) -> PosteriorSamples:
-    """Assemble per-chain records into a :class:`PosteriorSamples`."""
+
+def _chain_reports(records: dict, max_tree_depth: int) -> list[ChainReport]:
+    """Each chain's NUTS statistics over its kept draws."""
     reports = []
     for c, rec in sorted(records.items()):
         steps = np.asarray(rec["steps"], np.float64)
@@ -587,63 +340,4 @@ def _collect(
             e_bfmi=e_bfmi(np.asarray(rec["energy"])),
             trace=dict(num_steps=trace[:, 0], step_size=trace[:, 1], potential=trace[:, 2]),
         ))
-    complete = [c for c, r in sorted(records.items()) if r["meta"]["completed"]]
-    use = complete or [c for c, r in sorted(records.items()) if r["f"]][:1]
-    n_draws = min((len(records[c]["f"]) for c in use), default=0)
-    if n_draws:
-        f_draws = np.stack([np.stack(records[c]["f"][:n_draws]) for c in use])
-        u_draws = np.stack([np.stack(records[c]["U"][:n_draws]) for c in use])
-    else:  # stopped during warm-up: nothing to summarise
-        n_out = settings.get("n_outputs")
-        f_draws = np.zeros((0, 0, settings["n_test"]) + (() if n_out is None else (n_out,)))
-        size = settings["n_paths"] * (n_out or 1)
-        u_draws = np.zeros((0, 0, size, size))
-    n_paths = u_draws.shape[-1]  # C n_paths with C outputs
-    iu = np.triu_indices(n_paths)
-    summaries = np.concatenate([u_draws[:, :, iu[0], iu[1]], f_draws.reshape(f_draws.shape[:2] + (int(np.prod(f_draws.shape[2:])),))], axis=2)
-    r_hat, ess = rank_rhat_ess(summaries) if n_draws else (np.full(1, np.nan),) * 2
-    flat_f = f_draws.reshape((-1,) + f_draws.shape[2:])  # [draws, P_test] or [draws, P_test, C]
-    ess_min = float(np.min(ess))
-    nanstat = lambda fn, xs: float(fn(xs)) if len(xs) and not np.all(np.isnan(xs)) else float("nan")  # noqa: E731
-    n_u = len(iu[0])
-    diagnostics = dict(
-        r_hat_max=float(np.max(r_hat)),
-        r_hat_U_max=float(np.max(r_hat[:n_u])),
-        ess_bulk_min=ess_min,
-        ess_bulk_median=float(np.median(ess)),
-        ess_bulk_U_min=float(np.min(ess[:n_u])),
-        ess_per_second=float(np.min(ess[:n_u])) / seconds,
-        divergences=int(sum(r.divergences for r in reports)),
-        accept_prob=nanstat(np.nanmean, [r.accept_prob for r in reports]),
-        e_bfmi=[r.e_bfmi for r in reports],
-        e_bfmi_min=nanstat(np.nanmin, [r.e_bfmi for r in reports]),
-        mean_tree_steps=nanstat(np.nanmean, [r.mean_tree_steps for r in reports]),
-        seconds=seconds,
-        draws_used=int(f_draws.shape[0] * f_draws.shape[1]),
-        draws_planned=int(settings["num_chains"] * settings["num_samples"]),
-        complete=stopped is None,
-        stopped=stopped,
-    )
-    return PosteriorSamples(
-        mean=flat_f.mean(axis=0) if n_draws else np.full(f_draws.shape[2:], np.nan),
-        var=_output_covariance(flat_f),
-        U=u_draws.reshape(-1, n_paths, n_paths).mean(axis=0) if n_draws else np.full((n_paths, n_paths), np.nan),
-        f_draws=f_draws,
-        U_draws=u_draws,
-        chains=reports,
-        diagnostics=diagnostics,
-        stopped=stopped,
-        settings=settings,
-    )
-
-
-def _output_covariance(flat_f: np.ndarray) -> np.ndarray:
-    """Unbiased variance over draws of ``flat_f [draws, P_test]``, or the output-output covariance
-    ``[P_test, C, C]`` of ``flat_f [draws, P_test, C]``; NaN with fewer than two draws."""
-    n = flat_f.shape[0]
-    if flat_f.ndim == 2:
-        return flat_f.var(axis=0, ddof=1) if n > 1 else np.full(flat_f.shape[1:], np.nan)
-    if n < 2:
-        return np.full(flat_f.shape[1:] + flat_f.shape[-1:], np.nan)
-    centred = flat_f - flat_f.mean(axis=0)
-    return np.einsum("dpc,dpe->pce", centred, centred) / (n - 1)
+    return reports

@@ -29,11 +29,12 @@ copies (inner products smaller by the factor 3), while ``pe`` and the label vect
 All outputs are float64 numpy arrays: tokens ``x[P, 48, N0]``, targets ``y[P]`` in ``{-1, +1}``.
 Typical use::
 
-    s = load_omniglot()                      # paththeory.tasks.data; 242 characters offline
-    patches = encode_images(s.images)        # once per data set
+    s = load_omniglot()  # paththeory.tasks.data; 242 characters offline
+    patches = encode_images(s.images)  # once per data set
     split = split_characters(s.n_classes, validation=0.1, test=0.25, seed=0)
     x, y = icl_sequences(patches, s.labels, 0, 600, characters=split.train, balanced=True)
-    x_test, y_test = icl_sequences(patches, s.labels, 1, 1000, characters=split.test, balanced=True)
+    x_test, y_test = icl_sequences(patches, s.labels, 1, 1000, characters=split.test,
+                                   balanced=True)
     x_ood, y_ood = ood_sequences("fashion", None)  # Fig. 3; "mnist" for App. H.2.2
 """
 

@@ -162,6 +162,16 @@ def test_bench_offers_every_case_and_all_runs_them(monkeypatch, capsys):
     assert main(["bench"]) == 0 and ran[-1] == tuple(bench.CASES)
     for case in bench.CASES:
         assert main(["bench", "--case", case]) == 0 and ran[-1] == (case,)
+    assert "sampling" not in bench.CASES  # about 20 minutes: run on its own
+
+
+def test_bench_sampling_prints_the_efficiency_table(monkeypatch, capsys):
+    from paththeory.experiments import bench_sampling
+    from paththeory.cli import main
+
+    monkeypatch.setattr(bench_sampling, "sampling_case", lambda: {"rows": []})
+    monkeypatch.setattr(bench_sampling, "format_rows", lambda case: "efficiency table")
+    assert main(["bench", "--case", "sampling"]) == 0 and "efficiency table" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", ["notebooks", "student", "course"])

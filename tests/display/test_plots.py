@@ -216,3 +216,46 @@ def test_notebook_figures_are_vector_graphics(tmp_path):
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     kinds = [set(o.get("data", {})) for o in nb.cells[0].outputs if o.output_type == "display_data"]
     assert kinds and all("image/svg+xml" in k and "image/png" not in k for k in kinds), kinds
+
+
+def test_stamp_is_the_books_smallest_type(fig_ax):
+    """9 pt: a phone shows a figure at 0.7 of its drawn size at least (book/_static/paththeory.css), 8.4 px."""
+    assert stamp_profile(fig_ax[0], "smoke").get_fontsize() == 9
+
+
+@pytest.mark.parametrize("n, columns", [(3, 2), (5, 2), (4, 3), (5, 3)])
+def test_panel_grid_centres_a_short_last_row(n, columns):
+    """No grid shows an empty cell: the panels of a short last row are centred under the full rows."""
+    fig, axes = plots.panel_grid(n, max_columns=columns)
+    try:
+        assert len(axes) == len(fig.axes) == n
+        fig.canvas.draw()
+        boxes = [ax.get_position() for ax in axes]
+        full = [b for b, ax in zip(boxes, axes) if ax.get_subplotspec().rowspan.start == 0]
+        last_row = axes[-(n % columns):]
+        last = [ax.get_position() for ax in last_row]
+        # The last row's span is centred under the first row's (to a fraction of a panel's width).
+        first_mid = (min(b.x0 for b in full) + max(b.x1 for b in full)) / 2
+        last_mid = (min(b.x0 for b in last) + max(b.x1 for b in last)) / 2
+        assert abs(first_mid - last_mid) < 0.05 * full[0].width
+        # Its panels are as wide as the others and do not overlap.
+        for b in last:
+            assert b.width == pytest.approx(full[0].width, rel=0.15)
+        assert all(a.x1 <= b.x0 for a, b in zip(last, last[1:]))
+    finally:
+        plt.close(fig)
+
+
+def test_panel_grid_full_rows_and_shared_axes():
+    fig, axes = plots.panel_grid(4)
+    assert [ax.get_subplotspec().colspan for ax in axes] == [range(0, 1), range(1, 2)] * 2
+    plt.close(fig)
+    fig, axes = plots.panel_grid(3, sharey=True)
+    assert axes[0].get_shared_y_axes().joined(axes[0], axes[2])
+    fig.canvas.draw()
+    assert not any(t.get_visible() for t in axes[1].get_yticklabels())  # the shared axis labelled once per row
+    assert any(t.get_visible() for t in axes[2].get_yticklabels())  # the centred panel starts its row
+    plt.close(fig)
+    with pytest.raises(TypeError, match="centred last row"):
+        plots.panel_grid(3, width_ratios=[1, 2])
+    plt.close("all")

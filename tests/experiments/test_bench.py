@@ -75,3 +75,30 @@ def test_compare_survives_a_diverging_baseline(small_problem, monkeypatch):
     monkeypatch.setattr(bench, "baseline_adam", lambda *a, **k: ([], float("nan"), 5))
     result = bench.compare(theory, [5.0], 0.1, lr=0.1)
     assert np.isnan(result["baseline_grad_norm"]) and result["grad_norm"] <= 1e-9 and result["converged"]
+
+
+def test_the_sampling_case_compares_both_samplers_at_each_width():
+    """A tiny schedule at N = 3 and 4: one row per sampler and width, the ratios are Gibbs over NUTS
+    of the rows' own rates, and the table prints every row."""
+    from paththeory.experiments import bench_sampling
+
+    case = bench_sampling.sampling_case((3, 4), {"nuts": (1, 10, 20), "gibbs": (2, 10, 40)})
+    rows = case["rows"]
+    assert [(r["method"], r["width"]) for r in rows] == [("nuts", 3), ("gibbs", 3), ("nuts", 4), ("gibbs", 4)]
+    for nuts, gibbs in (rows[:2], rows[2:]):
+        assert gibbs["ratio_ess_U_per_cpu_second"] == pytest.approx(
+            gibbs["ess_U_per_cpu_second"] / nuts["ess_U_per_cpu_second"])
+        assert gibbs["ratio_seconds_to_2_percent"] == pytest.approx(
+            nuts["seconds_to_2_percent"] / gibbs["seconds_to_2_percent"])
+        assert gibbs["kept"] == 40 and nuts["kept"] == 20 and gibbs["cpu_seconds"] > 0
+    table = bench_sampling.format_rows(case).splitlines()
+    assert len(table) == 5 and table[2].split()[:2] == ["3", "gibbs"]
+
+
+def test_mixing_reports_sweeps_per_effective_draw_of_every_quantity():
+    from paththeory.experiments import bench_sampling
+
+    out = bench_sampling.mixing(width=3, chains=2, warmup=5, kept=30)
+    per = out["sweeps_per_effective_draw"]
+    assert out["draws"] == 60 and len(per) == 10 + 4  # 10 entries of U (4 paths), |V0|^2, |V1|^2, |V2|^2, |b|^2
+    assert {"U[g,g]", "|V0|^2", "|V2|^2", "|b|^2"} <= set(per) and all(v > 0 for v in per.values())

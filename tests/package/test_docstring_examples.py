@@ -36,7 +36,7 @@ MODULES = ["paththeory", *_modules_with_examples()]
 
 def test_the_theory_and_every_layer_have_examples():
     assert {f"paththeory.{m}" for m in ("model", "kernels", "action", "hessian", "solve", "predict", "pruning",
-                                         "profiles", "_labels", "sampling.diagnostics", "sampling.nuts",
+                                         "profiles", "_labels", "sampling.diagnostics", "sampling.nuts", "sampling.gibbs", "sampling.posterior",
                                          "tasks.data", "tasks.examples", "training.checkpoints", "display.plots",
                                          "display.tables", "experiments.stats", "exercises.answers",
                                          "exercises.checking", "exercises.grading")} <= set(MODULES)

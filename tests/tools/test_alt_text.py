@@ -14,8 +14,9 @@ from docutils.utils import new_document
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
 
+from tests.tools.sphinx_build import build_with_extension
+
 ROOT = Path(__file__).resolve().parents[2]
-EXT = ROOT / "tools" / "paththeory_tools" / "sphinxext"
 #: A 1x1 PNG.
 PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -103,20 +104,12 @@ def test_the_html_check_fails_a_chapter_page_with_a_path_as_alt(check, tmp_path)
 
 def test_the_extension_sets_alt_texts_in_a_sphinx_build(tmp_path):
     """The post-transform registered by setup() runs in a real (tiny) Sphinx build."""
-    application = pytest.importorskip("sphinx.application")
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(EXT)!r})\nextensions = ['figure_alt']\n")
-    (src / "plot.png").write_bytes(PIXEL)
-    (src / "index.rst").write_text(
+    html = build_with_extension(
+        tmp_path, "figure_alt",
         "Page\n====\n\n.. figure:: plot.png\n\n   Accuracy against the width :math:`N`.\n\n"
-        ".. figure:: plot.png\n   :alt: A written alt text\n\n   Its caption.\n"
+        ".. figure:: plot.png\n   :alt: A written alt text\n\n   Its caption.\n",
+        {"plot.png": PIXEL},
     )
-    out = tmp_path / "html"
-    app = application.Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html",
-                             status=None, warning=None, freshenv=True)
-    app.build()
-    html = (out / "index.html").read_text()
     assert 'alt="Accuracy against the width N."' in html
     assert 'alt="A written alt text"' in html
     assert 'alt="plot.png"' not in html and 'alt="_images/plot.png"' not in html

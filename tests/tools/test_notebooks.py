@@ -14,7 +14,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 jupytext = pytest.importorskip("jupytext")
 
-from paththeory_tools import notebooks  # noqa: E402
+from paththeory_tools import notebooks, plain_markdown  # noqa: E402
 from paththeory_tools.student import BEGIN, figure_caption  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +31,10 @@ MYST = re.compile(
     r"|^\+\+\+",
     re.MULTILINE,
 )
+
+
+#: The heading of a figure's caption cell: "**Figure 7.3.** " (the number as the web book shows it).
+FIGURE_HEADING = re.compile(r"^\*\*Figure(?: ([\d.]+))?\.\*\* ")
 
 
 def myst_left(nb) -> list[str]:
@@ -78,16 +82,20 @@ def test_figure_captions_sit_under_their_figures(chapter):
     source = jupytext.read(ROOT / "book" / f"{chapter}.md")
     captions = [figure_caption(c) for c in source.cells if c.cell_type == "code" and figure_caption(c)]
     cells = read(chapter).cells
-    shown = [(cells[i - 1].cell_type, c.source) for i, c in enumerate(cells) if c.source.startswith("**Figure.** ")]
+    shown = [(cells[i - 1].cell_type, c.source) for i, c in enumerate(cells) if FIGURE_HEADING.match(c.source)]
     assert len(shown) == len(captions)
     assert all(kind == "code" for kind, _ in shown)
-    for caption, (_, text) in zip(captions, shown):
+    number = plain_markdown.toc_numbers(ROOT / "_toc.yml")[f"book/{chapter}"]
+    for i, (caption, (_, text)) in enumerate(zip(captions, shown), 1):
+        # numbered as the web book numbers it: Figure 7.3 (the root page: Figure 1)
+        assert FIGURE_HEADING.match(text).group(1) == (f"{number}.{i}" if number else str(i))
+        text = FIGURE_HEADING.sub("", text)
         plain = [w for w in caption.split() if re.fullmatch(r"[A-Za-z,;:.'()-]+", w)]
-        assert text.split()[1] == caption.split()[0] and all(w in text for w in plain[:5])
+        assert text.split()[0] == caption.split()[0] and all(w in text for w in plain[:5])
 
 
 def test_every_figure_of_the_book_has_its_caption():
-    total = sum(c.source.startswith("**Figure.** ") for ch in CHAPTERS for c in read(ch).cells)
+    total = sum(bool(FIGURE_HEADING.match(c.source)) for ch in CHAPTERS for c in read(ch).cells)
     assert total >= 30
 
 
@@ -281,6 +289,70 @@ def test_the_book_points_the_colab_button_at_the_plain_notebook(book_extension):
     assert ext.colab_buttons(context)[0]["url"].endswith("/blob/main/notebooks/student/model.ipynb")
 
 
+def test_the_notebooks_number_cross_references_as_the_book_does():
+    """Theorems, exercises, figures and equations carry the web book's numbers (chapter from _toc.yml's
+    numbered parts, then the count of that kind on the page): the numbers a built book shows."""
+    ctx = plain_markdown.MarkdownContext.from_book(ROOT / "book", base_url=notebooks.BOOK_URL)
+    assert plain_markdown.toc_numbers(ROOT / "_toc.yml")["book/derivation"] == 2
+    expected = {"prop-result-1": "Proposition 2.1", "lem-wishart": "Lemma 2.3", "asm-thermodynamic-limit":
+                "Assumption 2.3", "rem-approximations": "Remark 2.2", "def-renormalised-kernel": "Definition 1.5",
+                "prop-result-2": "Proposition 4.1", "cor-gp-point": "Corollary 3.1", "fig-markov-task": "Figure 7.1",
+                "fig-markov-two-path": "Figure 7.8"}
+    assert {label: ctx.numbers.get(label) for label in expected} == expected
+    assert ctx.equation_numbers["gamma-identity"] == "2.1"
+    derivation = read("derivation")
+    text = "\n".join(c.source for c in derivation.cells if c.cell_type == "markdown")
+    assert "\\tag{2.1}" in text and "\\tag{1}" not in text
+    depth = "\n".join(c.source for c in read("depth").cells if c.cell_type == "markdown")
+    assert f"[Proposition 2.1]({notebooks.BOOK_URL}/book/derivation.html#prop-result-1)" in depth
+    assert "Proposition (Result 1" not in depth and "[the equation of *" not in depth
+    assert f"[Exercise 12.6 (What the large-width forms drop)]({notebooks.BOOK_URL}/book/problems.html" in depth
+
+
+def test_the_download_button_offers_the_plain_notebook(book_extension, tmp_path):
+    """The page's .ipynb download is the plain notebook, copied into the built site; not the MyST one."""
+    pytest.importorskip("sphinx")
+    ext = book_extension("colab_notebooks")
+
+    def buttons():
+        return [{"label": "download-notebook-button", "url": "../_sources/book/model.ipynb", "tooltip": "t"},
+                {"label": "download-source-button", "url": "../_sources/book/model.md", "tooltip": "t"}]
+
+    context = {"pathto": lambda name, resource: f"../{name}",
+               "header_buttons": [{"label": "download-buttons", "buttons": buttons()}]}
+    ext.point_download_button(_App(str(ROOT), {}), "book/model", "page.html", context, None)
+    notebook, source = context["header_buttons"][0]["buttons"]
+    assert notebook["url"] == f"../{ext.DOWNLOAD_DIR}/model.ipynb" and "plain" in notebook["tooltip"]
+    assert source["url"] == "../_sources/book/model.md" and "MyST" in source["tooltip"]
+    # A page without a plain notebook keeps the theme's entry.
+    other = {"pathto": context["pathto"], "header_buttons": [{"label": "download-buttons", "buttons": buttons()}]}
+    ext.point_download_button(_App(str(ROOT), {}), "book/notation", "page.html", other, None)
+    assert other["header_buttons"][0]["buttons"][0]["url"] == "../_sources/book/model.ipynb"
+
+    # After the build, the built pages' plain notebooks are in the site, byte for byte.
+    app = _App(str(ROOT), {})
+    app.outdir = str(tmp_path)
+    app.builder = type("Builder", (), {"format": "html"})()
+    app.env = type("Env", (), {"found_docs": {"book/model", "book/notation"}})()
+    copied = ext.copy_notebooks(app, None)
+    assert [p.name for p in copied] == ["model.ipynb"]
+    assert (tmp_path / ext.DOWNLOAD_DIR / "model.ipynb").read_bytes() == (OUT / "model.ipynb").read_bytes()
+    assert ext.copy_notebooks(app, RuntimeError("failed build")) == []
+
+
+def test_the_html_check_fails_a_myst_or_missing_notebook_download(tmp_path, module_from_file):
+    check = module_from_file("check_html", ROOT / ".ci" / "check_html.py")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "_notebooks").mkdir()
+    (tmp_path / "_notebooks" / "model.ipynb").write_text("{}")
+    page = '<html><body><article><a class="btn-download-notebook-button" href="{}">.ipynb</a></article></body></html>'
+    for name, href in (("myst", "../_sources/book/model.ipynb"), ("missing", "../_notebooks/gone.ipynb"),
+                       ("plain", "../_notebooks/model.ipynb")):
+        (tmp_path / "book" / f"{name}.html").write_text(page.format(href))
+    assert sorted(p.split(" (")[0].split(" ../")[0] for p in check.problems(tmp_path)) == [
+        "book/missing.html: notebook download", "book/myst.html: notebook download is the MyST notebook"]
+
+
 # --------------------------------------------------------------------------- the student edition
 
 STUDENT = ROOT / notebooks.STUDENT_DIR
@@ -301,8 +373,8 @@ def test_student_notebooks_read_right_and_hide_every_solution(chapter):
     nbformat.validate(nb)
     text = "\n".join(c.source for c in nb.cells)
     assert BEGIN not in text and "> **Solution**" not in text
-    figures = [c.source for c in nb.cells if c.source.startswith("**Figure.** ")]
-    assert figures == [c.source for c in full.cells if c.source.startswith("**Figure.** ")]
+    figures = [c.source for c in nb.cells if FIGURE_HEADING.match(c.source)]
+    assert figures == [c.source for c in full.cells if FIGURE_HEADING.match(c.source)]
     for cell in nb.cells:
         if cell.cell_type == "code" and "exercise" in cell.metadata.get("tags", []):
             assert "raise NotImplementedError(" in cell.source

@@ -22,16 +22,27 @@ class MarkdownContext:
     folder: str = "book"
     #: Whether the notebook keeps its worked solutions (the full edition) or stubs them (students).
     solutions: bool = False
+    #: The book's numbers of its targets, as the web book shows them: ``{label: "Proposition 2.1"}`` for
+    #: theorems, exercises and figures, and ``{label: "2.3"}`` in :attr:`equation_numbers` for equations
+    #: (chapter number from ``_toc.yml``'s numbered parts, then the count of that kind on the page).
+    numbers: dict = field(default_factory=dict)
+    equation_numbers: dict = field(default_factory=dict)
 
     @classmethod
     def from_book(cls, book_dir, chapters=(), base_url: str | None = None) -> MarkdownContext:
-        titles, labels, citations, anchors = {}, {}, {}, {}
+        titles, labels, citations, anchors, numbers, equation_numbers = {}, {}, {}, {}, {}, {}
         folder = "book"
         if book_dir is not None:
             book = Path(book_dir)
             folder = book.name
+            chapter_numbers = toc_numbers(book.parent / "_toc.yml")
             for md in book.glob("*.md"):
                 text = md.read_text()
+                number = chapter_numbers.get(f"{folder}/{md.stem}")
+                if number is not None:
+                    found = book_numbers(text, number)
+                    equation_numbers.update(found.pop("equations"))
+                    numbers.update(found["targets"])
                 head = re.search(r"^# (.+)$", text, re.MULTILINE)
                 titles[md.stem] = head.group(1).strip() if head else md.stem
                 for m in re.finditer(r"^\(([^)\s]+)\)=\s*\n+(?:#+ (.+)|```+\{admonition\} (.+)|:::+\{admonition\} (.+))?",
@@ -46,7 +57,8 @@ class MarkdownContext:
                                 for m in re.finditer(r"^\s+name:\s*['\"]?(fig-[\w-]+)", text, re.MULTILINE)})
             for bib in book.glob("*.bib"):
                 citations.update(_read_bib(bib.read_text()))
-        return cls(titles, citations, labels, tuple(chapters), base_url=base_url, anchors=anchors, folder=folder)
+        return cls(titles, citations, labels, tuple(chapters), base_url=base_url, anchors=anchors, folder=folder,
+                   numbers=numbers, equation_numbers=equation_numbers)
 
     def url(self, page: str, anchor: str = "") -> str:
         """The published book's address of ``page`` (and of ``anchor`` on it, as docutils writes ids)."""
@@ -112,6 +124,60 @@ def _equation_numbers(text: str) -> dict:
     return {lab: i + 1 for i, lab in enumerate(labels)}
 
 
+def toc_numbers(toc_path: str | Path) -> dict:
+    """``{file: chapter number}`` of the chapters in ``_toc.yml``'s numbered parts, numbered on across parts
+    as Jupyter Book does (``book/model`` is 1); the root page is numbered 0 (its figures are "Figure 1")."""
+    path = Path(toc_path)
+    if not path.is_file():
+        return {}
+    import yaml
+
+    toc = yaml.safe_load(path.read_text())
+    out = {toc["root"]: 0}
+    count = 0
+    for part in toc.get("parts", ()):
+        if not part.get("numbered"):
+            continue
+        for chapter in part.get("chapters", ()):
+            if "file" in chapter:
+                count += 1
+                out[chapter["file"]] = count
+    return out
+
+
+#: The opening line of a numbered directive (a sphinx-proof statement, an exercise) and its option lines.
+_NUMBERED_DIRECTIVE = re.compile(r"^[`:]{3,}\{(prf:\w+|exercise)\}[^\n]*\n((?:[ \t]*:[\w-]+:.*\n)*)", re.MULTILINE)
+
+
+def book_numbers(text: str, chapter: int) -> dict:
+    r"""The numbers the web book gives the targets of chapter ``chapter``'s MyST ``text``:
+    ``{"targets": {label: "Kind c.n"}, "equations": {label: "c.n"}}``. Figures (``name: fig-...``),
+    exercises and each kind of sphinx-proof statement (proofs are not numbered) count separately, in
+    order of appearance, as do the labelled equations; the root page (``chapter`` 0) numbers them
+    ``1, 2, ...``.
+
+    Example:
+      >>> text = "```{prf:lemma} A\n:label: lem-a\n```\n```{prf:lemma} B\n:label: lem-b\n```\n" \
+      ...        "```{prf:remark}\n:label: rem-c\n```\n$$\nx\n$$ (eq-x)\n"
+      >>> book_numbers(text, 2)
+      {'targets': {'lem-a': 'Lemma 2.1', 'lem-b': 'Lemma 2.2', 'rem-c': 'Remark 2.1'}, 'equations': {'eq-x': '2.1'}}
+    """
+    prefix = f"{chapter}." if chapter else ""
+    targets, counts = {}, {}
+    for m in _NUMBERED_DIRECTIVE.finditer(text):
+        kind, options = m.group(1).removeprefix("prf:"), m.group(2)
+        if kind == "proof" or ":nonumber:" in options:
+            continue
+        counts[kind] = counts.get(kind, 0) + 1
+        label = re.search(r":label:[ \t]*(\S+)", options)
+        if label:
+            targets[label.group(1)] = f"{kind.capitalize()} {prefix}{counts[kind]}"
+    for i, m in enumerate(re.finditer(r"^\s+name:\s*['\"]?(fig-[\w-]+)", text, re.MULTILINE), 1):
+        targets[m.group(1)] = f"Figure {prefix}{i}"
+    equations = {label: f"{prefix}{n}" for label, n in _equation_numbers(text).items()}
+    return {"targets": targets, "equations": equations}
+
+
 def _theorem_labels(text: str) -> dict:
     """``{label: "Kind (title)"}`` of the sphinx-proof directives (``{prf:lemma} Title``) and exercises of a page."""
     out = {}
@@ -134,6 +200,8 @@ def _role(m: re.Match, ctx: MarkdownContext) -> str:
             return f"({number})"
         if ctx.base_url and target in ctx.anchors:
             page, anchor = ctx.anchors[target]
+            if target in ctx.equation_numbers:  # as the web book shows it: (2.3)
+                return f"[({ctx.equation_numbers[target]})]({ctx.url(page, anchor)})"
             return f"[the equation of *{ctx.titles.get(page, page)}*]({ctx.url(page, anchor)})"
         return f"the equation '{target}' of the book"
     if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "footcite"):
@@ -148,7 +216,14 @@ def _role(m: re.Match, ctx: MarkdownContext) -> str:
             return f"[{label}]({ctx.url(doc)})"
         return f"[{label}]({doc}.ipynb)" if doc in ctx.chapters else f"*{label}*"
     if name in ("ref", "numref", "term", "abbr", "prf:ref"):
-        shown = text or ctx.labels.get(target) or ("the figure" if target.startswith("fig-") else target)
+        number = ctx.numbers.get(target) if name in ("numref", "prf:ref") else None
+        if text and number and "%s" in text:  # {numref}`Fig. %s <fig-x>`
+            text = text.replace("%s", number.split(" ", 1)[1])
+        label = ctx.labels.get(target)
+        if name == "ref" and ctx.numbers.get(target) and label and label.startswith(ctx.numbers[target].split(" ")[0]):
+            # an exercise by {ref}: "Exercise 12.6 (The one-layer action)", as sphinx-exercise writes it
+            label = ctx.numbers[target] + label[len(ctx.numbers[target].split(" ")[0]):]
+        shown = text or number or label or ("the figure" if target.startswith("fig-") else target)
         if ctx.base_url and target in ctx.anchors and name != "abbr":
             return f"[{shown}]({ctx.url(*ctx.anchors[target])})"
         return shown

@@ -121,7 +121,10 @@ def plain_notebook(notebook, context: MarkdownContext | None = None, *, solution
 
     ctx = copy.copy(context) if context is not None else MarkdownContext({}, {}, {})
     ctx.solutions = solutions
-    ctx.equations = _equation_numbers("\n".join(c.source for c in notebook.cells if c.cell_type == "markdown"))
+    # The page's labelled equations, numbered as the web book numbers them ((2.3) in chapter 2) where the
+    # context knows the book's numbers, else 1, 2, ... in order.
+    local = _equation_numbers("\n".join(c.source for c in notebook.cells if c.cell_type == "markdown"))
+    ctx.equations = {label: ctx.equation_numbers.get(label, n) for label, n in local.items()}
     out = copy.deepcopy(notebook)
     cells = []
     for cell in out.cells:
@@ -134,6 +137,9 @@ def plain_notebook(notebook, context: MarkdownContext | None = None, *, solution
                 continue
         elif cell.cell_type == "code":
             caption = figure_caption(cell)
+            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            # "Figure 7.3", as the web book numbers it, where the context knows the number
+            heading = ctx.numbers.get(figure.get("name", "") if isinstance(figure, dict) else "", "Figure")
             if BEGIN in cell.source and not solutions:
                 cell.source = strip_solution(cell.source)
             cell.outputs, cell.execution_count = [], None
@@ -143,7 +149,7 @@ def plain_notebook(notebook, context: MarkdownContext | None = None, *, solution
                 cell.metadata = {"tags": ["exercise"]} if "exercise" in tags else {}
         cells.append(cell)
         if caption:
-            cells.append(nbformat.v4.new_markdown_cell("**Figure.** " + myst_to_markdown(caption, ctx)))
+            cells.append(nbformat.v4.new_markdown_cell(f"**{heading}.** " + myst_to_markdown(caption, ctx)))
     out.cells = cells
     out.metadata.pop("jupytext", None)
     return out
@@ -184,9 +190,12 @@ wrong shape) raises `InvalidAnswer`, saying which exercise and what kind of answ
 (a folder and an SQLite gradebook), and students on Colab simply send their `.ipynb`:
 
 ```bash
-paththeory-tools course release book/problems.md --course course  # course/release/problems/problems.ipynb
-paththeory-tools course collect problems --uploads uploads/ --course course  # uploads/<student>.ipynb
-paththeory-tools course grade problems --course course  # course/grades-problems.csv, course/feedback/
+# writes course/release/problems/problems.ipynb
+paththeory-tools course release book/problems.md --course course
+# reads uploads/<student>.ipynb
+paththeory-tools course collect problems --uploads uploads/ --course course
+# writes course/grades-problems.csv and course/feedback/
+paththeory-tools course grade problems --course course
 ```
 
 `release` writes nbgrader's source notebook from the chapter: after each answer cell, a public
@@ -200,6 +209,27 @@ redefines a check earns no points for that exercise, a test cell a student edite
 before grading, and a notebook that cannot find a data file fails the grade run, naming the
 file, instead of being graded on empty cells.
 """
+
+
+#: The plain-text maths of the exercises' tasks (written for a terminal and a notebook's messages) and
+#: its typeset form on the exercises page, so that the table does not set ``U_a`` beside $U_a$.
+TASK_MATHS = ((re.compile(r"\bK_U\*"), "$K_{U^*}$"), (re.compile(r"\bK_GP\b"), "$K_{GP}$"),
+              (re.compile(r"\bU\*"), "$U^*$"), (re.compile(r"\bU_a\b"), "$U_a$"),
+              (re.compile(r"\bN = (\d+)\b"), r"$N = \1$"), (re.compile(r"\b(\d+) x (\d+)\b"), r"$\1\\times\2$"), (re.compile(r"^f\(x\)"), "$f(x)$"))
+
+
+def task_markdown(task: str) -> str:
+    """An exercise's task as the exercises page shows it: its maths typeset (:data:`TASK_MATHS`).
+
+    Example:
+      >>> task_markdown("the top-PC label overlap of K_GP and K_U*")
+      'the top-PC label overlap of $K_{GP}$ and $K_{U^*}$'
+      >>> task_markdown("the good-denoising entry of U* at N = 20")
+      'the good-denoising entry of $U^*$ at $N = 20$'
+    """
+    for pattern, maths in TASK_MATHS:
+        task = pattern.sub(maths, task)
+    return task
 
 
 def exercises_page(book_dir: str | Path) -> str:
@@ -222,7 +252,7 @@ def exercises_page(book_dir: str | Path) -> str:
         for number, name in enumerate(names, 1):
             title = tasks.get(exercise_label(name))
             link = f"{{ref}}`{title} <{exercise_label(name)}>`" if title else f"Exercise {number}"
-            task = EXERCISES[name].task.replace("*", "\\*")
+            task = task_markdown(EXERCISES[name].task)
             rows.append(f"| {{doc}}`{chapter}` | {link} | {task} | `{name}` |")
     table = "\n".join(["| Chapter | Exercise | Task | Check id |", "|---|---|---|---|", *rows])
     md = book / "problems.md"

@@ -1,0 +1,123 @@
+"""The finite network in path form and its readout's exact conditional, shared by the samplers.
+
+The network of the paper's Eqs. (1-4) with the attention fixed is evaluated from path features
+``xi`` computed once per data set (:func:`paththeory.model.path_features`): ``f = Phi b`` with the
+pooled last-layer activations
+``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`readout_design`)
+and the standardised readout ``b = a / sigma_a ~ N(0, I)``. Given the value weights, the labels are
+Gaussian, ``y ~ N(0, T I_P + Phi Phi^T)`` (:func:`marginal_log_likelihood`), and ``b`` has an exact
+Gaussian conditional, drawn by Matheron's rule (:func:`draw_readout`). Labels ``[P, C]`` give one
+readout column per output; the columns are independent given ``Phi``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from paththeory._checks import as_float_array, check_key, check_positive
+from paththeory.model import Architecture, check_architecture, effective_weights
+
+Array = jax.Array
+
+
+def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
+    """``Phi = sigma_a df/da`` ``[B, n_L]``, so that ``f = Phi b`` with ``b = a / sigma_a`` (the paper's Eqs. 5-7).
+
+    ``Phi = sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L)) sum_pi V^L_{h_L} ... V^1_{h_1} V^0 xi^pi``: the
+    pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
+    needs ``V0`` and ``V`` only.
+    """
+    check_architecture(arch)
+    if not isinstance(params, dict) or "V0" not in params or "V" not in params:
+        raise ValueError("params must be a dict with the weights 'V0' and 'V' (paththeory.sample_prior).")
+    n_in = params["V0"].shape[1]
+    if jnp.ndim(features) != 3 or tuple(jnp.shape(features)[1:]) != (arch.n_paths, n_in):
+        raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
+                         f"got {tuple(jnp.shape(features))}.")
+    z = jnp.einsum("in,bpn->bpi", params["V0"], features)  # [B, paths, n_0]
+    for v in params["V"]:  # contract this layer's head (the slowest remaining path index)
+        z = z.reshape(z.shape[0], v.shape[0], -1, z.shape[-1])
+        z = jnp.einsum("hji,bhqi->bqj", v, z)
+    scale = arch.variances[-1] / (arch.variances[0] * params["V0"].shape[0])
+    for v in params["V"]:
+        scale /= v.shape[1]
+    return math.sqrt(scale) * z[:, 0, :]
+
+
+def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], Array], Array]:
+    """``v -> C^{-1} v`` and ``log det C`` for ``C = T I_P + Phi Phi^T``, by the smaller Cholesky factor."""
+    if not isinstance(temperature, jax.core.Tracer):
+        temperature = check_positive(temperature, "temperature")
+    p, n = phi.shape
+    if n <= p:  # Woodbury: C^{-1} = (I - Phi M^{-1} Phi^T) / T with M = T I_n + Phi^T Phi
+        chol = jnp.linalg.cholesky(temperature * jnp.eye(n, dtype=phi.dtype) + phi.T @ phi)
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol))) + (p - n) * math.log(temperature)
+
+        def solve(v: Array) -> Array:
+            return (v - phi @ jax.scipy.linalg.cho_solve((chol, True), phi.T @ v)) / temperature
+
+    else:
+        chol = jnp.linalg.cholesky(temperature * jnp.eye(p, dtype=phi.dtype) + phi @ phi.T)
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol)))
+
+        def solve(v: Array) -> Array:
+            return jax.scipy.linalg.cho_solve((chol, True), v)
+
+    return solve, logdet
+
+
+def _check_design(phi: Array, y: Array) -> tuple[Array, Array]:
+    """``phi`` and ``y`` as real arrays (traced ones pass through), after checking that ``phi`` is
+    ``[P, n_L]``, ``y`` is ``[P]`` or ``[P, C]``, and both are finite."""
+    phi, y = as_float_array(phi, "phi", ndim=2), as_float_array(y, "y", ndim=(1, 2))
+    if jnp.shape(y)[0] != jnp.shape(phi)[0]:
+        raise ValueError(f"phi must be [P, n_L] and y [P] or [P, C] with the same P; got {tuple(jnp.shape(phi))} "
+                         f"and {tuple(jnp.shape(y))}.")
+    return phi, y
+
+
+def marginal_log_likelihood(phi: Array, y: Array, temperature: float) -> Array:
+    """``sum_c log N(Y_{:, c}; 0, T I + Phi Phi^T)``: the likelihood with the readout integrated out.
+
+    ``phi [P, n_L]``; ``y [P]`` (one output) or ``[P, C]`` (the columns are independent given ``Phi``).
+    """
+    phi, y = _check_design(phi, y)
+    solve, logdet = _gaussian_factor(phi, temperature)
+    n_outputs = y.size // y.shape[0]
+    return -0.5 * (jnp.vdot(y, solve(y)) + n_outputs * logdet + y.size * math.log(2.0 * math.pi))
+
+
+def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
+    """One exact draw of ``b = a / sigma_a`` given ``Phi``: ``[n_L]`` for ``y [P]``, ``[n_L, C]`` for ``y [P, C]``
+    (one column per output). The posterior is ``N(M^{-1} Phi^T y, T M^{-1})`` with ``M = T I + Phi^T Phi``;
+    for ``n_L <= P`` it is drawn in that form, otherwise by Matheron's rule,
+    ``b = e + Phi^T (T I + Phi Phi^T)^{-1} (y - Phi e - sqrt(T) d)``: either way without dividing by ``T``."""
+    phi, y = _check_design(phi, y)
+    key = check_key(key)
+    k_e, k_d = jax.random.split(key)
+    e = jax.random.normal(k_e, (phi.shape[1],) + y.shape[1:], phi.dtype)
+    d = jax.random.normal(k_d, y.shape, phi.dtype)
+    if phi.shape[1] <= phi.shape[0]:  # b = M^{-1} (Phi^T (y + sqrt(T) d) + T e), M = T I + Phi^T Phi: no 1 / T
+        if not isinstance(temperature, jax.core.Tracer):
+            temperature = check_positive(temperature, "temperature")
+        chol = jnp.linalg.cholesky(temperature * jnp.eye(phi.shape[1], dtype=phi.dtype) + phi.T @ phi)
+        return jax.scipy.linalg.cho_solve((chol, True), phi.T @ (y + jnp.sqrt(temperature) * d) + temperature * e)
+    solve, _ = _gaussian_factor(phi, temperature)
+    return e + phi.T @ solve(y - phi @ e - jnp.sqrt(temperature) * d)
+
+
+def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Array:
+    """``w^{c pi}`` of every output, ``[C n_paths, n_0]`` with the output index slowest.
+
+    ``b``: standardised readout ``[n_L]`` (one output) or ``[n_L, C]``; output ``c`` has readout
+    ``a_c = sigma_a b_{:, c}`` and the effective weights of :func:`paththeory.model.effective_weights`.
+    """
+    columns = jnp.reshape(b, (b.shape[0], -1)).T  # [C, n_L]
+    sd_a = math.sqrt(arch.variances[-1])
+    w = jax.vmap(lambda bc: effective_weights(arch, {**params, "a": sd_a * bc}))(columns)
+    return w.reshape(-1, w.shape[-1])
+
