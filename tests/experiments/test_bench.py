@@ -77,6 +77,7 @@ def test_compare_survives_a_diverging_baseline(small_problem, monkeypatch):
     assert np.isnan(result["baseline_grad_norm"]) and result["grad_norm"] <= 1e-9 and result["converged"]
 
 
+@pytest.mark.slow
 def test_the_sampling_case_compares_both_samplers_at_each_width():
     """A tiny schedule at N = 3 and 4: one row per sampler and width, the ratios are Gibbs over NUTS
     of the rows' own rates, and the table prints every row."""
@@ -95,6 +96,7 @@ def test_the_sampling_case_compares_both_samplers_at_each_width():
     assert len(table) == 5 and table[2].split()[:2] == ["3", "gibbs"]
 
 
+@pytest.mark.slow
 def test_mixing_reports_sweeps_per_effective_draw_of_every_quantity():
     from paththeory.experiments import bench_sampling
 

@@ -31,6 +31,7 @@ def test_block_layout_follows_the_path_order():
         assert [int(n[layer]) for n in names] == heads_in_layout.tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_outputs", [1, 2])
 def test_each_block_draw_matches_its_dense_gaussian_conditional(n_outputs):
     """Mean and covariance of 20,000 draws of every block against ``Sigma = (I / s2 + J^T J / T)^{-1}``,
@@ -68,6 +69,7 @@ def test_each_block_draw_matches_its_dense_gaussian_conditional(n_outputs):
         right = jnp.einsum("hij,mahbj->mahbi", w, r).reshape(p, xi.shape[1], -1)
 
 
+@pytest.mark.slow
 def test_a_block_smaller_than_the_outputs_is_drawn_without_dividing_by_t():
     """Blocks with fewer entries than ``P`` use the precision form: at T = 1e-6 the draws match the dense
     conditional (5 standard errors), and at T = 1e-14 they stay finite and their mean is the stable
