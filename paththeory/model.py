@@ -416,6 +416,12 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
 # --------------------------------------------------------------------------- finite network
 
 
+def weight_count(arch: Architecture, widths: Sequence[int], input_dim: int, n_outputs: int = 1) -> int:
+    """Entries of ``V0``, every ``V^l`` and the readout of ``n_outputs`` outputs at the network ``widths`` ``(n_0..n_L)``."""
+    return (widths[0] * input_dim + sum(h * n * m for h, n, m in zip(arch.heads, widths[1:], widths))
+            + widths[-1] * n_outputs)
+
+
 def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim: int, key: Array) -> dict:
     """Draw the Bayesian weights from their Gaussian priors (paper Eq. (8), App. A.3).
 
@@ -435,7 +441,7 @@ def sample_prior(arch: Architecture, widths: float | Sequence[float], input_dim:
     ns = check_architecture(arch).network_widths(widths)
     input_dim = check_count(input_dim, "input_dim")
     key = check_key(key)
-    check_allocation(8 * (ns[0] * input_dim + sum(h * n * m for h, n, m in zip(arch.heads, ns[1:], ns)) + ns[-1]),
+    check_allocation(8 * weight_count(arch, ns, input_dim),
                      f"the weights of widths {ns} and input_dim = {input_dim}")
     keys = jax.random.split(key, arch.n_layers + 2)
     sd = [math.sqrt(v) for v in arch.variances]

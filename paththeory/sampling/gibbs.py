@@ -63,8 +63,8 @@ import numpy as np
 from tqdm import tqdm
 
 from paththeory._checks import check_allocation, check_flag
-from paththeory.model import Architecture, sample_prior
-from paththeory.sampling.network import draw_readout, output_effective_weights, readout_design
+from paththeory.model import Architecture, sample_prior, weight_count
+from paththeory.sampling.network import draw_readout, draw_statistics
 from paththeory.sampling.results import (
     ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, collect, resolve_chain_method,
     stopped_record)
@@ -229,8 +229,7 @@ def sample_gibbs(
     chain_method = resolve_chain_method(chain_method)
     n_out = 1 if yy.ndim == 1 else yy.shape[1]
     p, n_paths, n_in = xi.shape
-    weights = widths[0] * n_in + sum(h * n * m for h, n, m in zip(arch.heads, widths[1:], widths)) + widths[-1] * n_out
-    check_allocation(8 * num_chains * (3 * weights + 2 * (p * n_out) ** 2 + 2 * p * n_paths * max(widths + (n_in,))),
+    check_allocation(8 * num_chains * (3 * weight_count(arch, widths, n_in, n_out) + 2 * (p * n_out) ** 2 + 2 * p * n_paths * max(widths + (n_in,))),
                      f"{num_chains} Gibbs chains' weights (current, prior draw, new draw), Gram matrix and "
                      f"activations (P = {p}, C = {n_out}, widths {widths}, N0 = {n_in})")
 
@@ -245,10 +244,8 @@ def sample_gibbs(
             return {"V0": prior["V0"], "V": prior["V"], "b": b}
 
         def summary(state: dict) -> tuple[Array, Array]:
-            params = {"V0": state["V0"], "V": state["V"]}
-            w = output_effective_weights(arch, params, state["b"])  # [C n_paths, n_0]
-            f = readout_design(arch, params, xt_j) @ state["b"]
-            return w @ w.T / widths[0], f if yy.ndim == 2 else f[:, 0]
+            u, f = draw_statistics(arch, {"V0": state["V0"], "V": state["V"]}, state["b"], xt_j)
+            return u, f if yy.ndim == 2 else f[:, 0]
 
         def sweep(state: dict, key: Array, it: Array) -> dict:
             return gibbs_sweep(arch, xi_j, y2, temperature, state, jax.random.fold_in(key, it))

@@ -110,6 +110,13 @@ def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
     return e + phi.T @ solve(y - phi @ e - jnp.sqrt(temperature) * d)
 
 
+def draw_statistics(arch: Architecture, params: dict, b: Array, features_test: Array) -> tuple[Array, Array]:
+    """One posterior draw's order parameter ``w w^T / n_0`` ``[C n_paths, C n_paths]`` (the paper's Eq. 13, with
+    :func:`output_effective_weights`) and test outputs ``Phi_test b`` (``[P_test]`` or ``[P_test, C]``, as ``b``)."""
+    w = output_effective_weights(arch, params, b)
+    return w @ w.T / params["V0"].shape[0], readout_design(arch, params, features_test) @ b
+
+
 def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Array:
     """``w^{c pi}`` of every output, ``[C n_paths, n_0]`` with the output index slowest.
 

@@ -89,7 +89,7 @@ from tqdm import tqdm
 from paththeory._checks import check_count, check_flag, check_open_interval
 from paththeory.model import Architecture, sample_prior
 from paththeory.sampling.diagnostics import e_bfmi
-from paththeory.sampling.network import draw_readout, marginal_log_likelihood, output_effective_weights, readout_design
+from paththeory.sampling.network import draw_readout, draw_statistics, marginal_log_likelihood, readout_design
 from paththeory.sampling.results import (
     ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, collect, resolve_chain_method,
     stopped_record)
@@ -247,8 +247,7 @@ def sample_nuts(
                 b = draw_readout(readout_design(arch, params, args[0]), args[1], temperature, key)
             else:
                 b = z["a"] / sd_a
-            w = output_effective_weights(arch, params, b)  # [C n_paths, n_0]
-            return w @ w.T / widths[0], readout_design(arch, params, xt_j) @ b
+            return draw_statistics(arch, params, b, xt_j)
 
         vectorized = chain_method == "vectorized"
         batch = (lambda fn, axes: jax.jit(jax.vmap(fn, in_axes=axes))) if vectorized else (lambda fn, _: jax.jit(fn))
