@@ -10,7 +10,7 @@ the shipped networks. The layers below are importable too, one folder each: :mod
 Example:
   >>> import paththeory as pt
   >>> len(pt.__all__), all(getattr(pt, name) is not None for name in pt.__all__)
-  (32, True)
+  (34, True)
   >>> arch = pt.Architecture([pt.ScoreAttention([[[0.0]]])])
   >>> arch.n_paths, callable(pt.Theory), callable(pt.sample_posterior)
   (1, True, True)
@@ -64,9 +64,11 @@ _moved.install()  # the module paths of 0.1 (paththeory.stats, paththeory.gradin
 from paththeory.action import entropy, gp_order_parameters  # noqa: E402
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels  # noqa: E402
 from paththeory.model import (  # noqa: E402
+    MLP,
     Architecture,
     FixedAttention,
     QKAttention,
+    Residual,
     ScoreAttention,
     attention_matrices,
     effective_weights,
@@ -84,7 +86,7 @@ from paththeory.solve import ConvergenceWarning, Solution, Theory, sweep  # noqa
 
 __all__ = [
     # the model and its attention paths (paththeory.model)
-    "Architecture", "FixedAttention", "QKAttention", "ScoreAttention",
+    "Architecture", "FixedAttention", "MLP", "QKAttention", "Residual", "ScoreAttention",
     "attention_matrices", "effective_weights", "network_output", "path_attention", "path_contributions",
     "path_expansion_output", "path_features", "sample_prior",
     # path-path kernels and the action (paththeory.kernels, paththeory.action)

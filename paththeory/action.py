@@ -25,6 +25,14 @@ slowest: ``(c, h_l, ..., h_L)``, size ``C prod_{m >= l} H_m``; ``U_a`` is ``C x 
 ``c``, and the energy acts on the ``(C P) x (C P)`` kernel with ``y = vec(Y)`` (output index slowest).
 One output is the case ``C = 1`` of the same formulas.
 
+Linear MLP blocks and skip connections (the paper's outlook, §5; the book's chapter "The residual
+stream") use the same formulas level by level. An MLP block is a level with one head. A level inside a
+skip connection (``skips[l]``) has ``B_l = H_l + 1`` branches, the skip first: ``U^(l)`` is indexed
+``(c, b_l, ..., b_L)``, its skip block equals the level above exactly (``U^(l)_{00} = U^(l+1)``, with
+``U^(L+1) = U_a``), the trace runs over the ``H_l`` weighted branches only and ``B_l`` multiplies
+``ln det U^(l+1)`` (the Jacobian of the Schur complement). A skip at the top level ties ``U_a`` to
+``U^(L)``, which is then an order parameter of its own (no closed form).
+
 The solver minimises ``S / N`` with ``N = max_l n_l`` (a normalisation of ours: the minimiser is
 that of ``S``, and ``S / N`` stays of order one as the widths grow).
 """
@@ -40,6 +48,7 @@ import numpy as np
 from paththeory._checks import (
     as_float_array,
     check_count,
+    check_flag,
     check_heads,
     check_nonnegative,
     check_order_parameter,
@@ -82,36 +91,68 @@ def _positive_numbers(values, name: str, count: int, meaning: str) -> tuple:
     return tuple(v if _traced(v) else check_positive(v, f"{name}[{i}]") for i, v in enumerate(values))
 
 
-def order_parameter_sizes(heads: Sequence[int], n_outputs: int = 1) -> list[int]:
-    """Sizes of ``U^(1), ..., U^(L)``: ``C prod_{m >= l} H_m`` for ``C`` outputs.
+def check_skips(skips, n_levels: int) -> tuple[bool, ...]:
+    """``skips`` as ``n_levels`` booleans (``None``: no skip connection anywhere).
+
+    Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-theory)
+
+    Example:
+      >>> check_skips(None, 2), check_skips([True, False], 2)
+      ((False, False), (True, False))
+    """
+    if skips is None:
+        return (False,) * n_levels
+    if not isinstance(skips, (list, tuple)) or len(skips) != n_levels or not all(
+            isinstance(s, (bool, np.bool_)) for s in skips):
+        raise ValueError(f"skips must be {n_levels} booleans, one per level (Architecture.skips); got {skips!r}.")
+    return tuple(bool(s) for s in skips)
+
+
+def order_parameter_sizes(heads: Sequence[int], n_outputs: int = 1, skips: Sequence[bool] | None = None) -> list[int]:
+    """Sizes of ``U^(1), ..., U^(L)``: ``C prod_{m >= l} B_m`` for ``C`` outputs, ``B_m = H_m + 1`` at a skip level.
 
     Book: Any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
 
     Example:
       >>> order_parameter_sizes((2, 3)), order_parameter_sizes((2, 3), n_outputs=2)
       ([6, 3], [12, 6])
+      >>> order_parameter_sizes((2, 3), skips=(True, True))
+      [12, 4]
     """
     heads, n_outputs = check_heads(heads), check_count(n_outputs, "n_outputs")
-    return [n_outputs * int(np.prod(heads[l:])) for l in range(len(heads))]
+    branches = [h + s for h, s in zip(heads, check_skips(skips, len(heads)))]
+    return [n_outputs * int(np.prod(branches[l:])) for l in range(len(heads))]
 
 
-def gp_order_parameters(heads: Sequence[int], variances: Sequence[float], n_outputs: int = 1) -> list[np.ndarray]:
+def gp_order_parameters(heads: Sequence[int], variances: Sequence[float], n_outputs: int = 1,
+                        skips: Sequence[bool] | None = None) -> list[np.ndarray]:
     """The GP point ``U^(l) = sigma_a^2 prod_{m >= l} sigma_m^2 I``: the minimum of the entropy ``S_ent``
     (:func:`entropy`), which enters the action with a plus sign in this package. The paper (§3.1,
     App. B.1) uses the opposite sign for its entropy and so calls the GP point its maximum.
 
-    With ``C`` outputs the identity is ``C prod_{m >= l} H_m`` square: independent GPs per output.
+    With ``C`` outputs the identity is ``C prod_{m >= l} H_m`` square: independent GPs per output. At a
+    skip level the point is ``blockdiag(U^(l+1), sigma_l^2 I_{H_l} x U^(l+1))`` (a skip adds no variance),
+    still diagonal.
 
     Book: The GP point (corollary) (https://paththeory.github.io/paththeory/book/depth.html#cor-gp-point)
 
     Example:
       >>> [round(float(u[0, 0]), 4) for u in gp_order_parameters((2, 3), (1.0, 0.6, 1.7, 2.1))]
       [2.142, 3.57]
+      >>> [np.diag(u).tolist() for u in gp_order_parameters((1,), (1.0, 0.5, 2.0), skips=(True,))]
+      [[2.0, 1.0]]
     """
-    sizes = order_parameter_sizes(heads, n_outputs)
+    sizes = order_parameter_sizes(heads, n_outputs, skips)
+    skips = check_skips(skips, len(sizes))
     variances = _positive_numbers(variances, "variances", len(sizes) + 2,
                                   "(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)")
-    return [np.eye(size) * level_scale(l, variances) for l, size in enumerate(sizes)]
+    for l in range(len(sizes)):
+        level_scale(l, variances)  # the GP values in float64's range, or a clear error
+    diag, out = np.array([variances[-1]]), []
+    for l in reversed(range(len(sizes))):  # one output's diagonal, built top-down
+        diag = np.concatenate(([diag] if skips[l] else []) + [variances[l + 1] * diag] * heads[l])
+        out.append(np.diag(np.tile(diag, n_outputs)))
+    return out[::-1]
 
 
 def level_scale(l: int, variances: Sequence[float]) -> float:
@@ -136,9 +177,10 @@ def level_scale(l: int, variances: Sequence[float]) -> float:
     return scale
 
 
-def partial_trace(U: Array, n_heads: int, n_outputs: int = 1) -> Array:
+def partial_trace(U: Array, n_heads: int, n_outputs: int = 1, skip: bool = False) -> Array:
     """``(Tr_{h_l} U^(l))_{(c, pi'), (c', sigma')} = sum_h U_{(c, h, pi'), (c', h, sigma')}``: the trace over
-    the head index after the (slowest) output index ``c``.
+    the head index after the (slowest) output index ``c``. With ``skip`` the level's first branch is its skip,
+    which the trace leaves out (it carries no weights).
 
     Book: Any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
 
@@ -146,15 +188,33 @@ def partial_trace(U: Array, n_heads: int, n_outputs: int = 1) -> Array:
       >>> print(np.asarray(partial_trace(jnp.eye(4), 2)))
       [[2. 0.]
        [0. 2.]]
+      >>> print(np.asarray(partial_trace(jnp.diag(jnp.array([5.0, 1.0, 2.0])), 2, skip=True)))
+      [[3.]]
     """
     U = jnp.asarray(as_float_array(U, "U"))
     n_heads, n_outputs = check_count(n_heads, "n_heads"), check_count(n_outputs, "n_outputs")
-    if U.ndim != 2 or U.shape[0] != U.shape[1] or U.shape[0] % (n_outputs * n_heads):
-        raise ValueError(f"U must be a square matrix whose size is a multiple of n_outputs * n_heads = "
-                         f"{n_outputs * n_heads}; got shape {U.shape}.")
-    m = U.shape[0] // (n_outputs * n_heads)
-    u = U.reshape(n_outputs, n_heads, m, n_outputs, n_heads, m)
+    skip = check_flag(skip, "skip")
+    branches = n_heads + skip
+    if U.ndim != 2 or U.shape[0] != U.shape[1] or U.shape[0] % (n_outputs * branches):
+        raise ValueError(f"U must be a square matrix whose size is a multiple of n_outputs * "
+                         f"{'(n_heads + 1)' if skip else 'n_heads'} = {n_outputs * branches}; got shape {U.shape}.")
+    m = U.shape[0] // (n_outputs * branches)
+    u = U.reshape(n_outputs, branches, m, n_outputs, branches, m)[:, skip:, :, :, skip:, :]
     return jnp.einsum("chadhb->cadb", u).reshape(n_outputs * m, n_outputs * m)
+
+
+def skip_block(U: Array, n_branches: int, n_outputs: int = 1) -> Array:
+    """The skip block ``U^(l)_{00}`` of a skip level (its first branch), ``(C m) x (C m)``: equal to ``U^(l+1)``.
+
+    Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-theory)
+
+    Example:
+      >>> print(np.asarray(skip_block(jnp.diag(jnp.array([5.0, 1.0, 2.0])), 3)))
+      [[5.]]
+    """
+    m = U.shape[0] // (n_outputs * n_branches)
+    return U.reshape(n_outputs, n_branches, m, n_outputs, n_branches, m)[:, 0, :, :, 0, :].reshape(
+        n_outputs * m, n_outputs * m)
 
 
 def sqrtm_pd(M: Array) -> Array:
@@ -241,7 +301,8 @@ def _trace_solve(A: Array, B: Array) -> Array:
     return jnp.trace(jnp.linalg.solve(A, B))
 
 
-def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, variances) -> Array:
+def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, variances,
+                         skips: Sequence[bool] | None = None) -> Array:
     """The entropy part of S (not divided by N) at a given ``U_a``.
 
     Book: The action at any depth (proposition)
@@ -253,24 +314,46 @@ def entropy_with_readout(Us: Sequence[Array], U_a: Array, widths, heads, varianc
       70.0
     """
     widths, heads, variances = check_network(widths, heads, variances)
-    Us = _check_order_parameters(Us, heads)
-    return _entropy(Us, _check_readout(U_a, Us[-1].shape[0] // heads[-1]), widths, heads, variances)
+    skips = check_skips(skips, len(heads))
+    Us = _check_order_parameters(Us, heads, skips)
+    readout = _check_readout(U_a, Us[-1].shape[0] // (heads[-1] + skips[-1]))
+    check_ties(Us, readout, heads, skips)
+    return _entropy(Us, readout, widths, heads, variances, skips)
 
 
-def _check_order_parameters(Us, heads: tuple[int, ...]) -> list[Array]:
-    """``Us = [U^(1), ..., U^(L)]`` as arrays after checking there is one per layer of ``heads``, each of size
-    ``C prod_{m >= l} H_m`` and (concrete ones) finite, symmetric and positive definite."""
+def _check_order_parameters(Us, heads: tuple[int, ...], skips: tuple[bool, ...]) -> list[Array]:
+    """``Us = [U^(1), ..., U^(L)]`` as arrays after checking there is one per level of ``heads``, each of size
+    ``C prod_{m >= l} B_m`` and (concrete ones) finite, symmetric and positive definite."""
     if not isinstance(Us, (list, tuple)) or len(Us) != len(heads):
         got = len(Us) if isinstance(Us, (list, tuple)) else type(Us).__name__
         raise ValueError(f"Us must be a list of L = {len(heads)} matrices [U^(1), ..., U^(L)], one per layer of heads "
                          f"{heads}; got {got}.")
     last = Us[-1] if _traced(Us[-1]) else as_float_array(Us[-1], f"Us U^({len(heads)})", ndim=2)
-    size = last.shape[0]
-    if size % heads[-1]:
-        raise ValueError(f"Us U^({len(heads)}) must be [C H_L, C H_L] (H_L = {heads[-1]} heads of the last layer, C "
+    size, branches = last.shape[0], heads[-1] + skips[-1]
+    if size % branches:
+        raise ValueError(f"Us U^({len(heads)}) must be [C B_L, C B_L] (B_L = {branches} branches of the last level, C "
                          f"outputs); got shape {tuple(last.shape)}.")
-    sizes = order_parameter_sizes(heads, size // heads[-1])
+    sizes = order_parameter_sizes(heads, size // branches, skips)
     return [jnp.asarray(check_order_parameter(U, f"Us U^({l + 1})", n)) for l, (U, n) in enumerate(zip(Us, sizes))]
+
+
+def check_ties(Us: list[Array], readout: Array, heads: tuple[int, ...], skips: tuple[bool, ...]) -> None:
+    """Raise unless every (concrete) skip level's skip block equals the level above (to 1e-9 of its scale);
+    ``readout`` is ``U_a`` (``[C, C]``), the level above ``U^(L)``.
+
+    Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-theory)
+    """
+    uppers = [*Us[1:], readout]
+    n_outputs = readout.shape[0]
+    for l, skip in enumerate(skips):
+        if not skip or _traced(Us[l]) or _traced(uppers[l]):
+            continue
+        block, upper = np.asarray(skip_block(Us[l], heads[l] + 1, n_outputs)), np.asarray(uppers[l])
+        if not np.allclose(block, upper, rtol=0.0, atol=1e-9 * max(1.0, float(np.max(np.abs(upper))))):
+            name = "U_a" if l == len(skips) - 1 else f"U^({l + 2})"
+            raise ValueError(f"level {l + 1} has a skip connection, so the skip block of U^({l + 1}) must equal {name} "
+                             f"exactly (the skip copies the level above); they differ by "
+                             f"{np.max(np.abs(block - upper)):.3g}. Build it with that block, e.g. from a Solution.")
 
 
 def _check_readout(U_a, n_outputs: int) -> Array:
@@ -285,32 +368,23 @@ def _check_readout(U_a, n_outputs: int) -> Array:
     return readout
 
 
-def _entropy(Us: list[Array], readout: Array, widths, heads, variances) -> Array:
-    """:func:`entropy_with_readout` of checked arguments, ``readout`` the ``[C, C]`` ``U_a``."""
-    L = len(heads)
-    n_outputs = Us[-1].shape[0] // heads[-1]
-    n_prev_last, n_last = widths[L - 1], widths[L]
-    var_a = variances[-1]
-    logdet_a = _logdet_pd(readout)
-    ent = n_last * (jnp.trace(readout) / var_a - logdet_a)
-    traced_last = partial_trace(Us[L - 1], heads[L - 1], n_outputs)
-    ent += n_prev_last * (
-        _trace_solve(readout, traced_last) / variances[L] - _logdet_pd(Us[L - 1])
-        + heads[L - 1] * logdet_a
-    )
-    for l in range(L - 1):  # 0-based layer l <-> U^(l+1), width n_l, variance sigma_{l+1}^2
-        upper = Us[l + 1]
-        traced = partial_trace(Us[l], heads[l], n_outputs)
-        ent += widths[l] * (
-            _trace_solve(upper, traced) / variances[l + 1]
-            - _logdet_pd(Us[l])
-            + heads[l] * _logdet_pd(upper)
-        )
+def _entropy(Us: list[Array], readout: Array, widths, heads, variances, skips: tuple[bool, ...]) -> Array:
+    """:func:`entropy_with_readout` of checked arguments, ``readout`` the ``[C, C]`` ``U_a``: level by level,
+    ``n_{l-1} [Tr((U^(l+1))^{-1} Tr_h U^(l)) / sigma_l^2 - ln det U^(l) + B_l ln det U^(l+1)]``."""
+    n_outputs = readout.shape[0]
+    uppers = [*Us[1:], readout]
+    logdets = [_logdet_pd(U) for U in uppers]
+    ent = widths[-1] * (jnp.trace(readout) / variances[-1] - logdets[-1])
+    for l, (U, upper, logdet_upper) in enumerate(zip(Us, uppers, logdets)):  # U^(l+1): width n_l, variance sigma_{l+1}^2
+        traced = partial_trace(U, heads[l], n_outputs, skips[l])
+        ent += widths[l] * (_trace_solve(upper, traced) / variances[l + 1] - _logdet_pd(U)
+                            + (heads[l] + skips[l]) * logdet_upper)
     return ent
 
 
-def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
-    """Entropy part of S with ``U_a`` at its closed-form root (not divided by N).
+def entropy(Us: Sequence[Array], widths, heads, variances, skips: Sequence[bool] | None = None) -> Array:
+    """Entropy part of S with ``U_a`` at its closed-form root (not divided by N); a skip at the top level ties
+    ``U_a`` to ``U^(L)`` and leaves no closed form (use :func:`entropy_with_readout`).
 
     Book: The action at any depth (proposition)
     (https://paththeory.github.io/paththeory/book/depth.html#prop-action-any-depth)
@@ -321,10 +395,15 @@ def entropy(Us: Sequence[Array], widths, heads, variances) -> Array:
       70.0
     """
     widths, heads, variances = check_network(widths, heads, variances)
-    Us = _check_order_parameters(Us, heads)
+    skips = check_skips(skips, len(heads))
+    if skips[-1]:
+        raise ValueError("the top level has a skip connection, so U_a is the skip block of U^(L) and has no closed "
+                         "form; pass it: entropy_with_readout(Us, U_a, ...), or action(..., U_a=U_a).")
+    Us = _check_order_parameters(Us, heads, skips)
     n_outputs = Us[-1].shape[0] // heads[-1]
-    U_a = readout_order_parameter(partial_trace(Us[-1], heads[-1], n_outputs), widths, heads, variances)
-    return _entropy(Us, jnp.atleast_2d(U_a), widths, heads, variances)
+    U_a = jnp.atleast_2d(readout_order_parameter(partial_trace(Us[-1], heads[-1], n_outputs), widths, heads, variances))
+    check_ties(Us, U_a, heads, skips)
+    return _entropy(Us, U_a, widths, heads, variances, skips)
 
 
 def energy(K: Array, y: Array, temperature) -> Array:
@@ -447,8 +526,12 @@ def _energy_bwd(res, cot):
 _energy.defvjp(_energy_fwd, _energy_bwd)
 
 
-def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, variances) -> Array:
+def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, variances,
+           skips: Sequence[bool] | None = None, U_a=None) -> Array:
     """``S / N`` with ``N = max_l n_l`` for order parameters ``Us`` and the kernel ``K = K(U^(1))``.
+
+    ``skips``: the levels inside a skip connection (``Architecture.skips``); ``U_a`` the readout order
+    parameter, needed only when the top level has one (otherwise at its closed-form root).
 
     Book: The action at any depth (proposition)
     (https://paththeory.github.io/paththeory/book/depth.html#prop-action-any-depth)
@@ -462,7 +545,10 @@ def action(Us: Sequence[Array], K: Array, y: Array, temperature, widths, heads, 
       >>> round(float(action(Us, K, jnp.array([1.0, -1.0, 1.0, -1.0]), 0.1, (10.0,) * 3, arch.heads, arch.variances)), 4)
       9.4033
     """
-    ent = entropy(Us, widths, heads, variances)  # checks the widths first
+    if U_a is None:
+        ent = entropy(Us, widths, heads, variances, skips)  # checks the widths first
+    else:
+        ent = entropy_with_readout(Us, U_a, widths, heads, variances, skips)
     return (ent + energy(K, y, temperature)) / jnp.max(jnp.asarray(widths))
 
 

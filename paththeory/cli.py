@@ -22,7 +22,7 @@ from paththeory import __version__, _io
 
 EXPERIMENTS = ("markov", "omniglot")
 #: The chapters ``paththeory reproduce`` runs: the paper's experiments, then the book's own.
-REPRODUCIBLE = (*EXPERIMENTS, "multiclass")
+REPRODUCIBLE = (*EXPERIMENTS, "multiclass", "residual")
 DEBUG_ENV_VAR = "PATHTHEORY_DEBUG"
 #: Commands of paththeory 0.1 that are the repository tooling's now (``paththeory-tools``, in ``tools/``).
 MOVED_COMMANDS = ("notebooks", "student", "course")
@@ -214,6 +214,14 @@ def _validity(args) -> int:
     return 0
 
 
+def _residual(args) -> int:
+    from paththeory.experiments import residual
+
+    path = residual.write_samples(args.profile, args.out, progress=not args.quiet)
+    print(f"the NUTS records of the residual-stream chapter: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="paththeory",
@@ -244,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="run a chapter's experiment and write results.json, features.npz, figures",
                          description="Run a chapter's experiment and write results.json, features.npz and figures.")
     rep.add_argument("experiment", choices=REPRODUCIBLE,
-                     help="the chapter: markov (Fig. 2), omniglot (Fig. 3) or multiclass (Many outputs)")
+                     help="the chapter: markov (Fig. 2), omniglot (Fig. 3), multiclass (Many outputs) or residual "
+                          "(The residual stream)")
     rep.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
                      help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
     rep.add_argument("--out", required=True, type=output_folder, help="output folder (created if missing)")
@@ -260,16 +269,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="options of the task (paththeory train omniglot --help lists them)")
     train.set_defaults(func=_train)
 
-    val = sub.add_parser("validity", help="sample the network with NUTS for the figure of where the saddle point "
-                                          "stops being accurate",
-                         description="Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS at the "
-                                     "widths of the profile and write the records the depth chapter compares with "
-                                     "the theory (default: the package's own file for the profile).")
-    val.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
-                     help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
-    val.add_argument("--out", default=None, help="the JSON file to write (default: the package's own)")
-    val.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
-    val.set_defaults(func=_validity)
+    for name, func, help_text, description in (
+        ("validity", _validity, "sample the network with NUTS for the figure of where the saddle point stops being "
+         "accurate", "Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS at the widths of the "
+         "profile and write the records the depth chapter compares with the theory (default: the package's own file "
+         "for the profile)."),
+        ("residual", _residual, "sample the networks with MLP blocks and skip connections with NUTS for the "
+         "residual-stream chapter", "Sample the four networks of the residual-stream chapter (attention only, with "
+         "MLP blocks, with skip connections, two residual blocks) with NUTS at the profile's points and write the "
+         "records the chapter compares with the theory (default: the package's own file for the profile)."),
+    ):
+        records = sub.add_parser(name, help=help_text, description=description)
+        records.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
+                             help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
+        records.add_argument("--out", default=None, help="the JSON file to write (default: the package's own)")
+        records.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
+        records.set_defaults(func=func)
 
     return parser
 

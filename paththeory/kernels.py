@@ -90,7 +90,9 @@ def path_kernels(features, features_b=None) -> Array:
 
 
 def gp_kernel(arch, features, features_b=None) -> Array:
-    """The GP (infinite-width) kernel ``sigma_a^2 prod sigma_l^2 sum_pi C^{pi pi}``: ``[P, P']``.
+    """The GP (infinite-width) kernel ``sum_pi U^GP_{pi pi} C^{pi pi}``: ``[P, P']``, with
+    ``U^GP_{pi pi} = sigma_a^2 prod_l sigma_l^2`` (a skip branch adds no factor,
+    :meth:`~paththeory.model.Architecture.gp_path_variances`).
 
     Book: Path-path kernels (https://paththeory.github.io/paththeory/book/model.html#model-path-kernels)
 
@@ -105,7 +107,8 @@ def gp_kernel(arch, features, features_b=None) -> Array:
     if fa.shape[1] != check_architecture(arch).n_paths:
         raise ValueError(f"features have {fa.shape[1]} paths but the architecture with heads {arch.heads} has "
                          f"{arch.n_paths}; compute them with paththeory.path_features(arch, x).")
-    return _finite(arch.gp_scale * jnp.einsum("man,qan->mq", fa, fb), "gp_kernel(arch, features)")
+    variances = jnp.asarray(arch.gp_path_variances())
+    return _finite(jnp.einsum("man,a,qan->mq", fa, variances, fb), "gp_kernel(arch, features)")
 
 
 def _kernel(U: Array, fa: Array, fb: Array) -> Array:

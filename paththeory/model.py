@@ -31,6 +31,7 @@ from paththeory._checks import (
     check_allocation,
     check_count,
     check_key,
+    check_nonnegative,
     check_positive,
     require_finite,
 )
@@ -156,11 +157,92 @@ class FixedAttention:
         return None
 
 
-LayerAttention = Union[QKAttention, ScoreAttention, FixedAttention]
+@dataclass(frozen=True, eq=False)
+class MLP:
+    """A linear MLP block: a token-wise Gaussian matrix, ``z_t -> M z_t / sqrt(n)``, ``M_ij ~ N(0, sigma_M^2)``.
+
+    In the theory it is a level with one head whose attention is the identity: it adds no path and no
+    path kernel, only one order parameter (the paper's outlook, §5). Its prior variance is the level's
+    entry of ``Architecture.variances``.
+
+    Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-architecture)
+
+    Example:
+      >>> pt.MLP().n_heads
+      1
+    """
+
+    @property
+    def n_heads(self) -> int:
+        return 1
+
+    @property
+    def input_dim(self) -> int | None:
+        return None
+
+
+LayerAttention = Union[QKAttention, ScoreAttention, FixedAttention, MLP]
+_LEVEL_TYPES = (QKAttention, ScoreAttention, FixedAttention, MLP)
+
+
+@dataclass(frozen=True, eq=False)
+class Residual:
+    """A skip connection around one level: ``z^l = g_s z^{l-1} + g_a (H_l n)^{-1/2} sum_h V^l_h z^{l-1} A^l_h``.
+
+    The skip is a weight-free branch with identity attention: every path chooses the skip or a head at
+    this level (``H_l + 1`` branches). The gains ``skip_gain`` (``g_s``) and ``branch_gain`` (``g_a``) enter
+    only the path features, never the order parameters.
+
+    Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-architecture)
+
+    Args:
+      layer: the level inside the skip (an attention layer or :class:`MLP`).
+      skip_gain: ``g_s >= 0``, the skip branch's factor.
+      branch_gain: ``g_a >= 0``, the factor of the attention (or MLP) branch (not both zero).
+
+    Example:
+      >>> block = pt.Residual(pt.ScoreAttention(np.zeros((2, 5, 5))), skip_gain=1.0, branch_gain=0.5)
+      >>> block.n_heads, block.gains(), pt.Architecture([block, pt.MLP()]).path_names()
+      (2, (1.0, 0.5), ['(s,0)', '(0,0)', '(1,0)'])
+    """
+
+    layer: LayerAttention
+    skip_gain: float = 1.0
+    branch_gain: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.layer, _LEVEL_TYPES):
+            raise TypeError(f"Residual(layer) takes an attention layer (QKAttention, ScoreAttention, FixedAttention) "
+                            f"or an MLP; got {type(self.layer).__name__}. A skip around a skip adds nothing: "
+                            "use one Residual per level.")
+        object.__setattr__(self, "skip_gain", check_nonnegative(self.skip_gain, "Residual skip_gain"))
+        object.__setattr__(self, "branch_gain", check_nonnegative(self.branch_gain, "Residual branch_gain"))
+        if self.skip_gain == 0 and self.branch_gain == 0:
+            raise ValueError("Residual(skip_gain=0, branch_gain=0) outputs zero; give one of the gains a positive value.")
+
+    @property
+    def n_heads(self) -> int:
+        return self.layer.n_heads
+
+    @property
+    def input_dim(self) -> int | None:
+        return self.layer.input_dim
+
+    def gains(self) -> tuple[float, float]:
+        """``(g_s, g_a)``."""
+        return (self.skip_gain, self.branch_gain)
+
+
+Level = Union[LayerAttention, Residual]
 _TOO_LARGE = "the tokens x are too large for float64 (their products overflow); rescale x."
 
 
-def _layer_attention(layer: LayerAttention, x: Array) -> Array:
+def _layer_attention(layer: Level, x: Array) -> Array:
+    """The heads' attention of one level, ``[B, H, T, T]`` (the identity for an MLP)."""
+    if isinstance(layer, Residual):
+        return _layer_attention(layer.layer, x)
+    if isinstance(layer, MLP):
+        return jnp.broadcast_to(jnp.eye(x.shape[1], dtype=x.dtype), (x.shape[0], 1, x.shape[1], x.shape[1]))
     if isinstance(layer, FixedAttention):
         if x.shape[0] != layer.matrices.shape[0] or x.shape[1] != layer.matrices.shape[2]:
             raise ValueError(
@@ -172,20 +254,36 @@ def _layer_attention(layer: LayerAttention, x: Array) -> Array:
     return jax.nn.softmax(scores, axis=2)
 
 
+def _branch_attention(layer: Level, x: Array) -> Array:
+    """Attention of every branch of one level, ``[B, B_l, T, T]``: the skip's identity first, then the heads."""
+    heads = _layer_attention(layer, x)
+    if not isinstance(layer, Residual):
+        return heads
+    eye = jnp.broadcast_to(jnp.eye(x.shape[1], dtype=heads.dtype), (x.shape[0], 1, x.shape[1], x.shape[1]))
+    return jnp.concatenate([eye, heads], axis=1)
+
+
 # --------------------------------------------------------------------------- architecture
 
 
 @dataclass(frozen=True, eq=False)
 class Architecture:
-    """L attention layers with fixed attention, Bayesian value weights and a linear readout.
+    """A stack of levels (attention layers, linear MLP blocks, either inside a skip connection) with fixed
+    attention, Bayesian value weights and a linear readout.
 
     Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
 
     Args:
-      attention: one entry per layer (:class:`QKAttention`, :class:`ScoreAttention` or
-        :class:`FixedAttention`); layer ``l`` has ``H_l`` heads (may differ per layer).
+      attention: one entry per level, bottom to top: an attention layer (:class:`QKAttention`,
+        :class:`ScoreAttention` or :class:`FixedAttention`; level ``l`` has ``H_l`` heads, which may differ
+        per level), an :class:`MLP` block, or either inside a :class:`Residual` skip connection.
       readout: ``"first"``, ``"last"`` or ``"mean"`` token pooling (paper Eqs. (4), (18)).
-      variances: prior variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)``; all 1 by default.
+      variances: prior variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma_a^2)``, one per level (an MLP's
+        is its ``sigma_M^2``); all 1 by default.
+
+    Paths choose one branch per level: a head, or the skip of a :class:`Residual` level (written ``s``),
+    so there are ``prod_l (H_l + 1 [skip])`` of them, with the first level's branch slowest and the skip
+    first among a level's branches.
 
     Example:
       >>> rng = np.random.default_rng(0)
@@ -193,9 +291,11 @@ class Architecture:
       >>> arch = pt.Architecture((layer, layer), readout="mean")
       >>> arch.heads, arch.n_paths, arch.path_names()
       ((2, 2), 4, ['(0,0)', '(0,1)', '(1,0)', '(1,1)'])
+      >>> pt.Architecture((pt.Residual(layer), pt.MLP())).path_names()
+      ['(s,0)', '(0,0)', '(1,0)']
     """
 
-    attention: tuple[LayerAttention, ...]
+    attention: tuple[Level, ...]
     readout: Readout = "last"
     variances: tuple[float, ...] | None = field(default=None)
 
@@ -204,11 +304,14 @@ class Architecture:
         if not layers:
             raise ValueError("An Architecture needs at least one attention layer.")
         for i, layer in enumerate(layers):
-            if not isinstance(layer, (QKAttention, ScoreAttention, FixedAttention)):
+            if not isinstance(layer, (*_LEVEL_TYPES, Residual)):
                 raise ValueError(
-                    f"attention[{i}] must be a QKAttention, ScoreAttention or FixedAttention; "
+                    f"attention[{i}] must be a QKAttention, ScoreAttention, FixedAttention, MLP or Residual; "
                     f"got {type(layer).__name__}."
                 )
+        if all(isinstance(_inner(layer), MLP) for layer in layers):
+            raise ValueError("An Architecture needs at least one attention layer (QKAttention, ScoreAttention or "
+                             "FixedAttention); MLP blocks alone have no attention path.")
         dims = {layer.input_dim for layer in layers} - {None}
         if len(dims) > 1:
             raise ValueError(f"All layers must act on the same bare input; got token dimensions {sorted(dims)}.")
@@ -236,33 +339,72 @@ class Architecture:
 
     @property
     def n_layers(self) -> int:
+        """``L``, the number of levels (attention layers and MLP blocks)."""
         return len(self.attention)
 
     @property
     def heads(self) -> tuple[int, ...]:
-        """``(H_1, ..., H_L)``."""
+        """``(H_1, ..., H_L)``: the weighted branches of every level (one for an MLP block)."""
         return tuple(layer.n_heads for layer in self.attention)
 
     @property
-    def n_paths(self) -> int:
-        return int(np.prod(self.heads))
+    def skips(self) -> tuple[bool, ...]:
+        """Whether each level sits inside a :class:`Residual` skip connection."""
+        return tuple(isinstance(layer, Residual) for layer in self.attention)
 
     @property
-    def paths(self) -> list[tuple[int, ...]]:
-        """All paths ``(h_1, ..., h_L)`` in matrix order (first-layer head slowest)."""
-        return list(itertools.product(*(range(h) for h in self.heads)))
+    def branches(self) -> tuple[int, ...]:
+        """``B_l = H_l + 1`` at a skip level, ``H_l`` otherwise."""
+        return tuple(h + s for h, s in zip(self.heads, self.skips))
+
+    @property
+    def n_paths(self) -> int:
+        return int(np.prod(self.branches))
+
+    @property
+    def paths(self) -> list[tuple]:
+        """All paths in matrix order (first level slowest): tuples of head indices, ``None`` for a skip."""
+        options = [([None] if s else []) + list(range(h)) for h, s in zip(self.heads, self.skips)]
+        return list(itertools.product(*options))
 
     @property
     def gp_scale(self) -> float:
-        """``sigma_a^2 prod_l sigma_l^2``: the GP point is ``U = gp_scale * I`` (paper §3.1, App. B.1)."""
+        """``sigma_a^2 prod_l sigma_l^2``: the GP point is ``U = gp_scale * I`` (paper §3.1, App. B.1).
+
+        With skip connections the paths' GP variances differ: see :meth:`gp_path_variances`."""
+        if any(self.skips):
+            raise ValueError("with skip connections the paths have different GP variances (a skip carries no weight "
+                             "variance); use arch.gp_path_variances(), the diagonal of the GP point U.")
         return float(self.variances[-1] * np.prod(self.variances[1:-1]))
 
+    def gp_path_variances(self) -> np.ndarray:
+        """The GP point's diagonal ``[n_paths]``: ``sigma_a^2 prod_{l: pi_l a head} sigma_l^2`` (a skip adds no factor).
+
+        Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-architecture)
+        """
+        factors = [np.array(([1.0] if s else []) + [v] * h)
+                   for h, s, v in zip(self.heads, self.skips, self.variances[1:-1])]
+        return self.variances[-1] * _outer_product(factors)
+
+    def path_gains(self) -> np.ndarray:
+        """``c_pi = prod_l c_l(pi_l)`` ``[n_paths]`` with ``c_l(skip) = g_s`` and ``c_l(head) = g_a / sqrt(H_l)``
+        (``g_a = 1`` without a skip): the fixed factor of each path's features.
+
+        Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-architecture)
+        """
+        factors = []
+        for layer, h in zip(self.attention, self.heads):
+            skip, branch = layer.gains() if isinstance(layer, Residual) else (None, 1.0)
+            factors.append(np.array(([skip] if skip is not None else []) + [branch / math.sqrt(h)] * h))
+        return _outer_product(factors)
+
     def path_names(self) -> list[str]:
-        """Labels like ``"(0,1)"`` in matrix order."""
-        return ["(" + ",".join(str(h) for h in p) + ")" for p in self.paths]
+        """Labels like ``"(0,1)"`` in matrix order; ``s`` marks a skip."""
+        return ["(" + ",".join("s" if h is None else str(h) for h in p) + ")" for p in self.paths]
 
     def widths(self, width: float | Sequence[float]) -> tuple[float, ...]:
-        """Expand a common width ``N`` to ``(n_0, ..., n_L)``, or check a full list of L+1 widths."""
+        """Expand a common width ``N`` to ``(n_0, ..., n_L)``, or check a full list of L+1 widths (equal around
+        every skip connection)."""
         if _one_number(width):
             return (check_positive(width, "width"),) * (self.n_layers + 1)
         ws = tuple(np.ravel(width)) if hasattr(width, "shape") else tuple(width)
@@ -270,7 +412,12 @@ class Architecture:
             raise ValueError(
                 f"widths must be one number or L + 1 = {self.n_layers + 1} numbers (n_0..n_L); got {len(ws)}."
             )
-        return tuple(check_positive(w, f"widths[{i}]") for i, w in enumerate(ws))
+        ws = tuple(check_positive(w, f"widths[{i}]") for i, w in enumerate(ws))
+        for l, skip in enumerate(self.skips):
+            if skip and ws[l] != ws[l + 1]:
+                raise ValueError(f"level {l + 1} has a skip connection, which adds its input to its output, so its "
+                                 f"widths must be equal; got n_{l} = {ws[l]:g} and n_{l + 1} = {ws[l + 1]:g}.")
+        return ws
 
     def network_widths(self, width: int | Sequence[int]) -> tuple[int, ...]:
         """:meth:`widths` for the finite network: every width must be a whole number (the theory takes any
@@ -278,6 +425,18 @@ class Architecture:
         one = _one_number(width)
         return tuple(check_count(w, "width" if one else f"widths[{i}]", hint=NETWORK_WIDTHS)
                      for i, w in enumerate(self.widths(width)))
+
+
+def _inner(layer: Level) -> LayerAttention:
+    return layer.layer if isinstance(layer, Residual) else layer
+
+
+def _outer_product(factors: Sequence[np.ndarray]) -> np.ndarray:
+    """``prod_l f_l[pi_l]`` over all paths, first level slowest."""
+    out = np.ones(1)
+    for f in factors:
+        out = np.multiply.outer(out, f).reshape(-1)
+    return out
 
 
 def check_architecture(arch) -> Architecture:
@@ -377,11 +536,15 @@ def path_attention(arch: Architecture, x) -> Array:
       >>> alpha.shape, bool(np.allclose(alpha.sum(axis=-1), 1.0))
       ((4, 6, 5), True)
     """
-    return _path_attention_from_matrices(attention_matrices(arch, x), arch.readout)
+    xj = _check_tokens(arch, x)
+    return _path_attention_from_matrices(tuple(_branch_attention(layer, xj) for layer in arch.attention), arch.readout)
 
 
 def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
-    """Attentioned inputs ``xi^pi(x) = sigma_0 / sqrt(N0 H_tot) sum_s alpha^pi_s x_s`` (paper Eqs. (7), (23)).
+    """Attentioned inputs ``xi^pi(x) = sigma_0 c_pi / sqrt(N0) sum_s alpha^pi_s x_s`` (paper Eqs. (7), (23)).
+
+    ``c_pi`` is :meth:`Architecture.path_gains`: ``1 / sqrt(H_tot)`` without skip connections (the paper's
+    case); a skip branch contributes its gain ``g_s`` and a head ``g_a / sqrt(H_l)``.
 
     Book: Attentioned input, the path vector (definition)
     (https://paththeory.github.io/paththeory/book/model.html#def-path-vector)
@@ -402,12 +565,15 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
     batch_size = check_count(batch_size, "batch_size")
     if any(isinstance(layer, FixedAttention) for layer in arch.attention):
         batch_size = xj.shape[0]
-    scale = math.sqrt(arch.variances[0] / (xj.shape[2] * arch.n_paths))
+    if any(arch.skips):
+        scale = jnp.asarray(math.sqrt(arch.variances[0] / xj.shape[2]) * arch.path_gains())[None, :, None]
+    else:  # every path's gain is 1 / sqrt(H_tot): one number, the paper's (and its float64 bits)
+        scale = math.sqrt(arch.variances[0] / (xj.shape[2] * arch.n_paths))
     out = []
     for start in range(0, xj.shape[0], batch_size):
         xb = xj[start : start + batch_size]
         alpha = _path_attention_from_matrices(
-            tuple(_layer_attention(layer, xb) for layer in arch.attention), arch.readout
+            tuple(_branch_attention(layer, xb) for layer in arch.attention), arch.readout
         )
         out.append(scale * jnp.einsum("bps,bsn->bpn", alpha, xb))
     return require_finite(jnp.concatenate(out, axis=0), "path_features(arch, x)", _TOO_LARGE)
@@ -417,7 +583,10 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
 
 
 def weight_count(arch: Architecture, widths: Sequence[int], input_dim: int, n_outputs: int = 1) -> int:
-    """Entries of ``V0``, every ``V^l`` and the readout of ``n_outputs`` outputs at the network ``widths`` ``(n_0..n_L)``."""
+    """Entries of ``V0``, every ``V^l`` and the readout of ``n_outputs`` outputs at the network ``widths`` ``(n_0..n_L)``.
+
+    Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
+    """
     return (widths[0] * input_dim + sum(h * n * m for h, n, m in zip(arch.heads, widths[1:], widths))
             + widths[-1] * n_outputs)
 
@@ -513,7 +682,9 @@ def network_output(
 
     ``z^0_s = V^0 x_s / sqrt(N0)``;
     ``z^l_t = (H_l n_{l-1})^{-1/2} sum_h V^l_h sum_s z^{l-1}_s A^l_h[s, t]``;
-    ``f = a . (sum_t r_t z^L_t) / sqrt(n_L)``.
+    ``f = a . (sum_t r_t z^L_t) / sqrt(n_L)``. A :class:`Residual` level computes
+    ``g_s z^{l-1}_t + g_a (H_l n_{l-1})^{-1/2} sum_h ...`` and an :class:`MLP` level has one head with
+    identity attention.
 
     Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
 
@@ -521,7 +692,8 @@ def network_output(
       attn: precomputed attention matrices (skips recomputing them from ``x``).
       head_mask: optional list over layers of ``[H_l]`` 0/1 weights. A pruned head's output is
         zeroed and the layer sum is rescaled by ``(H_l - d_l)^{-1/2}`` instead of ``H_l^{-1/2}``
-        (paper §4.2, App. H.2.3). A mask must leave every layer at least one head.
+        (paper §4.2, App. H.2.3). A mask must leave every level without a skip at least one head; a
+        :class:`Residual` level whose heads are all pruned passes only its skip.
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -537,9 +709,10 @@ def network_output(
     masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else check_head_mask(
         arch, head_mask, xj.dtype)
     z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
-    for v, a, m in zip(params["V"], attn, masks):
+    for layer, v, a, m in zip(arch.attention, params["V"], attn, masks):
         mixed = jnp.einsum("bsi,bhst->bhti", z, a) * m[None, :, None, None]
-        z = jnp.einsum("hji,bhti->btj", v, mixed) / jnp.sqrt(jnp.sum(m) * v.shape[2])
+        heads = jnp.einsum("hji,bhti->btj", v, mixed) / jnp.sqrt(jnp.maximum(jnp.sum(m), 1e-300) * v.shape[2])
+        z = layer.skip_gain * z + layer.branch_gain * heads if isinstance(layer, Residual) else heads
     pooled = jnp.einsum("btj,t->bj", z, readout_vector(arch.readout, xj.shape[1]).astype(z.dtype))
     return require_finite(pooled @ params["a"] / math.sqrt(params["a"].shape[0]), "network_output",
                           "the tokens x or the weights in params are too large for float64 (or not finite).")
@@ -575,17 +748,20 @@ def check_head_mask(arch: Architecture, head_mask: Sequence, dtype) -> list[Arra
              for l, m in enumerate(head_mask)]
     if len(masks) != arch.n_layers or any(m.shape != (h,) for m, h in zip(masks, arch.heads)):
         raise ValueError(f"head_mask must be a list of L arrays of shapes {[(h,) for h in arch.heads]}.")
-    for l, m in enumerate(masks):
-        if not isinstance(m, jax.core.Tracer) and (np.any(m < 0) or not np.sum(m) > 0):
+    for l, (m, skip) in enumerate(zip(masks, arch.skips)):
+        if not isinstance(m, jax.core.Tracer) and (np.any(m < 0) or not (np.sum(m) > 0 or skip)):
             raise ValueError(
                 f"head_mask[{l}] = {m.tolist()} removes every head of layer {l + 1} (or has negative weights); "
-                "a pruned network must keep at least one head per layer."
+                "a pruned network must keep at least one head in every level without a skip connection."
             )
     return [jnp.asarray(m, dtype) for m in masks]
 
 
 def effective_weights(arch: Architecture, params: dict) -> Array:
     """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (paper Eqs. (6), (22)).
+
+    A skip branch contributes the identity (and no width factor): ``w^{(s, pi')} = w^{pi'}``, so the
+    skip's copies of the level above are exact, draw by draw.
 
     Book: Effective weights (definition) (https://paththeory.github.io/paththeory/book/model.html#def-effective-weights)
 
@@ -598,9 +774,10 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
     _check_params(arch, params)
     params = _weights(params)
     w = params["a"][None, :]  # [1, n_L]
-    for v in reversed(params["V"]):
-        w = jnp.einsum("pj,hji->hpi", w, v) / math.sqrt(v.shape[1])
-        w = w.reshape(-1, v.shape[2])  # this layer's head slowest
+    for skip, v in zip(reversed(arch.skips), reversed(params["V"])):
+        w_heads = jnp.einsum("pj,hji->hpi", w, v) / math.sqrt(v.shape[1])
+        w_all = jnp.concatenate([w[None], w_heads], axis=0) if skip else w_heads
+        w = w_all.reshape(-1, v.shape[2])  # this level's branch slowest, the skip first
     return require_finite(w, "effective_weights(arch, params)", "params holds NaN or infinite weights (or ones too large for float64).")
 
 

@@ -56,8 +56,10 @@ from paththeory._checks import (
 )
 from paththeory.action import (
     action,
+    check_ties,
     energy,
     entropy,
+    entropy_with_readout,
     gp_order_parameters,
     level_scale,
     order_parameter_sizes,
@@ -120,33 +122,116 @@ def _tril(size: int) -> tuple[np.ndarray, np.ndarray]:
     return np.tril_indices(size)
 
 
-def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float]) -> list[Array]:
+def _skip_order(n_outputs: int, branches: int, rest: int) -> np.ndarray:
+    """``order[i] = j``: natural index ``i = (c, b, r)`` of a skip level's ``U`` to its branch-major index
+    ``j = (b, c, r)``, in which the skip block (``b = 0``) is the top-left ``C r x C r`` corner."""
+    return np.arange(branches * n_outputs * rest).reshape(branches, n_outputs, rest).transpose(1, 0, 2).reshape(-1)
+
+
+def _tril_factor(vals: Array, size: int) -> Array:
+    rows, cols = _tril(size)
+    vals = jnp.where(rows == cols, jnp.exp(vals), vals)
+    return jnp.zeros((size, size), vals.dtype).at[rows, cols].set(vals)
+
+
+def parameter_count(sizes: Sequence[int], skips: Sequence[bool] | None = None) -> int:
+    """Entries of the solver's parameter vector: ``s (s + 1) / 2`` per level of size ``s``, except a skip level,
+    whose skip block is the level above's: ``m d + m (m + 1) / 2`` (``d`` the level above's size, ``m = s - d``).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
+    Example:
+      >>> parameter_count((6, 2)), parameter_count((4, 2, 1), (True, True))
+      (24, 10)
+    """
+    return int(sum(_level_counts(sizes, skips)))
+
+
+def _level_counts(sizes: Sequence[int], skips: Sequence[bool] | None) -> list[int]:
+    skips = _padded(skips, len(sizes))
+    counts = []
+    for l, size in enumerate(sizes):
+        m = size - sizes[l + 1] if skips[l] else size
+        counts.append((m * sizes[l + 1] if skips[l] else 0) + m * (m + 1) // 2)
+    return counts
+
+
+def _padded(skips: Sequence[bool] | None, count: int) -> tuple[bool, ...]:
+    """``skips`` with ``False`` for the levels it does not name (the free readout ``U_a``)."""
+    skips = () if skips is None else tuple(skips)
+    return skips + (False,) * (count - len(skips))
+
+
+def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float],
+                      skips: Sequence[bool] | None = None, n_outputs: int = 1) -> list[Array]:
     """Unpack the flat parameter vector into ``[U^(1), ..., U^(L)]`` (all positive definite).
+
+    A level without a skip is ``U = c L L^T`` (``c = scales[l]``, ``L`` lower triangular with a log-diagonal).
+    A skip level is built on the level above's factor ``F`` (``F F^T = U^(l+1)``), in branch-major order:
+    ``[[F, 0], [G X, G L]]`` with ``G = sigma_l (I_H x F)`` (``sigma_l^2 = scales[l]``), so its skip block
+    is ``U^(l+1)`` exactly, its Schur complement is ``G L L^T G^T`` and ``theta = 0`` is the GP point. With a
+    skip at the top level, ``sizes`` and ``scales`` end with ``U_a``'s (``C`` and ``sigma_a^2``) and ``U_a``
+    is the last matrix returned.
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
     """
-    theta, out, start = jnp.asarray(as_float_array(theta, "theta", ndim=1)), [], 0
-    for size, scale in zip(sizes, scales):
-        rows, cols = _tril(size)
-        vals = theta[start : start + rows.size]
-        start += rows.size
-        vals = jnp.where(rows == cols, jnp.exp(vals), vals)
-        chol = jnp.zeros((size, size), theta.dtype).at[rows, cols].set(vals)
-        out.append(scale * chol @ chol.T)
+    theta = jnp.asarray(as_float_array(theta, "theta", ndim=1))
+    skips = _padded(skips, len(sizes))
+    offsets = np.cumsum([0] + _level_counts(sizes, skips))
+    out, factor = [None] * len(sizes), None
+    for l in reversed(range(len(sizes))):
+        vals = theta[offsets[l]:offsets[l + 1]]
+        if not skips[l]:
+            chol = _tril_factor(vals, sizes[l])
+            out[l] = scales[l] * chol @ chol.T
+            factor = np.sqrt(scales[l]) * chol if l > 0 and skips[l - 1] else None
+            continue
+        d = sizes[l + 1]
+        m = sizes[l] - d
+        heads = m // d
+        g = np.sqrt(scales[l]) * jnp.kron(jnp.eye(heads, dtype=theta.dtype), factor)
+        cross = g @ vals[: m * d].reshape(m, d)
+        lower = g @ _tril_factor(vals[m * d:], m)
+        branch_major = jnp.block([[factor, jnp.zeros((d, m), theta.dtype)], [cross, lower]])
+        factor = branch_major[_skip_order(n_outputs, heads + 1, d // n_outputs)]
+        out[l] = factor @ factor.T
     return out
 
 
-def _matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float]) -> np.ndarray:
-    """Inverse of :func:`theta_to_matrices` (Cholesky factor with log-diagonal).
+def _packed(chol: np.ndarray) -> np.ndarray:
+    """The lower triangle of a Cholesky factor, row-major, its diagonal as logarithms."""
+    rows, cols = _tril(chol.shape[0])
+    vals = chol[rows, cols]
+    return np.where(rows == cols, np.log(np.abs(np.where(rows == cols, vals, 1.0))), vals)
+
+
+def _matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float], skips: Sequence[bool] | None = None,
+                       n_outputs: int = 1) -> np.ndarray:
+    """Inverse of :func:`theta_to_matrices` (Cholesky factors with log-diagonals).
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
     """
-    parts = []
-    for U, scale in zip(Us, scales):
-        chol = np.linalg.cholesky(np.asarray(U) / scale)
-        rows, cols = _tril(chol.shape[0])
-        vals = chol[rows, cols]
-        parts.append(np.where(rows == cols, np.log(np.abs(vals)), vals))
+    skips = _padded(skips, len(Us))
+    parts, factor = [None] * len(Us), None
+    for l in reversed(range(len(Us))):
+        U = np.asarray(Us[l])
+        if not skips[l]:
+            chol = np.linalg.cholesky(U / scales[l])
+            parts[l] = _packed(chol)
+            factor = np.sqrt(scales[l]) * chol
+            continue
+        d = factor.shape[0]
+        m = U.shape[0] - d
+        heads = m // d
+        order = _skip_order(n_outputs, heads + 1, d // n_outputs)
+        branch_major = np.empty_like(U)
+        branch_major[np.ix_(order, order)] = U
+        cross = np.linalg.solve(factor, branch_major[d:, :d].T).T  # C F^{-T}
+        schur = branch_major[d:, d:] - cross @ cross.T
+        g = np.sqrt(scales[l]) * np.kron(np.eye(heads), factor)
+        lower = np.linalg.cholesky(np.linalg.solve(g, np.linalg.solve(g, schur).T).T)
+        parts[l] = np.concatenate([np.linalg.solve(g, cross).reshape(-1), _packed(lower)])
+        factor = np.block([[factor, np.zeros((d, m))], [cross, g @ lower]])[order]
     return np.concatenate(parts)
 
 
@@ -161,32 +246,52 @@ class _Data(NamedTuple):
     features: Array | None = None  # [P, n_paths, N0], for the Hessian
 
 
-def _gradients(theta, data: _Data, sizes, scales, heads, variances):
-    """``(S/N, dS/dtheta, [dS/dU^(l)])``; the U-gradients come for free from the chain rule."""
-    Us, pullback = jax.vjp(lambda t: theta_to_matrices(t, sizes, scales), theta)
+def _n_outputs(sizes, heads, skips) -> int:
+    return sizes[len(heads) - 1] // (heads[-1] + skips[-1])
+
+
+def _gradients(theta, data: _Data, sizes, scales, heads, variances, skips):
+    """``(S/N, dS/dtheta, [dS/dU^(l)])``; the U-gradients come for free from the chain rule. Those reported
+    are the free entries' (:func:`_free_gradients`)."""
+    n_outputs = _n_outputs(sizes, heads, skips)
+    Us, pullback = jax.vjp(lambda t: theta_to_matrices(t, sizes, scales, skips, n_outputs), theta)
     widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
 
     def s_of_u(us):
         K = apply_operator(data.op, us[0])
-        return action(us, K, data.y, data.temperature, widths, heads, variances)
+        U_a = us[len(heads)] if skips[-1] else None
+        return action(us[:len(heads)], K, data.y, data.temperature, widths, heads, variances, skips, U_a)
 
     f, g_us = jax.value_and_grad(s_of_u)(Us)
     g_us = [0.5 * (g + g.T) for g in g_us]
     (g_theta,) = pullback(g_us)
-    return f, g_theta, g_us
+    return f, g_theta, _free_gradients(g_us, heads, skips, n_outputs)
+
+
+def _free_gradients(g_us: list[Array], heads, skips, n_outputs: int) -> list[Array]:
+    """The gradient on the free entries: a skip block's force is passed on to the level above
+    (``G^(l+1) += [G^(l)]_00``, bottom-up) and the block itself, tied, reported as zero."""
+    out = list(g_us)
+    for l, skip in enumerate(skips):
+        if skip:
+            d = out[l + 1].shape[0]
+            index = np.flatnonzero(_skip_order(n_outputs, heads[l] + 1, d // n_outputs) < d)  # the skip block
+            out[l + 1] = out[l + 1] + out[l][np.ix_(index, index)]
+            out[l] = out[l].at[np.ix_(index, index)].set(0.0)
+    return out
 
 
 def _max_abs(arrays) -> Array:
     return jnp.max(jnp.stack([jnp.max(jnp.abs(a)) for a in arrays]))
 
 
-def _objective_and_grads(theta, data: _Data, sizes, scales, heads, variances):
+def _objective_and_grads(theta, data: _Data, sizes, scales, heads, variances, skips):
     """``(S/N, dS/dtheta, max |dS/dU|)``."""
-    f, g_theta, g_us = _gradients(theta, data, sizes, scales, heads, variances)
+    f, g_theta, g_us = _gradients(theta, data, sizes, scales, heads, variances, skips)
     return f, g_theta, _max_abs(g_us)
 
 
-def _hessian(theta, data: _Data, sizes, scales, heads, variances) -> Array:
+def _hessian(theta, data: _Data, sizes, scales, heads, variances, skips) -> Array:
     """Hessian of ``S/N`` with respect to ``theta``, in the precision of ``data.features``.
 
     ``d2 S/dtheta2 = J^T H_E J + d2/dtheta2 [<dE/dU, U(theta)> + S_ent(theta)]`` (over ``N``), with
@@ -198,9 +303,10 @@ def _hessian(theta, data: _Data, sizes, scales, heads, variances) -> Array:
     """
     th = theta.astype(data.features.dtype)
     widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
-    n_outputs = sizes[0] // data.features.shape[1]
+    n_outputs = _n_outputs(sizes, heads, skips)
     width = jnp.max(data.widths).astype(th.dtype)
-    U = theta_to_matrices(th, sizes, scales)[0]
+    to_matrices = lambda t: theta_to_matrices(t, sizes, scales, skips, n_outputs)  # noqa: E731
+    U = to_matrices(th)[0]
     K = apply_operator(data.op, U)
     y, temperature = data.y.astype(th.dtype), data.temperature.astype(th.dtype)
     if n_outputs == 1:
@@ -210,11 +316,13 @@ def _hessian(theta, data: _Data, sizes, scales, heads, variances) -> Array:
     g_energy = 0.5 * (g_energy + g_energy.T)
 
     def rest(t):
-        us = theta_to_matrices(t, sizes, scales)
-        return (jnp.vdot(g_energy, us[0]) + entropy(us, widths, heads, variances)) / width
+        us = to_matrices(t)
+        ent = (entropy_with_readout(us[:len(heads)], us[-1], widths, heads, variances, skips) if skips[-1]
+               else entropy(us, widths, heads, variances, skips))
+        return (jnp.vdot(g_energy, us[0]) + ent) / width
 
     if n_outputs == 1:
-        J = jax.jacfwd(lambda t: theta_to_matrices(t, sizes, scales)[0])(th)
+        J = jax.jacfwd(lambda t: to_matrices(t)[0])(th)
         H = jnp.einsum("abk,abcd,cdl->kl", J, h_energy, J) / width + jax.hessian(rest)(th)
         return (0.5 * (H + H.T)).astype(theta.dtype)
     rows, cols = _tril(sizes[0])
@@ -318,7 +426,7 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
     return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and memory <= memory_budget
 
 
-def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, low: _Data | None = None,
+def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, skips, low: _Data | None = None,
               hessian: bool = False, history=80, rtol=0.0):
     """L-BFGS from ``theta0`` down to ``max |dS/dU| <= max(tol, rtol |S/N|)``.
 
@@ -330,7 +438,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
     ``history``: the curvature pairs kept (at the Omniglot size without the restart, 40 pairs took
     124 evaluations to 1e-9 and 80 took 90).
     """
-    opts = dict(sizes=sizes, scales=scales, heads=heads, variances=variances)
+    opts = dict(sizes=sizes, scales=scales, heads=heads, variances=variances, skips=skips)
     fg = lambda th: _objective_and_grads(th, data, **opts)  # noqa: E731
     d = theta0.shape[0]
     inverse = _inverse_hessian if data.features is None or sizes[0] == data.features.shape[1] else _factored_inverse
@@ -380,7 +488,7 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
 
 
 def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=None, features=None, rtol=0.0, *, sizes,
-                   scales, heads, variances, sequential=False):
+                   scales, heads, variances, skips, sequential=False):
     """:func:`_minimise` for a batch of start points, temperatures ``[B]`` and widths ``[B, L+1]``.
 
     With ``sequential`` (the default on CPU) the points are solved one after another in a
@@ -404,17 +512,19 @@ def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=Non
         if low_op is not None:
             low = _Data(low_op, low_y, temp.astype(f32), w.astype(f32), low_features)
         return _minimise(t0, _Data(op, y, temp, w, features), tol, max_iter, low=low, hessian=hessian,
-                         sizes=sizes, scales=scales, heads=heads, variances=variances, rtol=rtol)
+                         sizes=sizes, scales=scales, heads=heads, variances=variances, skips=skips, rtol=rtol)
 
     if sequential:
         state = jax.lax.map(lambda a: one(*a), (theta0, temperature, widths))
     else:
         state = jax.vmap(one)(theta0, temperature, widths)
-    mats = jax.vmap(lambda t: theta_to_matrices(t, sizes, scales))(state.theta)
+    n_outputs = _n_outputs(sizes, heads, skips)
+    mats = jax.vmap(lambda t: theta_to_matrices(t, sizes, scales, skips, n_outputs))(state.theta)
     return state, mats
 
 
-_minimise_many_jit = jax.jit(_minimise_many, static_argnames=("sizes", "scales", "heads", "variances", "sequential"))
+_minimise_many_jit = jax.jit(_minimise_many, static_argnames=("sizes", "scales", "heads", "variances", "skips",
+                                                             "sequential"))
 
 
 # --------------------------------------------------------------------------- public API
@@ -530,10 +640,16 @@ class Theory:
             precision == "auto" and pays and self.n_outputs * feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
         self.precision = "mixed" if mixed else "double"
         self._low_operator = operator_astype(self.operator, jnp.float32) if mixed else None
-        self.sizes = tuple(order_parameter_sizes(arch.heads, self.n_outputs))
-        self.hessian = (hessian_pays(*feats.shape, memory_budget, self.n_outputs, 4 if mixed else 8,
-                                     sum(s * (s + 1) // 2 for s in self.sizes)) if hessian is None else bool(hessian))
-        self.scales = tuple(level_scale(l, arch.variances) for l in range(arch.n_layers))
+        skips = self.skips = arch.skips
+        free_readout = (self.n_outputs,) if skips[-1] else ()  # a top-level skip ties U_a: no closed form
+        self.sizes = tuple(order_parameter_sizes(arch.heads, self.n_outputs, skips)) + free_readout
+        # Scales: U = c L L^T without a skip (c the GP value), sigma_l^2 of the weighted block at a skip level.
+        self.scales = tuple(arch.variances[l + 1] if skip else level_scale(l, arch.variances)
+                            for l, skip in enumerate(skips)) + ((arch.variances[-1],) if skips[-1] else ())
+        streamed = self.n_outputs > 1 and skips[0]  # the streamed C > 1 Hessian needs U^(1) = c L L^T
+        self.hessian = False if streamed else (
+            hessian_pays(*feats.shape, memory_budget, self.n_outputs, 4 if mixed else 8,
+                         parameter_count(self.sizes, skips)) if hessian is None else bool(hessian))
         self._gp_eigmin: float | None = None
 
     # ------------------------------------------------------------------ checks
@@ -553,34 +669,53 @@ class Theory:
         return t
 
     def _initial_theta(self, init) -> np.ndarray:
-        if init is None:
-            return np.zeros(sum(s * (s + 1) // 2 for s in self.sizes))
-        Us = init.order_parameters if isinstance(init, Solution) else init
-        return _matrices_to_theta(self._check_order_parameters(Us, "init"), self.scales)
+        if init is None and not any(self.skips):
+            return np.zeros(parameter_count(self.sizes))  # the GP point
+        Us = self.gp_order_parameters() if init is None else self._solution_matrices(init)
+        return _matrices_to_theta(self._check_order_parameters(Us, "init"), self.scales, self.skips, self.n_outputs)
+
+    def _solution_matrices(self, init) -> list:
+        if not isinstance(init, Solution):
+            return init
+        return init.order_parameters + ([np.atleast_2d(init.U_a)] if self.skips[-1] else [])
 
     def _check_order_parameters(self, Us: Sequence, name: str) -> list[np.ndarray]:
-        """``[U^(1), ..., U^(L)]`` as float64 arrays, each of the right size and positive definite."""
+        """``[U^(1), ..., U^(L)]`` (and ``U_a`` after them with a skip at the top level) as float64 arrays, each of
+        the right size, positive definite and with every skip block equal to the level above."""
+        expected = "[U^(1), ..., U^(L), U_a]" if self.skips[-1] else "[U^(1), ..., U^(L)]"
+        count = f"{'L + 1' if self.skips[-1] else 'L'} = {len(self.sizes)}"
         if not isinstance(Us, (list, tuple)):
-            raise TypeError(f"{name} must be a list of L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)] (or a "
-                            f"Solution); got {type(Us).__name__}.")
+            raise TypeError(f"{name} must be a list of {count} matrices {expected} (or a Solution); got "
+                            f"{type(Us).__name__}.")
         Us = list(Us)
-        if len(Us) != self.arch.n_layers:
-            raise ValueError(f"{name} must hold L = {self.arch.n_layers} matrices [U^(1), ..., U^(L)]; got {len(Us)}.")
-        return [check_order_parameter(U, f"{name} U^({l + 1})", size)
+        if len(Us) != len(self.sizes):
+            raise ValueError(f"{name} must hold {count} matrices {expected}; got {len(Us)}.")
+        mats = [check_order_parameter(np.atleast_2d(U) if l == self.arch.n_layers else U,
+                                      f"{name} {'U_a' if l == self.arch.n_layers else f'U^({l + 1})'}", size)
                 for l, (U, size) in enumerate(zip(Us, self.sizes))]
+        if any(self.skips):
+            readout = mats[-1] if self.skips[-1] else np.ones((self.n_outputs, self.n_outputs))
+            check_ties([jnp.asarray(m) for m in mats[:self.arch.n_layers]], jnp.asarray(readout), self.arch.heads,
+                       self.skips)
+        return mats
 
     # ------------------------------------------------------------------ API
     def gp_order_parameters(self) -> list[np.ndarray]:
-        """The GP point ``[U^(1), ..., U^(L)]``."""
-        return gp_order_parameters(self.arch.heads, self.arch.variances, self.n_outputs)
+        """The GP point ``[U^(1), ..., U^(L)]``, with ``U_a = sigma_a^2 I`` after them when the top level has a
+        skip connection (which ties ``U_a`` to ``U^(L)``)."""
+        gp = gp_order_parameters(self.arch.heads, self.arch.variances, self.n_outputs, self.skips)
+        return gp + ([self.arch.variances[-1] * np.eye(self.n_outputs)] if self.skips[-1] else [])
 
     def action(self, Us: Sequence, width, temperature) -> float:
-        """``S/N`` at explicit order parameters (checked positive definite)."""
+        """``S/N`` at explicit order parameters (checked positive definite; with a skip at the top level, ``U_a``
+        follows ``U^(L)`` in ``Us``)."""
         widths = self.arch.widths(width)
         t = self._check_temperature(temperature)
         mats = [jnp.asarray(U) for U in self._check_order_parameters(Us, "Us")]
         K = apply_operator(self.operator, mats[0])
-        return float(action(mats, K, self.targets, t, widths, self.arch.heads, self.arch.variances))
+        L = self.arch.n_layers
+        return float(action(mats[:L], K, self.targets, t, widths, self.arch.heads, self.arch.variances, self.skips,
+                            mats[L] if self.skips[-1] else None))
 
     def solve(self, width, temperature, init=None, tol: float = 1e-9, max_iter: int = 5000,
               rtol: float = 0.0) -> Solution:
@@ -634,15 +769,16 @@ class Theory:
             jnp.asarray(tol), jnp.asarray(max_iter), self._low_operator, self.features if use_hessian else None,
             jnp.asarray(rtol),
             sizes=self.sizes, scales=self.scales, heads=self.arch.heads, variances=self.arch.variances,
-            sequential=jax.default_backend() == "cpu",
+            skips=self.skips, sequential=jax.default_backend() == "cpu",
         )
         mats = [np.asarray(m) for m in mats]
         seconds = time.perf_counter() - start
         if not np.all(np.isfinite(np.asarray(state.f))):
             raise ValueError("the action is not finite at the start point; check features, labels and temperature.")
         solutions = []
+        L = self.arch.n_layers
         for b, (ws, t) in enumerate(zip(all_widths, temps)):
-            Us = [m[b] for m in mats]
+            Us = [m[b] for m in mats[:L]]
             status = int(state.status[b])
             report = {
                 "grad_norm": float(state.gmax[b]),
@@ -659,8 +795,8 @@ class Theory:
                 "hessian": use_hessian,
             }
             heads = self.arch.heads
-            U_a = np.asarray(readout_order_parameter(partial_trace(Us[-1], heads[-1], self.n_outputs), ws, heads,
-                                                     self.arch.variances))
+            U_a = mats[L][b] if self.skips[-1] else np.asarray(readout_order_parameter(
+                partial_trace(Us[-1], heads[-1], self.n_outputs), ws, heads, self.arch.variances))
             U_a = U_a if self.y.ndim == 2 else float(U_a[0, 0])
             solutions.append(Solution(Us[0], Us[1:], U_a, ws, t, report))
             if not report["converged"]:

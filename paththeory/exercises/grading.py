@@ -14,7 +14,7 @@ import numpy as np
 from paththeory.exercises.answers import _REVEALED, GradingError
 
 
-__all__ = ["HOW_GRADED", "answer_cells", "assert_honest", "graded", "graded_function"]
+__all__ = ["HOW_GRADED", "answer_cells", "assert_honest", "dishonest_code", "graded", "graded_function"]
 
 #: How the exercises work, in a graded notebook.
 HOW_GRADED = ("In this notebook each exercise has an answer cell for your solution, followed by its test cells: "
@@ -111,6 +111,23 @@ def _assigns_through_an_alias(code: str) -> bool:
     return any(re.search(rf"^[ \t]*{re.escape(a)}(\.\w+)+\s*=(?!=)", code, re.M) for a in aliases if a)
 
 
+def dishonest_code(cells: list[str]) -> list[str]:
+    """What the code of ``cells`` did that earns no points (``"called solution()"``, ...), read from
+    the source alone (a grader that never ran the code uses it too); empty for honest code.
+
+    Example:
+      >>> dishonest_code(["answer = 24"]), dishonest_code(["answer = solution('model.n_paths')"])
+      ([], ['called solution()'])
+    """
+    found = [what for cell in cells for pattern, what in _DISHONEST if re.search(pattern, _code(cell), re.MULTILINE)]
+    code = "\n".join(_code(cell) for cell in cells)
+    if _assigns_through_an_alias(code):
+        found.append("changed the package's checking code")
+    if len(re.findall(r"\bcheck\s*\(", code)) > 1 or _check_in_a_loop(code):
+        found.append("tried several answers against check()")
+    return list(dict.fromkeys(found))
+
+
 def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
     """Raise :class:`GradingError` if the answer to ``exercise_id`` looked at the key or changed a check.
 
@@ -123,13 +140,7 @@ def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
       ...
       paththeory.exercises.GradingError: demo.q1 earns no points: the answer called solution().
     """
-    found = [what for cell in (answer_cells(_history(), exercise_id) if cells is None else cells)
-             for pattern, what in _DISHONEST if re.search(pattern, _code(cell), re.MULTILINE)]
-    code = "\n".join(_code(cell) for cell in (answer_cells(_history(), exercise_id) if cells is None else cells))
-    if _assigns_through_an_alias(code):
-        found.append("changed the package's checking code")
-    if len(re.findall(r"\bcheck\s*\(", code)) > 1 or _check_in_a_loop(code):
-        found.append("tried several answers against check()")
+    found = dishonest_code(answer_cells(_history(), exercise_id) if cells is None else cells)
     if exercise_id in _REVEALED:
         found.insert(0, "asked for the expected answer")
     if found:

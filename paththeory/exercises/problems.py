@@ -77,7 +77,9 @@ class Implementation:
       function: the name of the reader's function.
       signature: its ``def`` line, as the task gives it.
       rtol, atol: tolerances of the comparison (``numpy.isclose``).
-      make_cases: returns the argument tuples of the hidden cases.
+      make_cases: returns the argument tuples of the cases (optional argument: a seed; without it
+        the package's own seed, whose cases are public: a course draws its hidden cases from its
+        own secret, ``paththeory-tools course release``).
       reference_fn: computes the right output of one case with the package.
       output: what the function returns, in words (for messages).
     """
@@ -88,13 +90,14 @@ class Implementation:
     signature: str
     rtol: float
     atol: float
-    make_cases: Callable[[], list]
+    make_cases: Callable[..., list]
     reference_fn: Callable
     output: str
 
-    def cases(self) -> list[tuple]:
-        """The hidden argument tuples (seeded: the same on every call)."""
-        return self.make_cases()
+    def cases(self, seed: int | None = None) -> list[tuple]:
+        """The argument tuples of the cases: the package's own (public) without ``seed``, else
+        those drawn from ``seed`` (the same on every call)."""
+        return self.make_cases() if seed is None else self.make_cases(int(seed))
 
     def reference(self, *args):
         """The right output for one argument tuple, computed with the package."""
@@ -126,8 +129,8 @@ def _features(rng: np.random.Generator, n_examples: int, n_paths: int, dim: int)
 # --------------------------------------------------------------------------- problems.action
 
 
-def _action_cases() -> list[tuple]:
-    rng = np.random.default_rng(20240611)
+def _action_cases(seed: int = 20240611) -> list[tuple]:
+    rng = np.random.default_rng(seed)
     cases = []
     # (heads, P, N0, width, temperature, var_a, var_1)
     for H, P, dim, n, T, var_a, var_1 in [
@@ -161,8 +164,8 @@ def _action_reference(U, C, y, n, temperature, var_a=1.0, var_1=1.0) -> float:
 # --------------------------------------------------------------------------- problems.predictor
 
 
-def _predictor_cases() -> list[tuple]:
-    rng = np.random.default_rng(7771)
+def _predictor_cases(seed: int = 7771) -> list[tuple]:
+    rng = np.random.default_rng(seed)
     cases = []
     # (paths, P, P_test, N0, temperature)
     for n_paths, P, P_test, dim, T in [(1, 8, 5, 4, 0.2), (2, 15, 6, 7, 0.05), (4, 21, 9, 6, 0.5),
@@ -187,8 +190,8 @@ def _predictor_reference(U, xi_train, y, xi_test, temperature):
 # --------------------------------------------------------------------------- problems.overlap_distance
 
 
-def _overlap_cases() -> list[tuple]:
-    rng = np.random.default_rng(31337)
+def _overlap_cases(seed: int = 31337) -> list[tuple]:
+    rng = np.random.default_rng(seed)
     cases = []
     # (draws, paths, n0)
     for S, n_paths, n0 in [(5, 2, 3), (40, 4, 11), (17, 3, 25), (1, 6, 8)]:

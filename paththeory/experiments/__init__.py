@@ -10,7 +10,7 @@ import math
 import jax
 import numpy as np
 
-__all__ = ["jsonable", "sampled_vs_theory"]
+__all__ = ["jsonable", "provenance", "sampled_vs_theory"]
 
 
 def jsonable(obj):
@@ -52,3 +52,19 @@ def sampled_vs_theory(theory, sampled, sampled_se, gp_scale: float, seed: int = 
     return {"relative_distance": float(np.linalg.norm(sampled - th) / norm), "noise": noise,
             "gp_relative_distance": float(np.linalg.norm(sampled - gp_scale * np.eye(len(th))) / norm),
             "mantel": stats.mantel_test(th, sampled, seed=seed) if len(th) >= 3 else None}
+
+
+def provenance(config, profile: str, seconds: float, command: str) -> dict:
+    """Where a file of shipped NUTS records comes from: the profile and its sizes (``config``, a dataclass), the
+    command, the date, the time taken, the machine and the versions of JAX and NumPyro."""
+    import os
+    import platform
+    from dataclasses import asdict
+    from datetime import datetime, timezone
+
+    import numpyro
+
+    return {"profile": profile, "config": asdict(config), "command": command,
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "seconds": round(seconds, 1),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, JAX on {jax.default_backend()}",
+            "versions": {"jax": jax.__version__, "numpyro": numpyro.__version__}}

@@ -20,10 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
@@ -33,7 +31,7 @@ from matplotlib.figure import Figure
 from paththeory import _io
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import jsonable, sampled_vs_theory
+from paththeory.experiments import jsonable, provenance, sampled_vs_theory
 from paththeory.experiments import markov as markov_experiment
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
@@ -183,13 +181,7 @@ def sample_points(cfg: Config, *, progress: bool = False) -> list[dict]:
 
 
 def _provenance(cfg: Config, profile: str, seconds: float) -> dict:
-    import jax
-    import numpyro
-
-    return {"profile": profile, "config": asdict(cfg), "command": f"python -m paththeory validity --profile {profile}",
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "seconds": round(seconds, 1),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, JAX on {jax.default_backend()}",
-            "versions": {"jax": jax.__version__, "numpyro": numpyro.__version__}}
+    return provenance(cfg, profile, seconds, f"python -m paththeory validity --profile {profile}")
 
 
 def _sampled(profile: str, progress: bool) -> dict:

@@ -222,6 +222,9 @@ def sample_gibbs(
       ((6, 6), (4,), (2, 20, 4))
     """
     xi, yy, xt, temperature = check_inputs(arch, features, y, features_test, temperature)
+    if any(arch.skips):
+        raise ValueError("the Gibbs sampler does not take skip connections yet (their levels add a constant to each "
+                         "block's conditional mean, not yet written); use sample_posterior(..., method='nuts').")
     widths = arch.network_widths(width)
     num_warmup, num_samples, num_chains, seed = check_schedule(
         num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit)
@@ -243,14 +246,14 @@ def sample_gibbs(
             b = jax.random.normal(k_readout, (widths[-1], n_out), jnp.float64)
             return {"V0": prior["V0"], "V": prior["V"], "b": b}
 
-        def summary(state: dict) -> tuple[Array, Array]:
-            u, f = draw_statistics(arch, {"V0": state["V0"], "V": state["V"]}, state["b"], xt_j)
-            return u, f if yy.ndim == 2 else f[:, 0]
+        def summary(state: dict) -> tuple[Array, Array, tuple[Array, ...]]:
+            u, f, levels = draw_statistics(arch, {"V0": state["V0"], "V": state["V"]}, state["b"], xt_j)
+            return u, f if yy.ndim == 2 else f[:, 0], levels
 
         def sweep(state: dict, key: Array, it: Array) -> dict:
             return gibbs_sweep(arch, xi_j, y2, temperature, state, jax.random.fold_in(key, it))
 
-        def kept_sweep(state: dict, key: Array, it: Array) -> tuple[dict, tuple[Array, Array]]:
+        def kept_sweep(state: dict, key: Array, it: Array) -> tuple[dict, tuple]:
             state = sweep(state, key, it)
             return state, summary(state)
 
@@ -264,13 +267,14 @@ def sample_gibbs(
             jax.random.split(jax.random.PRNGKey(seed), num_chains)), 1, 0)
         state = jax.jit(jax.vmap(start))(init_keys)
         total = num_warmup + num_samples
-        kept_u, kept_f, stopped, it = [], [], None, 0
+        kept_u, kept_f, kept_levels, stopped, it = [], [], [], None, 0
         bar = tqdm(total=total, desc="Gibbs sweeps", disable=not progress_bar, file=sys.stderr, mininterval=1.0)
         t_start = time.perf_counter()
         for it in range(1, total + 1):
             if it > num_warmup:
-                state, (u, f) = kept_step(state, chain_keys, it)
+                state, (u, f, levels) = kept_step(state, chain_keys, it)
                 kept_u.append(np.asarray(u, np.float64))
+                kept_levels.append([np.asarray(v, np.float64) for v in levels])
                 kept_f.append(np.asarray(f, np.float64))
             else:
                 state = warmup_step(state, chain_keys, it)
@@ -287,7 +291,7 @@ def sample_gibbs(
             "next to the scale of the features (or the features are too large); raise the temperature or rescale "
             "the features.")
     records = {
-        c: {"U": [u[c] for u in kept_u], "f": [f[c] for f in kept_f],
+        c: {"U": [u[c] for u in kept_u], "f": [f[c] for f in kept_f], "levels": [[v[c] for v in ls] for ls in kept_levels],
             "meta": dict(warmup_done=min(it, num_warmup), samples_done=max(0, it - num_warmup),
                          completed=it == total and stopped is None, seconds=seconds / num_chains,
                          step_size=float("nan"))}

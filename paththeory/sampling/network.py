@@ -29,7 +29,7 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
 
     ``Phi = sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L)) sum_pi V^L_{h_L} ... V^1_{h_1} V^0 xi^pi``: the
     pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
-    needs ``V0`` and ``V`` only.
+    needs ``V0`` and ``V`` only. A skip branch is the identity, without its level's width factor.
     """
     check_architecture(arch)
     if not isinstance(params, dict) or "V0" not in params or "V" not in params:
@@ -39,12 +39,11 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
         raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
                          f"got {tuple(jnp.shape(features))}.")
     z = jnp.einsum("in,bpn->bpi", params["V0"], features)  # [B, paths, n_0]
-    for v in params["V"]:  # contract this layer's head (the slowest remaining path index)
-        z = z.reshape(z.shape[0], v.shape[0], -1, z.shape[-1])
-        z = jnp.einsum("hji,bhqi->bqj", v, z)
+    for skip, v in zip(arch.skips, params["V"]):  # contract this level's branch (the slowest remaining path index)
+        z = z.reshape(z.shape[0], v.shape[0] + skip, -1, z.shape[-1])
+        heads = jnp.einsum("hji,bhqi->bqj", v, z[:, skip:]) / math.sqrt(v.shape[1])
+        z = z[:, 0] + heads if skip else heads  # a skip adds its input, with no width factor
     scale = arch.variances[-1] / (arch.variances[0] * params["V0"].shape[0])
-    for v in params["V"]:
-        scale /= v.shape[1]
     return math.sqrt(scale) * z[:, 0, :]
 
 
@@ -110,11 +109,32 @@ def draw_readout(phi: Array, y: Array, temperature: float, key: Array) -> Array:
     return e + phi.T @ solve(y - phi @ e - jnp.sqrt(temperature) * d)
 
 
-def draw_statistics(arch: Architecture, params: dict, b: Array, features_test: Array) -> tuple[Array, Array]:
-    """One posterior draw's order parameter ``w w^T / n_0`` ``[C n_paths, C n_paths]`` (the paper's Eq. 13, with
-    :func:`output_effective_weights`) and test outputs ``Phi_test b`` (``[P_test]`` or ``[P_test, C]``, as ``b``)."""
-    w = output_effective_weights(arch, params, b)
-    return w @ w.T / params["V0"].shape[0], readout_design(arch, params, features_test) @ b
+def draw_statistics(arch: Architecture, params: dict, b: Array, features_test: Array
+                    ) -> tuple[Array, Array, tuple[Array, ...]]:
+    """One posterior draw's order parameter ``w w^T / n_0`` ``[C n_paths, C n_paths]`` (the paper's Eq. 13), test
+    outputs ``Phi_test b`` (``[P_test]`` or ``[P_test, C]``, as ``b``) and the order parameters of the levels
+    above, ``(U^(2), ..., U^(L), U_a)`` (:func:`level_order_parameters`)."""
+    levels = level_order_parameters(arch, params, b)
+    return levels[0], readout_design(arch, params, features_test) @ b, levels[1:]
+
+
+def level_order_parameters(arch: Architecture, params: dict, b: Array) -> tuple[Array, ...]:
+    """``(U^(1), ..., U^(L), U_a)`` of one draw: the Gram matrices ``w^(l) w^(l)^T / n_{l-1}`` of the partial
+    effective weights ``w^(l),(c, b_l..b_L) = M_l(b_l)^T ... M_L(b_L)^T a_c`` (``M(h) = V_h / sqrt(n_l)``, the
+    identity for a skip), output index slowest; ``U_a = a^T a / n_L``. A skip level's skip block is the level
+    above's Gram matrix, draw by draw.
+
+    ``b``: standardised readout ``[n_L]`` (one output) or ``[n_L, C]``.
+    """
+    a = math.sqrt(arch.variances[-1]) * jnp.reshape(b, (b.shape[0], -1)).T  # [C, n_L]
+    w, grams = a[:, None, :], [a @ a.T / a.shape[1]]  # w: [C, partial paths, width]
+    for skip, v in zip(reversed(arch.skips), reversed(params["V"])):
+        heads = jnp.einsum("cpj,hji->chpi", w, v) / math.sqrt(v.shape[1])
+        w = jnp.concatenate([w[:, None], heads], axis=1) if skip else heads
+        w = w.reshape(w.shape[0], -1, v.shape[2])  # this level's branch slowest after the output
+        flat = w.reshape(-1, w.shape[-1])
+        grams.append(flat @ flat.T / flat.shape[1])
+    return tuple(grams[::-1])
 
 
 def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Array:

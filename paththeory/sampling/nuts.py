@@ -241,7 +241,7 @@ def sample_nuts(
                 max_tree_depth=max_tree_depth, model_args=a, rng_key=k_run,
             )
 
-        def draw_summary(z: dict, key: Array) -> tuple[Array, Array]:
+        def draw_summary(z: dict, key: Array) -> tuple[Array, Array, tuple[Array, ...]]:
             params = {"V0": z["V0"], "V": tuple(z[f"V{l + 1}"] for l in range(arch.n_layers))}
             if integrate_readout:
                 b = draw_readout(readout_design(arch, params, args[0]), args[1], temperature, key)
@@ -265,7 +265,7 @@ def sample_nuts(
             keys = chain_keys[jnp.asarray(group)]
             run_keys, draw_keys = (jnp.stack(k) for k in zip(*(jax.random.split(k) for k in keys)))
             state = start(run_keys if vectorized else run_keys[0], args)
-            rec = {k: [] for k in ("U", "f", "energy", "accept", "steps", "div", "trace")}
+            rec = {k: [] for k in ("U", "f", "levels", "energy", "accept", "steps", "div", "trace")}
             label = f"chains {group[0]}-{group[-1]}" if vectorized else f"chain {group[0] + 1}/{num_chains}"
             bar = tqdm(total=total, desc=label, disable=not progress_bar, file=sys.stderr, mininterval=1.0)
             it = 0
@@ -277,8 +277,9 @@ def sample_nuts(
                 if it > num_warmup:
                     k = it - num_warmup - 1
                     dkeys = jax.vmap(lambda kk: jax.random.fold_in(kk, k))(draw_keys)
-                    u_d, f_d = summarise(state.z, dkeys if vectorized else dkeys[0])
+                    u_d, f_d, levels_d = summarise(state.z, dkeys if vectorized else dkeys[0])
                     rec["U"].append(np.asarray(u_d, np.float64))
+                    rec["levels"].append([np.asarray(u, np.float64) for u in levels_d])
                     rec["f"].append(np.asarray(f_d, np.float64))
                     rec["energy"].append(np.asarray(state.energy, np.float64))
                     rec["accept"].append(np.asarray(state.accept_prob, np.float64))
@@ -298,7 +299,7 @@ def sample_nuts(
             seconds = time.perf_counter() - t_chain
             step_sizes = np.atleast_1d(np.asarray(state.adapt_state.step_size, np.float64))
             for j, c in enumerate(group):
-                records[c] = {k: [np.atleast_1d(v)[j] if vectorized else v for v in vals] for k, vals in rec.items()}
+                records[c] = {k: [_chain_entry(v, j, vectorized) for v in vals] for k, vals in rec.items()}
                 records[c]["meta"] = dict(
                     warmup_done=min(it, num_warmup),
                     samples_done=max(0, it - num_warmup),
@@ -321,6 +322,15 @@ def sample_nuts(
         raise TimeLimitReached(result)
     return result
 
+
+
+def _chain_entry(value, chain: int, vectorized: bool):
+    """One chain's part of a recorded value (a list of per-level arrays stays a list)."""
+    if not vectorized:
+        return value
+    if isinstance(value, list):
+        return [v[chain] for v in value]
+    return np.atleast_1d(value)[chain]
 
 
 def _chain_reports(records: dict, max_tree_depth: int) -> list[ChainReport]:

@@ -72,6 +72,9 @@ class PosteriorSamples:
       f_draws: ``[chains, draws, P_test]`` (``[..., P_test, C]``) test outputs of the kept draws (complete chains only
         when a run stopped early and at least one chain completed).
       U_draws: ``[chains, draws, C n_paths, C n_paths]`` per-draw ``w^{c pi} . w^{c' sigma} / n_0``.
+      inner: the sampled order parameters of the levels above, ``[U^(2), ..., U^(L), U_a]`` (means over the
+        kept draws of :func:`~paththeory.sampling.network.level_order_parameters`), to compare with a
+        :class:`~paththeory.solve.Solution`'s ``inner`` and ``U_a``.
       chains: one :class:`ChainReport` per started chain.
       diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s, and
         ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`~paththeory.sampling.diagnostics.diagnostics_summary`
@@ -94,6 +97,7 @@ class PosteriorSamples:
     diagnostics: dict
     stopped: dict | None
     settings: dict = field(default_factory=dict)
+    inner: list = field(default_factory=list, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -200,6 +204,8 @@ def collect(
         f_draws = np.zeros((0, 0, settings["n_test"]) + (() if n_out is None else (n_out,)))
         size = settings["n_paths"] * (n_out or 1)
         u_draws = np.zeros((0, 0, size, size))
+    inner = [np.mean([records[c]["levels"][d][k] for c in use for d in range(n_draws)], axis=0)
+             for k in range(len(records[use[0]]["levels"][0]))] if n_draws and records[use[0]].get("levels") else []
     n_paths = u_draws.shape[-1]  # C n_paths with C outputs
     iu = np.triu_indices(n_paths)
     summaries = np.concatenate([u_draws[:, :, iu[0], iu[1]], f_draws.reshape(f_draws.shape[:2] + (int(np.prod(f_draws.shape[2:])),))], axis=2)
@@ -237,6 +243,7 @@ def collect(
         diagnostics=diagnostics,
         stopped=stopped,
         settings=settings,
+        inner=inner,
     )
 
 

@@ -50,7 +50,7 @@ def test_theta_hessian_matches_finite_differences(heads, rng):
     theory = slv.Theory(arch, feats, y, precision="double")
     widths = jnp.asarray(arch.widths((6.0, 9.0, 12.0)[: len(heads)] + (15.0,)))
     data = slv._Data(kernel_operator(feats), y, jnp.asarray(0.1), widths, feats)
-    opts = dict(sizes=theory.sizes, scales=theory.scales, heads=arch.heads, variances=arch.variances)
+    opts = dict(sizes=theory.sizes, scales=theory.scales, heads=arch.heads, variances=arch.variances, skips=arch.skips)
     theta = jnp.asarray(0.3 * rng.normal(size=sum(s * (s + 1) // 2 for s in theory.sizes)))
     H = jax.jit(slv._hessian, static_argnames=tuple(opts))(theta, data, **opts)  # as the solver runs it
     grad = jax.jit(lambda t: slv._objective_and_grads(t, data, **opts)[1])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def test_the_grades_of_the_four_sample_submissions(graded_model):
     for q, (score, _) in grades["spoofed"].items():
         assert score == 0, f"spoofed earned {score} for {q}"
     with open(csv_path) as f:
-        assert next(csv.reader(f)) == ["student", "question", "kind", "score", "max_score"]
+        assert next(csv.reader(f)) == ["student", "question", "kind", "score", "max_score", "flags"]
     assert all(any(q.startswith("model-" + name) for q in grades["correct"]) for name in questions)
 
 
@@ -132,7 +133,7 @@ def test_feedback_says_why_a_spoofed_answer_earns_nothing(graded_model):
     course = graded_model[0]
     feedback = (course / "feedback" / "spoofed" / "model" / "model.html").read_text()
     assert "model.n_paths: the expected answer is not available in a graded run" in feedback  # solution()
-    assert "model.path_expansion earns no points: the answer asked for the expected answer" in feedback
+    assert "model.path_expansion earns no points: the answer asked check() to reveal the answer" in feedback
     assert "model.gp_kernel earns no points: the answer redefined a checking function" in feedback
 
 
@@ -234,11 +235,109 @@ def overlap_distance(U_theory, w_draws):
 """
 
 
+#: What a submission sees from inside the sandbox (printed; the grader keeps the first lines).
+PROBE = """import os, socket
+print("uid", os.getuid(), "cwd", os.getcwd(), "cwd holds", sorted(os.listdir(".")))
+print("root holds", sorted(os.listdir("/")))
+print("tmp holds", sorted(os.listdir("/tmp")))
+print("processes", sorted(p for p in os.listdir("/proc") if p.isdigit()))
+print("course folder", COURSE, "exists", os.path.exists(COURSE), "holds", os.listdir(COURSE) if os.path.isdir(COURSE) else None)
+try:
+    os.listdir("..")
+    print("parent of cwd: listed")
+except OSError as err:
+    print("parent of cwd:", type(err).__name__)
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3)
+    print("network: connected")
+except OSError as err:
+    print("network:", type(err).__name__, err)
+"""
+
+#: Open the gradebook and give every written answer full marks (the issue's first cheat).
+TAMPER = """import sqlite3
+for path in (COURSE + "/gradebook.db", "../../../gradebook.db", "gradebook.db"):
+    try:
+        db = sqlite3.connect("file:" + path + "?mode=rw", uri=True)
+        db.execute("UPDATE grade SET manual_score = 15")
+        db.commit()
+        print("tampered with", path)
+    except Exception as err:
+        print("gradebook", path, type(err).__name__, err)
+"""
+
+ZERO_PREDICTOR = """
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    return np.zeros(len(xi_test)), np.zeros(len(xi_test))
+"""
+
+#: The issue's cheats and two more, as ``{student: {grade id: cell source or f(worked solution)}}``.
+CHEATS = {
+    "tamper": {"problems-predictor-answer": lambda worked: PROBE + TAMPER + worked},
+    "allclose": {"problems-predictor-answer": "import numpy as np\nnp.allclose = lambda *a, **k: True\n"
+                                              "np.isclose = lambda *a, **k: True\n" + ZERO_PREDICTOR},
+    "frame": {"problems-predictor-answer": """import sys
+import numpy as np
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    for depth in range(1, 8):
+        try:
+            frame = sys._getframe(depth)
+        except ValueError:
+            break
+        for name in ("want", "expected", "key"):
+            if name in frame.f_locals:
+                value = frame.f_locals[name]
+                return tuple(value) if isinstance(value, (tuple, list)) else value
+    return np.zeros(len(xi_test)), np.zeros(len(xi_test))
+"""},
+    "reference": {"problems-predictor-answer": """import paththeory as pt
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    return pt.predictor(U, xi_train, y, xi_test, temperature)
+"""},
+    "replaced": {"problems-predictor-answer": "import paththeory.exercises.grading\nimport paththeory.exercises\n"
+                                              "paththeory.exercises.grading.graded_function = lambda *a, **k: 9\n"
+                                              "paththeory.exercises.graded_function = lambda *a, **k: 9\n"
+                                              + ZERO_PREDICTOR},
+    "display_off": {"problems-overlap-distance-answer": "get_ipython().display_formatter.active = False\n"
+                                                        + PARTIAL_OVERLAP},
+    # two of our own: a memory hog (killed, loudly) and an output whose == is always True
+    "memory_hog": {"problems-predictor-answer": "hog = bytearray(64 * 2**30)\n" + ZERO_PREDICTOR},
+    "always_equal": {"problems-overlap-distance-answer": """class Anything(float):
+    def __eq__(self, other):
+        return True
+    def __float__(self):
+        return float("nan")
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+        return np.array(np.nan)
+
+def overlap_distance(U_theory, w_draws):
+    return Anything()
+"""},
+    "variance_off": {"problems-predictor-answer": lambda worked: worked.replace(
+        "return v.T @ white, k_diag - np.sum(v * v, axis=0)",
+        "return v.T @ white, k_diag - np.sum(v * v, axis=0) + temperature")},
+    "partial": {"problems-overlap-distance-answer": PARTIAL_OVERLAP},
+}
+
+
 @pytest.fixture(scope="module")
 def graded_problems(tmp_path_factory):
     course = tmp_path_factory.mktemp("problems")
-    released, _, _ = submit(course, "problems", {"partial": {"problems-overlap-distance-answer": PARTIAL_OVERLAP}})
-    return released, grading.read_grades(grading.grade(course, "problems")), course
+    with_course = {student: {gid: (lambda worked, cell=cell: cell(worked).replace("COURSE", repr(str(course))))
+                             if callable(cell) else cell.replace("COURSE", repr(str(course)))
+                             for gid, cell in cells.items()} for student, cells in CHEATS.items()}
+    released, _, _ = submit(course, "problems", with_course)
+    import time
+
+    start = time.monotonic()
+    csv_path = grading.grade(course, "problems")
+    seconds = time.monotonic() - start
+    print(f"\ngraded {len(CHEATS) + 2} submissions of the problem set in {seconds:.1f} s")
+    print(csv_path.read_text())
+    return released, grading.read_grades(csv_path), course
 
 
 def test_the_problem_set_has_manual_and_automatic_questions(graded_problems):
@@ -286,10 +385,186 @@ def test_a_written_answer_graded_by_hand_counts(graded_problems):
         assert gb.find_comment(question, "problems", "problems", "correct").manual_comment == "Right idea; give the number."
     with pytest.raises(ValueError, match=f"between 0 and {top:g}"):
         grading.mark(course, "problems", "correct", question, top + 1)
-    with pytest.raises(ValueError, match="not a written answer.*prob"):
+    with pytest.raises(ValueError, match="scored automatically: overriding it needs a reason"):
         grading.mark(course, "problems", "correct", "problems-action-hidden", 1)
+    with pytest.raises(ValueError, match="not a question of problems"):
+        grading.mark(course, "problems", "correct", "prob-nothing-answer", 1)
     with pytest.raises(ValueError, match="no graded submission of problems by 'nobody'"):
         grading.mark(course, "problems", "nobody", question, 1)
     assert main(["course", "mark", "problems", "--course", str(course), "--student", "blank",
                  "--question", question, "--points", "0"]) == 0
     assert grading.read_grades(path)["blank"][question] == (0, top)
+
+
+# --------------------------------------------------------------------------- issue 36: cheats, sandbox, keys
+
+
+def flags_of(course: Path) -> dict:
+    return grading.read_flags(course / "grades-problems.csv")
+
+
+def test_each_cheat_earns_nothing_for_its_question_and_is_flagged(graded_problems):
+    _, grades, course = graded_problems
+    flags = flags_of(course)
+    for student in ("allclose", "frame", "reference", "replaced", "memory_hog"):
+        for part in ("public", "hidden"):
+            assert grades[student][f"problems-predictor-{part}"][0] == 0, f"{student} earned predictor points"
+        assert flags[student].get("problems-predictor-hidden"), f"{student} is not flagged"
+    assert "numpy.allclose" in flags["allclose"]["problems-predictor-hidden"]
+    assert "stack frame" in flags["frame"]["problems-predictor-hidden"]
+    assert "paththeory.predictor" in flags["reference"]["problems-predictor-hidden"]
+    assert "checking code" in flags["replaced"]["problems-predictor-hidden"]
+    assert "memory" in flags["memory_hog"]["problems-predictor-hidden"].lower()
+    assert grades["always_equal"]["problems-overlap-distance-hidden"][0] == 0
+    assert grades["always_equal"]["problems-overlap-distance-public"][0] == 0
+    # turning the display off changes nothing: the same points as the same function without it, flagged
+    assert grades["display_off"]["problems-overlap-distance-hidden"] == grades["partial"]["problems-overlap-distance-hidden"]
+    assert grades["display_off"]["problems-overlap-distance-public"][0] == 0
+    assert "display" in flags["display_off"]["problems-overlap-distance-hidden"]
+    assert not flags.get("correct"), "an honest submission is not flagged"
+
+
+def test_the_gradebook_tampering_changes_nothing(graded_problems):
+    _, grades, course = graded_problems
+    written = [q for q in grades["tamper"] if q.startswith("prob-")]
+    assert written and all(grades["tamper"][q][0] is None for q in written), "written answers wait for a person"
+    from nbgrader.api import Gradebook
+    from paththeory_tools import sandbox
+
+    if sandbox.detect().kind != "plain":  # without namespaces the CSV still ignores the forged scores
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+            sub = gb.find_submission("problems", "tamper")
+            assert all(g.manual_score is None for nb in sub.notebooks for g in nb.grades)
+    printed = "\n".join(e["printed"] for e in json.loads((course / "graded" / "tamper" / "problems.json").read_text())["log"])
+    assert ("tampered" not in printed or sandbox.detect().kind == "plain") and "course folder" in printed
+    assert "refers to the gradebook" in flags_of(course)["tamper"]["problems-predictor-hidden"]
+    assert grades["tamper"]["problems-predictor-hidden"] == grades["correct"]["problems-predictor-hidden"]
+
+
+def test_what_a_submission_sees_in_the_sandbox(graded_problems):
+    from paththeory_tools import sandbox
+
+    _, _, course = graded_problems
+    printed = "\n".join(e["printed"] for e in json.loads((course / "graded" / "tamper" / "problems.json").read_text())["log"])
+    print(printed)
+    if sandbox.detect().kind == "plain":
+        pytest.skip("no namespaces on this machine: the plain subprocess hides nothing (the report says so)")
+    seen = re.search(r"course folder \S+ exists (\w+) holds (.*)", printed)
+    assert seen and seen.groups() in (("False", "None"), ("True", "[]")), "the course folder is out of sight"
+    assert "parent of cwd: PermissionError" in printed or "parent of cwd: FileNotFoundError" in printed
+    assert "network: OSError" in printed or "network: ConnectionRefusedError" in printed or "Network is unreachable" in printed
+    assert re.search(r"tmp holds \[('\.ipython')?\]", printed), "a fresh /tmp: only what this run made"
+    assert re.search(r"processes \['1', '\d+'\]|processes \['1'\]", printed), "the grader's processes are hidden"
+
+
+def test_a_predictor_with_the_right_mean_gets_the_means_points(graded_problems):
+    _, grades, _ = graded_problems
+    public, public_top = grades["variance_off"]["problems-predictor-public"]
+    hidden, hidden_top = grades["variance_off"]["problems-predictor-hidden"]
+    assert (public, hidden) == (public_top / 2, hidden_top / 2)
+
+
+def test_an_automatic_score_overridden_keeps_its_reason_and_a_forged_one_is_ignored(graded_problems):
+    _, grades, course = graded_problems
+    path = grading.mark(course, "problems", "reference", "problems-predictor-hidden", 9,
+                        "pt.predictor was allowed in this course's version of the task")
+    after = grading.read_grades(path)
+    assert after["reference"]["problems-predictor-hidden"] == (9, 9)
+    marks = json.loads((course / "marks" / "problems.json").read_text())
+    assert marks["reference"]["problems-predictor-hidden"]["reason"].startswith("pt.predictor was allowed")
+    html = (course / "feedback" / "reference" / "problems" / "problems.html").read_text()
+    assert "pt.predictor was allowed" in html
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # a score set behind course mark's back
+        gb.find_grade("prob-gamma-answer", "problems", "problems", "blank").manual_score = 10
+        gb.db.commit()
+    path = grading.mark(course, "problems", "blank", "prob-width-gain-answer", 1, "a start")
+    assert grading.read_grades(path)["blank"]["prob-gamma-answer"][0] == 0
+    assert "not set by course mark" in grading.read_flags(path)["blank"]["prob-gamma-answer"]
+
+
+def test_hidden_cases_are_drawn_from_the_course_secret_and_never_shown(graded_problems):
+    from paththeory.exercises.problems import IMPLEMENT
+
+    released, _, course = graded_problems
+    assert (course / "secret").is_file() and oct((course / "secret").stat().st_mode)[-3:] == "600"
+    with np.load(course / "keys" / "problems.npz") as keys:
+        public, hidden = keys["problems.action/public/case0_arg0"], keys["problems.action/hidden/case0_arg0"]
+        outputs = [float(np.ravel(keys[k])[0]) for k in keys.files if "/hidden/" in k and "_out" in k]
+    assert not np.array_equal(public, hidden)
+    assert not np.array_equal(IMPLEMENT["problems.action"].cases()[0][0], hidden)
+    shown = "\n".join(c.source for c in released.cells)
+    shown += "\n".join(p.read_text() for p in (course / "feedback").rglob("*.html"))
+    shown += (course / "source" / "problems" / "problems.ipynb").read_text()
+    for value in outputs:
+        assert repr(value) not in shown and f"{value:.6g}" not in shown, "a hidden expected value is shown"
+
+
+def test_grading_refuses_another_package_version(graded_problems):
+    _, _, course = graded_problems
+    info_path = course / "keys" / "problems.json"
+    text = info_path.read_text()
+    info = json.loads(text)
+    info["paththeory_version"] = "0.0.1"
+    info_path.write_text(json.dumps(info))
+    try:
+        with pytest.raises(answers.GradingError, match="released with paththeory 0.0.1"):
+            grading.grade(course, "problems", student="blank")
+    finally:
+        info_path.write_text(text)
+
+
+def test_feedback_regenerates_without_running_anything_and_pending_counts(graded_problems, monkeypatch):
+    from paththeory_tools import sandbox
+    from paththeory.exercises import problems
+
+    _, grades, course = graded_problems
+    monkeypatch.setattr(sandbox, "run", lambda *a, **k: pytest.fail("feedback ran a sandbox"))
+    html = grading.feedback(course, "problems", "partial").read_text()
+    assert "problems-overlap-distance-hidden" in html and "hidden test, case 4" in html
+    written = sum(kind != "implement" for kind in problems.KINDS.values())
+    left = grading.pending(course, "problems")
+    assert 0 < left <= written * len(grades)
+    now = grading.read_grades(course / "grades-problems.csv")  # other tests may have marked some
+    assert left == sum(1 for s in now.values() for q, (score, _) in s.items() if q.startswith("prob-") and score is None)
+    from paththeory_tools.cli import main
+
+    assert main(["course", "pending", "problems", "--course", str(course)]) == 0
+    assert main(["course", "feedback", "problems", "--course", str(course), "--student", "partial"]) == 0
+
+
+def test_one_student_is_graded_alone(graded_problems):
+    _, grades, course = graded_problems
+    before = (course / "graded" / "correct" / "problems.json").stat().st_mtime
+    after = grading.read_grades(grading.grade(course, "problems", student="variance_off"))
+    assert (course / "graded" / "correct" / "problems.json").stat().st_mtime == before
+    assert after["variance_off"]["problems-predictor-hidden"] == grades["variance_off"]["problems-predictor-hidden"]
+    assert set(after) == set(grades)
+
+
+def test_the_leak_check_finds_a_solution_sentence_planted_in_each_student_artefact(graded_problems, tmp_path):
+    """One stripping function makes every student artefact; one leak check reads them all, gated
+    solution prose and demonstrations included."""
+    from paththeory_tools import edition
+
+    _, _, course = graded_problems
+    fragments = edition.solution_fragments(ROOT)["problems"]
+    planted = {"gated prose": next(f for f in fragments if f.startswith("The hand check")),
+               "demonstration": next(f for f in fragments if "sample_posterior(" in f),
+               "written solution": next(f for f in fragments if "Solution" not in f and f[0].isupper()
+                                        and not f.startswith("The hand check"))}
+    web_page = tmp_path / "problems.html"
+    web_page.write_text("<html><body><p>Problem set</p></body></html>")
+    artefacts = {"student notebook": ROOT / "notebooks" / "student" / "problems.ipynb",
+                 "released notebook": course / "release" / "problems" / "problems.ipynb",
+                 "web student edition": web_page,
+                 "feedback": course / "feedback" / "partial" / "problems" / "problems.html"}
+    for name, original in artefacts.items():
+        copy_ = tmp_path / f"{name.replace(' ', '_')}{original.suffix}"
+        copy_.write_text(original.read_text())
+        assert edition.artefact_leaks(ROOT, [(copy_, "problems")]) == [], f"the {name} leaks as it is"
+        for what, sentence in planted.items():
+            copy_.write_text(original.read_text().replace("</body>", "") + "\n" + sentence + "\n")
+            found = edition.artefact_leaks(ROOT, [(copy_, "problems")])
+            assert any(sentence[:40] in f for f in found), f"a {what} planted in the {name} is not found"

@@ -306,7 +306,7 @@ def test_the_notebooks_number_cross_references_as_the_book_does():
     depth = "\n".join(c.source for c in read("depth").cells if c.cell_type == "markdown")
     assert f"[Proposition 2.1]({notebooks.BOOK_URL}/book/derivation.html#prop-result-1)" in depth
     assert "Proposition (Result 1" not in depth and "[the equation of *" not in depth
-    assert f"[Exercise 12.6 (What the large-width forms drop)]({notebooks.BOOK_URL}/book/problems.html" in depth
+    assert f"[Exercise 13.6 (What the large-width forms drop)]({notebooks.BOOK_URL}/book/problems.html" in depth
 
 
 def test_the_download_button_offers_the_plain_notebook(book_extension, tmp_path):

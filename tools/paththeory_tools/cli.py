@@ -39,7 +39,7 @@ def _notebooks(args: argparse.Namespace) -> int:
 
 
 def _course(args) -> int:
-    from paththeory_tools import grading
+    from paththeory_tools import grading, sandbox
 
     if args.action == "release":
         print(grading.release(args.target, args.course))
@@ -49,14 +49,29 @@ def _course(args) -> int:
         print("collected:", ", ".join(grading.collect(args.course, args.target, args.uploads)))
     elif args.action == "mark":
         if args.student is None or args.question is None or args.points is None:
-            raise ValueError("mark needs --student NAME --question ID --points P (and, if you like, --comment TEXT).")
+            raise ValueError("mark needs --student NAME --question ID --points P (and --comment TEXT: the reason, "
+                             "required to override an automatic score).")
         path = grading.mark(args.course, args.target, args.student, args.question, args.points, args.comment)
         score, top = grading.read_grades(path)[args.student]["total"]
-        print(f"{path}\n  {args.student}: {score:g} / {top:g}")
+        print(f"{path}\n  {args.student}: {score:g} / {top:g}\n"
+              f"  pending: {grading.pending(args.course, args.target)} written answers to mark")
+    elif args.action == "feedback":
+        students = [args.student] if args.student else sorted(grading.read_grades(
+            Path(args.course) / f"grades-{args.target}.csv"))
+        for student in students:
+            print(grading.feedback(args.course, args.target, student))
+    elif args.action == "pending":
+        print(f"pending: {grading.pending(args.course, args.target)} written answers to mark")
     else:
-        path = grading.grade(args.course, args.target)
-        totals = {s: q["total"] for s, q in grading.read_grades(path).items()}
-        print(f"{path}\n" + "\n".join(f"  {s}: {score:g} / {top:g}" for s, (score, top) in totals.items()))
+        box = sandbox.detect()
+        print(f"sandbox: {box.kind}" + (f"\n{box.warning}" if box.warning else ""))
+        memory = int(args.memory_gb * 2**30) if args.memory_gb else None
+        path = grading.grade(args.course, args.target, args.timeout, student=args.student, memory_bytes=memory)
+        grades, flags = grading.read_grades(path), grading.read_flags(path)
+        lines = [f"  {s}: {q['total'][0]:g} / {q['total'][1]:g}"
+                 + (f"  FLAGGED: {len(flags[s])} question(s)" if s in flags else "") for s, q in grades.items()]
+        print(f"{path}\n" + "\n".join(lines) + f"\n  pending: {grading.pending(args.course, args.target)} "
+              f"written answers to mark\n  report: {Path(args.course) / f'grading-report-{args.target}.txt'}")
     return 0
 
 
@@ -95,19 +110,26 @@ def build_parser() -> argparse.ArgumentParser:
     student.set_defaults(func=_student)
 
     course = sub.add_parser("course", help="grade a chapter's exercises with nbgrader: release, collect, grade",
-                            description="Grading with nbgrader, no JupyterHub needed (paththeory_tools.grading). "
-                                        "release book/problems.md: the students' notebook (hidden tests and keys "
-                                        "frozen now); collect problems --uploads DIR: DIR/<student>.ipynb become "
-                                        "submissions; grade problems: autograde, feedback and grades-problems.csv; "
-                                        "mark problems --student S --question Q --points P: grade a written answer.")
-    course.add_argument("action", choices=("release", "collect", "grade", "mark"))
-    course.add_argument("target", help="release: a chapter's .md; collect and grade: the assignment's name")
+                            description="Grading with nbgrader and a sandbox, no JupyterHub needed "
+                                        "(paththeory_tools.grading). release book/problems.md: the students' "
+                                        "notebook (keys and hidden cases frozen into COURSE/keys now); collect "
+                                        "problems --uploads DIR: DIR/<student>.ipynb become submissions; grade "
+                                        "problems [--student S]: run each submission in the sandbox, score it, "
+                                        "feedback and grades-problems.csv; feedback problems [--student S]: "
+                                        "rewrite the feedback without running anything; mark problems --student S "
+                                        "--question Q --points P [--comment WHY]: a written answer, or an override "
+                                        "of an automatic score (the reason is required); pending problems: how "
+                                        "many written answers wait for marking.")
+    course.add_argument("action", choices=("release", "collect", "grade", "feedback", "mark", "pending"))
+    course.add_argument("target", help="release: a chapter's .md; the other actions: the assignment's name")
     course.add_argument("--course", default="course", help="the nbgrader course folder (default: ./course)")
     course.add_argument("--uploads", default=None, help="collect: the folder of uploaded <student>.ipynb")
-    course.add_argument("--student", default=None, help="mark: the student whose written answer is graded")
-    course.add_argument("--question", default=None, help="mark: the written answer's id (a manual row of the CSV)")
+    course.add_argument("--student", default=None, help="grade, feedback, mark: one student")
+    course.add_argument("--question", default=None, help="mark: the question's id (a row of the grades CSV)")
     course.add_argument("--points", type=float, default=None, help="mark: the points given")
-    course.add_argument("--comment", default=None, help="mark: a comment for the student's feedback")
+    course.add_argument("--comment", default=None, help="mark: the reason, shown in the student's feedback")
+    course.add_argument("--timeout", type=float, default=None, help="grade: seconds per sandboxed run (default 600)")
+    course.add_argument("--memory-gb", type=float, default=None, help="grade: memory per sandboxed run (default 4)")
     course.set_defaults(func=_course)
     return parser
 

@@ -37,12 +37,18 @@ _GATE_START = re.compile(r"^`{3,}\{solution-start\}", re.MULTILINE)
 _GATE_END = re.compile(r"^(`{3,})\{solution-end\}[ \t]*\n\1[ \t]*$\n?", re.MULTILINE)
 
 
-def strip_solutions(notebook):
-    """A copy of an ``nbformat`` notebook of the book without its solutions.
+def strip_solutions(notebook, *, keep_answers: bool = False, keep_written: bool = False):
+    """A copy of an ``nbformat`` notebook of the book without its solutions: the one stripping
+    function of every student artefact (the web student edition, the student notebooks, the
+    released nbgrader notebooks; the feedback shows no book text at all).
 
     Cuts each gated solution (from its ``{solution-start}`` fence to its ``{solution-end}`` fence,
-    the cells between included) and each written ``{solution}`` directive, and replaces the
-    sentence that points to the solutions by :data:`STUDENT_SENTENCE`.
+    the cells between included: prose, demonstrations) and each written ``{solution}`` directive,
+    and replaces the sentence that points to the solutions by :data:`STUDENT_SENTENCE`. With
+    ``keep_answers`` (notebooks a student works in) a gated code cell that holds an answer between
+    the ``### BEGIN SOLUTION`` markers, or an exercise's check, is kept (it is stubbed later) and the
+    sentence is left for the notebook's own; with ``keep_written`` (the instructor's nbgrader source
+    notebook) the written solutions are kept (nbgrader cuts their model answers on release).
 
     Example:
       >>> import nbformat
@@ -57,9 +63,12 @@ def strip_solutions(notebook):
     how = re.compile(r"\s+".join(map(re.escape, HOW_EXERCISES_WORK.split())))
     out = copy.deepcopy(notebook)
     cells, inside = [], False
+    from paththeory_tools.student import BEGIN
+
     for cell in out.cells:
         if cell.cell_type != "markdown":
-            if not inside:
+            answer = BEGIN in cell.source or re.search(r"\bcheck(_implementation)?\(", cell.source)
+            if not inside or (keep_answers and answer):
                 cells.append(cell)
             continue
         text = cell.source
@@ -76,7 +85,8 @@ def strip_solutions(notebook):
                 kept, text, inside = kept + text[:start.start()], text[start.start():], True
             else:
                 kept, text = kept + text, ""
-        kept = how.sub(STUDENT_SENTENCE, SOLUTION_DIRECTIVE.sub("", kept)).strip("\n")
+        kept = kept if keep_written else SOLUTION_DIRECTIVE.sub("", kept)
+        kept = (kept if keep_answers else how.sub(STUDENT_SENTENCE, kept)).strip("\n")
         kept = re.sub(r"\n{3,}", "\n\n", kept)
         if kept.strip():
             cell.source = kept
@@ -197,12 +207,38 @@ def solution_fragments(root: str | Path) -> dict[str, list[str]]:
         for m in SOLUTION_DIRECTIVE.finditer(text):
             body = re.sub(r"^:[\w-]+:.*$", "", m.group(0), flags=re.MULTILINE).splitlines()[1:-1]
             lines += [line.strip() for line in body]
-        rest = SOLUTION_DIRECTIVE.sub("", re.sub(re.escape(BEGIN) + r"\n.*?" + re.escape(END), "", text, flags=re.DOTALL))
+        gated, outside = _gated(text)
+        lines += gated
+        rest = SOLUTION_DIRECTIVE.sub("", re.sub(re.escape(BEGIN) + r"\n.*?" + re.escape(END), "", outside,
+                                                 flags=re.DOTALL))
         fragments = [line for line in lines if len(line) >= 25 and not line.startswith(("#", "import ", "from "))
                      and line not in rest]
         if fragments:
             found[md.stem] = sorted(set(fragments))
     return found
+
+
+_CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_GATE = re.compile(r"^`{3,}\{solution-start\}.*?^`{3,}\{solution-end\}[^\n]*\n`{3,}[ \t]*$",
+                   re.MULTILINE | re.DOTALL)
+
+
+def _gated(text: str) -> tuple[list[str], str]:
+    """``(the stripped lines of the gated solutions, the chapter without them)``: their prose and
+    demonstration code; the answer and check cells a student notebook keeps are left out of both."""
+    from paththeory_tools.student import BEGIN
+
+    lines, outside = [], text
+    for gate in _GATE.finditer(text):
+        body = gate.group(0)
+        kept = [m.group(0) for m in _CODE_CELL.finditer(body)
+                if BEGIN in m.group(1) or re.search(r"\bcheck(_implementation)?\(", m.group(1))]
+        for cell in kept:
+            body = body.replace(cell, "")
+        lines += [line.strip() for line in body.splitlines()
+                  if line.strip() and not line.lstrip().startswith(("```", ":"))]
+        outside = outside.replace(gate.group(0), "\n".join(kept))
+    return lines, outside
 
 
 def answer_values() -> dict[str, list[str]]:
@@ -236,9 +272,9 @@ def _page_text(path: Path) -> str:
 
 def leaks(root: str | Path, html_dir: str | Path, notebooks: str | Path | None = None) -> list[str]:
     """Where the student edition shows a solution: ``"<file>: <what>"`` for each solution marker, line of
-    solution code, sentence of a written solution or answer value (of its chapter's exercises) found in
-    the pages, their downloadable sources or the student notebooks (default ``<root>/notebooks/student``)."""
-    from paththeory_tools.student import BEGIN
+    solution code, sentence of a written solution or gated solution, or answer value (of its chapter's
+    exercises) found in the pages, their downloadable sources or the student notebooks (default
+    ``<root>/notebooks/student``): :func:`artefact_leaks` over those files."""
     from paththeory_tools.notebooks import toc_chapters
 
     root, html_dir = Path(root), Path(html_dir)
@@ -249,6 +285,20 @@ def leaks(root: str | Path, html_dir: str | Path, notebooks: str | Path | None =
     files += [(p, p.name.split(".")[0]) for p in (html_dir / "_sources" / "book").glob("*")]
     files += [(p, p.stem) for p in notebooks.glob("*.ipynb")]
     files = [(p, chapter) for p, chapter in files if chapter in chapters]  # the API page documents the markers
+    return artefact_leaks(root, files, fragments, values)
+
+
+def artefact_leaks(root: str | Path, files: list[tuple[Path, str]], fragments: dict | None = None,
+                   values: dict | None = None) -> list[str]:
+    """Where any student artefact shows a solution: ``files`` are ``(path, chapter)`` pairs (web
+    pages, page sources, student notebooks, released nbgrader notebooks, feedback); what is looked
+    for: solution markers, solution code, written solutions, gated solution prose and demonstrations
+    (:func:`solution_fragments`) and answer values (:func:`answer_values`)."""
+    from paththeory_tools.student import BEGIN
+
+    root = Path(root)
+    fragments = solution_fragments(root) if fragments is None else fragments
+    values = answer_values() if values is None else values
     problems = []
     for path, chapter in files:
         text = _page_text(path) if path.suffix == ".html" else path.read_text(errors="replace")

@@ -84,7 +84,9 @@ def student_version(notebook, context: MarkdownContext | None = None):
     """
     import nbformat
 
-    out = plain_notebook(notebook, context, solutions=False)
+    from paththeory_tools.edition import strip_solutions
+
+    out = plain_notebook(strip_solutions(notebook, keep_answers=True), context, solutions=False)
     cells = out.cells
     if any(BEGIN in c.source or "{exercise}" in c.source for c in notebook.cells):
         at = 1 if cells and cells[0].cell_type == "markdown" and cells[0].source.lstrip().startswith("#") else 0
@@ -198,16 +200,18 @@ paththeory-tools course collect problems --uploads uploads/ --course course
 paththeory-tools course grade problems --course course
 ```
 
-`release` writes nbgrader's source notebook from the chapter: after each answer cell, a public
-test that calls `check` (1 point: the student sees its diagnoses while working) and a hidden
-test holding the answer key frozen at release (2 points; an implement-it-yourself problem gets
-partial credit, the fraction of hidden cases its function passes); each derivation or
-interpretation gets a Markdown answer cell graded by hand (`nbgrader formgrader` in a local
-Jupyter). `grade` autogrades every submission, writes one feedback page per student and a CSV
-of the points per question. An answer that calls `solution()` or `check(..., reveal=True)` or
-redefines a check earns no points for that exercise, a test cell a student edited is restored
-before grading, and a notebook that cannot find a data file fails the grade run, naming the
-file, instead of being graded on empty cells.
+`release` writes nbgrader's source notebook from the chapter, gated solution prose and
+demonstrations cut: after each answer cell, a public test that calls `check` (1 point: the
+student sees its diagnoses while working) and a hidden test (2 points), whose key, frozen at
+release, stays in the course folder with the package version; an implement-it-yourself problem
+is called on hidden cases drawn from the course's secret, each output earning its share per case;
+each derivation or interpretation gets a Markdown answer cell graded by hand. `grade` runs every
+submission in a sandbox, computes the points outside it, writes one feedback page per student and
+a CSV of the points and flags per question. An answer that calls `solution()` or
+`check(..., reveal=True)`, redefines a check or calls the package's own implementation earns no
+points for that exercise, with the reason, and a notebook that cannot find a data file fails the
+grade run, naming the file, instead of being graded on empty cells. {doc}`instructor` describes
+the private setup, the sandbox and the rest of the loop (`mark`, `pending`, `feedback`).
 """
 
 

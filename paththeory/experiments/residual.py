@@ -1,0 +1,569 @@
+"""The residual stream: linear MLP blocks and skip connections on the hidden-Markov-chain task.
+
+The book's chapter "The residual stream" (beyond the paper: its outlook, §5, says the theory extends to
+linear MLP blocks and, it seems, to skip connections). Four networks share the attention heads of the
+paper's Fig. 2 (layer 1: the good head and a random head; layer 2: the uniform head and a random head):
+
+* ``attention``: the paper's network, 4 paths;
+* ``mlp``: a linear MLP block after each attention layer, 4 paths and 4 levels;
+* ``skip``: a skip connection around each attention layer, 9 paths (the all-skip path included);
+* ``residual``: two residual blocks, each attention with a skip then an MLP with a skip, 36 paths.
+
+* :data:`SETTINGS` and :func:`settings`: the sizes per profile;
+* :func:`problem`: the data and each network's path features;
+* :func:`sample_points`: NUTS at every sampled (network, width), as JSON-ready records, shipped for the
+  ``smoke`` and ``colab`` sizes (``python -m paththeory residual`` writes them) so that the book does not
+  sample for half an hour;
+* :func:`theory_curve`, :func:`compare`: the theory on the same data, against the records;
+* :func:`path_shares`, :func:`plot_shares`, :func:`deep_linear_check`, :func:`run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from paththeory import _io
+from paththeory.experiments import jsonable, provenance, stats
+from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
+from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
+from paththeory.model import MLP, Architecture, Residual, path_features
+from paththeory.predict import mean_predictor
+from paththeory.profiles import choose, current_profile, time_limit
+from paththeory.solve import Theory
+from paththeory.tasks import markov
+
+#: The networks, in the order of the chapter's tables.
+NETWORKS = ("attention", "mlp", "skip", "residual")
+NETWORK_NAMES = {"attention": "attention only (the paper's)", "mlp": "attention + MLP blocks",
+                 "skip": "skip around each attention layer", "residual": "two residual blocks"}
+SHIPPED = Path(__file__).resolve().parent.parent / "results"
+#: One colour per path class (paths through 0, 1, 2 attention heads): the classes are three quantities.
+CLASS_COLOURS = ("C1", "C0", "C4")
+#: Largest rank-normalised R-hat of ``U``'s entries at which a record's Monte Carlo error is taken at face value:
+#: 1.02 for the shipped runs of two chains (R-hat from two chains of 400 draws is itself noisy; the
+#: validity records, four chains, use 1.01).
+R_HAT_OK = 1.02
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one profile.
+
+    ``theory_widths``: the widths of the theory's curves; ``sampled``: ``(network, width)`` pairs sampled
+    with NUTS, ``num_chains`` chains of ``num_warmup`` + ``num_samples`` iterations each; ``n_train`` /
+    ``n_test`` sequences; ``temperature`` ``T``; ``time_limit``: a fail-safe per point (seconds), far above
+    an honest run's time; ``seed``: the sampler's seed.
+    """
+
+    theory_widths: tuple[int, ...]
+    sampled: tuple[tuple[str, int], ...]
+    num_warmup: int
+    num_samples: int
+    num_chains: int
+    time_limit: float
+    n_train: int = 80
+    n_test: int = 500
+    temperature: float = 0.01
+    seed: int = 0
+
+
+_SAMPLED = (("attention", 10), ("attention", 30), ("mlp", 10), ("mlp", 30), ("skip", 10), ("skip", 30),
+            ("residual", 30))
+SETTINGS: dict[str, Config] = {
+    # smoke and colab: sampled once on a 2-core CPU (`python -m paththeory residual`) and shipped; the
+    # chapter solves the theory against them as it is built.
+    "smoke": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED, 200, 400, 2, 4 * 3600.0),
+    "colab": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED, 200, 400, 2, 4 * 3600.0),
+    "paper": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED + (("skip", 100), ("residual", 100)), 400, 800, 4,
+                    24 * 3600.0, n_test=1000),
+}
+
+
+def settings(profile: str | None = None) -> Config:
+    """The :class:`Config` of ``profile`` (default: the current profile)."""
+    return choose(SETTINGS, profile)
+
+
+def architecture(network: str) -> Architecture:
+    """One of :data:`NETWORKS`, built on the heads of :func:`paththeory.tasks.markov.four_paths`."""
+    first, second = markov.four_paths().attention
+    levels = {"attention": (first, second), "mlp": (first, MLP(), second, MLP()),
+              "skip": (Residual(first), Residual(second)),
+              "residual": (Residual(first), Residual(MLP()), Residual(second), Residual(MLP()))}
+    if network not in levels:
+        raise ValueError(f"network must be one of {NETWORKS}; got {network!r}.")
+    return Architecture(levels[network], readout="last")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One network's path features ``[P, n_paths, N0]`` of the shared training and test sequences."""
+
+    network: str
+    arch: Architecture
+    train: np.ndarray
+    y_train: np.ndarray
+    test: np.ndarray
+    y_test: np.ndarray
+
+
+def problem(network: str, cfg: Config) -> Problem:
+    """The data of the paper's Fig. 2 (training seed 27, test seed 59) through ``network``'s paths."""
+    arch = architecture(network)
+    train = markov.sample_task(cfg.n_train, seed=markov.TRAIN_SEED)
+    test = markov.sample_task(cfg.n_test, seed=markov.TEST_SEED)
+    return Problem(network, arch, np.asarray(path_features(arch, train.x)), np.asarray(train.y),
+                   np.asarray(path_features(arch, test.x)), np.asarray(test.y))
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def sample_points(cfg: Config, *, progress: bool = False) -> list[dict]:
+    """NUTS at every ``(network, width)`` of ``cfg.sampled``: one JSON-ready record per point, with the
+    sampled ``U`` and its batch-means error ``U_se``, the levels above (``inner``: ``U^(2..L)``, ``U_a``), the
+    mean predictor on the test set and its batch-means error, and the diagnostics."""
+    from paththeory.sampling import sample_posterior
+
+    problems: dict[str, Problem] = {}
+    records = []
+    for i, (network, width) in enumerate(cfg.sampled):
+        prob = problems.setdefault(network, problem(network, cfg))
+        res = sample_posterior(prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test,
+                               num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
+                               time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i, progress_bar=progress)
+        if progress:
+            print(f"{network} N = {width}:\n{res.summary()}", flush=True)
+        records.append(jsonable({
+            "network": network, "width": int(width), "paths": int(prob.arch.n_paths),
+            "U": res.U, "U_se": stats.batch_means_se(res.U_draws), "inner": res.inner,
+            "mean": res.mean, "mean_se": stats.batch_means_se(res.f_draws),
+            "diagnostics": res.to_dict()["diagnostics"],
+        }))
+    return records
+
+
+def _provenance(cfg: Config, profile: str, seconds: float) -> dict:
+    return provenance(cfg, profile, seconds, f"python -m paththeory residual --profile {profile}")
+
+
+def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *, progress: bool = True) -> Path:
+    """Sample every point of ``profile`` and write the records with their provenance to ``out`` (default: the
+    package's own file, which the book reads). Atomic: an interrupted run leaves the previous file intact."""
+    profile = current_profile(profile)
+    cfg = settings(profile)
+    start = time.perf_counter()
+    records = sample_points(cfg, progress=progress)
+    path = Path(out) if out is not None else SHIPPED / f"residual_{profile}.json"
+    _io.write_json(path, {"provenance": _provenance(cfg, profile, time.perf_counter() - start), "records": records},
+                   "the residual-stream records")
+    return path
+
+
+def _sizes(config: dict) -> dict:
+    return {k: v for k, v in jsonable(config).items() if k not in ("time_limit", "theory_widths")}
+
+
+def samples(profile: str | None = None, *, progress: bool = False, config: Config | None = None) -> dict:
+    """The shipped records whose sizes match ``config`` (default: ``profile``'s), else a fresh run (not written)."""
+    cfg = config or settings(profile)
+    wanted = _sizes(asdict(cfg))
+    for path in sorted(SHIPPED.glob("residual_*.json")):
+        payload = json.loads(path.read_text())
+        if _sizes(payload["provenance"]["config"]) == wanted:
+            return payload
+    start = time.perf_counter()
+    records = sample_points(cfg, progress=progress)
+    prov = _provenance(cfg, current_profile(profile), time.perf_counter() - start)
+    prov["command"] = "sampled in this run"
+    return {"provenance": prov, "records": records}
+
+
+def provenance_text(payload: dict) -> str:
+    """A reader's sentence on where the NUTS records come from, and their sizes."""
+    prov, cfg = payload["provenance"], payload["provenance"]["config"]
+    where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
+             f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
+             f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as the page is built")
+    return (f"The NUTS samples ({prov['profile']} sizes) {where}. Each point is {cfg['num_chains']} chains of "
+            f"{cfg['num_samples']} draws after {cfg['num_warmup']} warm-up steps; P = {cfg['n_train']} training and "
+            f"{cfg['n_test']} test sequences, T = {cfg['temperature']:g}.")
+
+
+# --------------------------------------------------------------------------- the theory against the samples
+
+
+def theory_curve(prob: Problem, widths: Sequence[float], temperature: float) -> dict:
+    """The theory at every width: ``U``, the levels above, the test accuracy and ``correct`` per test sequence,
+    and the solve's time per width."""
+    theory = Theory(prob.arch, prob.train, prob.y_train)
+    start = time.perf_counter()
+    solutions = theory.sweep(list(widths), temperature)
+    seconds = time.perf_counter() - start
+    out = {}
+    for width, sol in zip(widths, solutions):
+        correct = np.asarray(mean_predictor(sol.U, prob.train, prob.y_train, prob.test, temperature)) * prob.y_test > 0
+        out[int(width)] = {"solution": sol, "correct": correct, "accuracy": float(correct.mean())}
+    return {"points": out, "seconds_per_width": seconds / len(widths), "n_paths": prob.arch.n_paths}
+
+
+def gp_correct(prob: Problem, temperature: float) -> np.ndarray:
+    """Whether the GP predictor (the infinite-width limit) gets each test sequence right."""
+    U = np.diag(prob.arch.gp_path_variances())
+    return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature)) * prob.y_test > 0
+
+
+def _relative(a, b, se=None) -> tuple[float, float | None]:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    norm = float(np.linalg.norm(b))
+    return float(np.linalg.norm(a - b) / norm), None if se is None else float(np.linalg.norm(np.asarray(se)) / norm)
+
+
+def compare(payload: dict, cfg: Config, curves: dict | None = None) -> list[dict]:
+    """Every record against the theory at its width, on the same data: relative distances of ``U`` and of the
+    mean predictor (theory and GP point) with their Monte Carlo errors, and the accuracies of the theory, the
+    samples, the GP and the attention-only theory (the same heads, no MLP and no skip) with paired standard
+    errors of the differences. ``curves``: :func:`theory_curve` of every network at (at least) the sampled
+    widths, computed here when not given."""
+    problems = {n: problem(n, cfg) for n in NETWORKS}
+    widths = sorted({w for _, w in cfg.sampled})
+    if curves is None or any(w not in c["points"] for c in curves.values() for w in widths):
+        curves = {n: theory_curve(problems[n], widths, cfg.temperature) for n in NETWORKS}
+    base = curves["attention"]
+    rows = []
+    for rec in payload["records"]:
+        prob, width = problems[rec["network"]], rec["width"]
+        point = curves[rec["network"]]["points"][width]
+        sol = point["solution"]
+        gp_u = np.diag(prob.arch.gp_path_variances())
+        mean_th = np.asarray(mean_predictor(sol.U, prob.train, prob.y_train, prob.test, cfg.temperature))
+        mean_gp = np.asarray(mean_predictor(gp_u, prob.train, prob.y_train, prob.test, cfg.temperature))
+        u_dist, u_noise = _relative(sol.U, rec["U"], rec["U_se"])
+        f_dist, f_noise = _relative(mean_th, rec["mean"], rec["mean_se"])
+        sampled_correct = np.asarray(rec["mean"]) * prob.y_test > 0
+        gp = gp_correct(prob, cfg.temperature)
+        plain = base["points"][width]["correct"]
+        diag = rec["diagnostics"]
+        rows.append({
+            "network": rec["network"], "width": width, "paths": prob.arch.n_paths,
+            "U_distance": u_dist, "U_noise": u_noise, "U_gp_distance": _relative(gp_u, rec["U"])[0],
+            "inner_distance": [_relative(t, s)[0] for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
+            "f_distance": f_dist, "f_noise": f_noise, "f_gp_distance": _relative(mean_gp, rec["mean"])[0],
+            "accuracy": {"theory": float(point["correct"].mean()), "nuts": float(sampled_correct.mean()),
+                         "gp": float(gp.mean()), "attention_theory": float(plain.mean())},
+            "theory_minus_nuts": stats.paired_difference(point["correct"], sampled_correct),
+            "nuts_minus_gp": stats.paired_difference(sampled_correct, gp),
+            "nuts_minus_attention_theory": stats.paired_difference(sampled_correct, plain),
+            "nuts_shares_none": float(path_shares(rec["U"], prob.train)[path_classes(prob.arch)["0 heads"]].sum()),
+            "r_hat": diag["r_hat_U_max"], "ess": diag["ess_bulk_U_min"], "seconds": diag["seconds"],
+            "converged": diag["r_hat_U_max"] <= R_HAT_OK,
+        })
+    return rows
+
+
+def distance_table(rows: Sequence[dict]) -> str:
+    """The theory against NUTS, one row per record (markdown)."""
+    from paththeory.display.tables import markdown_table
+
+    def noise(x):
+        return "" if x is None else f" ({x:.3f})"
+
+    body = [[NETWORK_NAMES[r["network"]], str(r["paths"]), str(r["width"]),
+             f"{r['U_distance']:.3f}{noise(r['U_noise'])}", f"{r['U_gp_distance']:.3f}",
+             f"{r['f_distance']:.3f}{noise(r['f_noise'])}", f"{r['f_gp_distance']:.3f}",
+             f"{r['r_hat']:.3f}", f"{r['ess']:.0f}"] for r in rows]
+    return markdown_table(["network", "paths", "N", "U: theory (MC error)", "U: GP", "predictor: theory (MC error)",
+                           "predictor: GP", "R-hat (U)", "ESS (U)"], body)
+
+
+def accuracy_table(rows: Sequence[dict]) -> str:
+    """Test accuracies with the paired standard errors of the differences (markdown)."""
+    from paththeory.display.tables import markdown_table
+
+    def diff(d):
+        return f"{d['difference']:+.3f} ± {d['se']:.3f}"
+
+    body = [[NETWORK_NAMES[r["network"]], str(r["width"]), f"{r['accuracy']['theory']:.3f}",
+             f"{r['accuracy']['nuts']:.3f}", f"{r['accuracy']['gp']:.3f}", f"{r['accuracy']['attention_theory']:.3f}",
+             diff(r["theory_minus_nuts"]), diff(r["nuts_minus_gp"]), diff(r["nuts_minus_attention_theory"])]
+            for r in rows]
+    return markdown_table(["network", "N", "theory", "NUTS", "GP", "attention-only theory", "theory − NUTS",
+                           "NUTS − GP", "NUTS − attention-only"], body)
+
+
+def inner_table(rows: Sequence[dict]) -> str:
+    """Relative distances of the levels above, ``U^(2)`` to ``U_a``, from the sampled ones (markdown)."""
+    from paththeory.display.tables import markdown_table
+
+    body = [[NETWORK_NAMES[r["network"]], str(r["width"]), ", ".join(f"{d:.3f}" for d in r["inner_distance"])]
+            for r in rows]
+    return markdown_table(["network", "N", "U^(2), ..., U_a: theory vs NUTS"], body)
+
+
+def _fraction(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def shares_sentence(results: dict) -> str:
+    """What the figure of path-class shares shows, in numbers: the share of the paths through no attention head
+    at the smallest sampled width (theory and NUTS) and in the GP limit, for the two networks with skips."""
+    parts = []
+    for network in ("skip", "residual"):
+        classes = {k: np.asarray(m) for k, m in results["path_classes"][network].items()}
+        none = classes["0 heads"]
+        sampled = [r for r in results["rows"] if r["network"] == network]
+        if not sampled:
+            continue
+        r = min(sampled, key=lambda row: row["width"])
+        theory = np.asarray(results["shares"][network][str(r["width"])])[none].sum()
+        parts.append(f"with {NETWORK_NAMES[network]} at N = {r['width']}, the paths through no attention head carry "
+                     f"{_fraction(theory)} of the kernel's trace in the theory and {_fraction(r['nuts_shares_none'])} "
+                     f"with NUTS's U, against {_fraction(np.asarray(results['gp_shares'][network])[none].sum())} in "
+                     "the GP limit")
+    return ("On this page's training set, " + "; ".join(parts) + ". The direction differs between the two networks, "
+            "and the trace share does not by itself explain the accuracies below: the off-diagonal entries of U, "
+            "which the share splits between classes, matter too.")
+
+
+def accuracy_sentence(results: dict) -> str:
+    """The accuracy comparison in words, from the rows: where the finite network with a residual stream
+    differs from the attention-only theory, and by how much."""
+    out = []
+    for r in results["rows"]:
+        if r["network"] == "attention" or not r["converged"]:
+            continue
+        d = r["nuts_minus_attention_theory"]
+        verdict = stats.verdict(abs(d["difference"]), d["se"])
+        word = {"holds": "differs from", "fails": "matches", "within noise": "cannot be told apart from"}[verdict]
+        out.append(f"{NETWORK_NAMES[r['network']]} at N = {r['width']}: NUTS {r['accuracy']['nuts']:.3f}, "
+                   f"which {word} the attention-only theory's {r['accuracy']['attention_theory']:.3f} "
+                   f"({100 * d['difference']:+.1f} ± {100 * d['se']:.1f} points)")
+    skipped = [f"{r['network']} at N = {r['width']}" for r in results["rows"] if not r["converged"]]
+    tail = (f" Left out, their chains not mixed (R-hat of U above {R_HAT_OK}): {', '.join(skipped)}." if skipped
+            else "")
+    return "Per sampled point: " + "; ".join(out) + "." + tail
+
+
+def conclusion(results: dict) -> str:
+    """What this page's numbers say about the residual stream on this task, each statement with its noise: the
+    GP with and without skips, finite width's gain over the GP, NUTS with a residual stream against NUTS without
+    one at the same width, MLP blocks against the attention-only theory, and the theory's bias with skips."""
+    rows = {(r["network"], r["width"]): r for r in results["rows"] if r["converged"]}
+    gp = results["gp_accuracy"]
+    parts = [f"The all-skip path carries kernel weight in the GP limit but no information about this task's label "
+             f"(it reads the last token alone): the GP of the network with skips scores {gp['skip']:.3f} against "
+             f"{gp['attention']:.3f} without them."]
+    for network in ("skip", "residual"):
+        for (n, w), r in sorted(rows.items()):
+            if n != network:
+                continue
+            g = r["nuts_minus_gp"]
+            text = (f"With {NETWORK_NAMES[network]} at N = {w}, finite width gains {100 * g['difference']:+.1f} ± "
+                    f"{100 * g['se']:.1f} points over that GP (NUTS)")
+            plain = rows.get(("attention", w))
+            if plain is not None:
+                gap = r["accuracy"]["nuts"] - plain["accuracy"]["nuts"]
+                text += (f", and the finite network scores {r['accuracy']['nuts']:.3f} against "
+                         f"{plain['accuracy']['nuts']:.3f} for the paper's network without a residual stream "
+                         f"(NUTS both, {100 * gap:+.1f} points)")
+            parts.append(text + ".")
+    mlp = [r for (n, _), r in sorted(rows.items()) if n == "mlp"]
+    if mlp:
+        worst = max(mlp, key=lambda r: abs(r["nuts_minus_attention_theory"]["difference"]))
+        d = worst["nuts_minus_attention_theory"]
+        parts.append(f"MLP blocks move the accuracy by at most {100 * abs(d['difference']):.1f} ± {100 * d['se']:.1f} "
+                     "points (NUTS against the attention-only theory): they add order parameters, not paths.")
+    skips = [r for (n, _), r in sorted(rows.items()) if n in ("skip", "residual")]
+    if skips:
+        signs = [r["theory_minus_nuts"]["difference"] for r in skips]
+        parts.append(f"With skips, the theory's accuracy lies above NUTS's at {sum(x > 0 for x in signs)} of "
+                     f"{len(signs)} points (by {100 * min(signs):+.1f} to {100 * max(signs):+.1f} points), and its "
+                     "predictor is further from NUTS's than without skips at the same width: a finite-size bias "
+                     "of the saddle point, at the edge of the claims' 2-point tolerance.")
+    return " ".join(parts)
+
+
+def validity_sentence(results: dict) -> str:
+    """The theory's distance from NUTS against the number of paths per unit width, in words."""
+    rows = sorted((r for r in results["rows"] if r["converged"]), key=lambda r: r["paths"] / r["width"])
+    items = [f"{r['network']} at N = {r['width']} (|Π|/N = {r['paths'] / r['width']:.2f}): U {_fraction(r['U_distance'])}"
+             f" ± {_fraction(2 * (r['U_noise'] or 0))}, predictor {_fraction(r['f_distance'])}" for r in rows]
+    return ("The theory's relative distance from NUTS, ordered by paths per unit width (± two Monte Carlo "
+            "errors): " + "; ".join(items) + ".")
+
+
+def residual_claims(rows: Sequence[dict]) -> list[dict]:
+    """Verdict rows, all :data:`~paththeory.experiments.claims.OWN_TEST`, per record whose chains mixed (R-hat of
+    ``U`` at most :data:`R_HAT_OK`): the theory's ``U`` within
+    :data:`~paththeory.experiments.claims.U_TOLERANCE` of NUTS's; NUTS's mean predictor closer to the theory's
+    than to the GP's (distance difference against the Monte Carlo noise); the theory's accuracy within
+    :data:`~paththeory.experiments.claims.COMPARABLE_TOLERANCE` of NUTS's; NUTS above the GP (paired)."""
+    claims = []
+    for r in rows:
+        if not r["converged"]:
+            continue
+        split = f"{NETWORK_NAMES[r['network']]}, N = {r['width']}"
+        noise = r["U_noise"] if r["U_noise"] is not None else float("nan")
+        claims.append(_row("u_nuts", "the theory's U matches NUTS's", split, r["U_distance"],
+                           f"Monte Carlo {noise:.1%} (GP point: {r['U_gp_distance']:.0%})",
+                           stats.verdict(U_TOLERANCE - r["U_distance"], noise),
+                           f"relative error at most {U_TOLERANCE:.0%}", f"{r['U_distance']:.1%}", OWN_TEST))
+        gap = r["f_gp_distance"] - r["f_distance"]
+        f_noise = r["f_noise"] if r["f_noise"] is not None else float("nan")
+        claims.append(_row("mean_vs_gp", "NUTS's mean predictor lies closer to the theory's than to the GP's", split,
+                           gap, f"Monte Carlo {f_noise:.1%}", stats.verdict(gap, f_noise), "not in the paper",
+                           f"{r['f_distance']:.1%} vs {r['f_gp_distance']:.1%}", OWN_TEST))
+        claims.append(_paired_row("acc_theory_nuts", "the theory's accuracy matches NUTS's (within 2 points)", split,
+                                  r["theory_minus_nuts"], "not in the paper", OWN_TEST, tolerance=COMPARABLE_TOLERANCE))
+        claims.append(_paired_row("acc_nuts_gp", "the finite network beats the GP", split, r["nuts_minus_gp"],
+                                  "not in the paper", OWN_TEST))
+    return claims
+
+
+# --------------------------------------------------------------------------- which paths carry the kernel
+
+
+def path_classes(arch: Architecture) -> dict[str, np.ndarray]:
+    """Paths grouped by how many attention heads they pass (MLP and skip branches do not count):
+    ``{"0 heads": mask, "1 head": mask, "2 heads": mask}`` of ``[n_paths]`` booleans."""
+    attention = [not isinstance(layer.layer if isinstance(layer, Residual) else layer, MLP) for layer in arch.attention]
+    count = np.array([sum(a and h is not None for a, h in zip(attention, p)) for p in arch.paths])
+    return {f"{k} head{'s' if k != 1 else ''}": count == k for k in range(int(count.max()) + 1)}
+
+
+def path_shares(U, features) -> np.ndarray:
+    """Each path's share of the training kernel's trace, ``sum_sigma U_{pi sigma} Tr C^{pi sigma} / Tr K``
+    ``[n_paths]`` (sums to one): how much of the kernel runs through each path."""
+    gram = np.einsum("man,mbn->ab", np.asarray(features), np.asarray(features))  # Tr C^{pi sigma}
+    contributions = np.sum(np.asarray(U) * gram, axis=1)
+    return contributions / contributions.sum()
+
+
+@book_style
+def plot_shares(results: dict, networks: Sequence[str] = ("skip", "residual")) -> Figure:
+    """Per network, the kernel's share of each path class against the width (the theory, filled markers)
+    and in the GP limit (dashed lines)."""
+    fig, axes = panel_grid(len(networks), height=3.0, sharey=True)
+    for ax, network in zip(axes, networks):
+        classes = {k: np.asarray(m) for k, m in results["path_classes"][network].items()}
+        shares = results["shares"][network]
+        widths = sorted(shares, key=float)
+        gp = np.asarray(results["gp_shares"][network])
+        for (name, mask), colour in zip(classes.items(), CLASS_COLOURS):
+            ax.plot([float(w) for w in widths], [np.asarray(shares[w])[mask].sum() for w in widths], "o-",
+                    color=colour, label=f"paths through {name}")
+            ax.axhline(gp[mask].sum(), color=colour, ls="--", lw=1.2)
+        ax.set_xscale("log")
+        ax.set_xlabel("width N")
+        ax.set_title(f"{NETWORK_NAMES[network]} ({len(gp)} paths)", fontsize=10)
+        ax.set_ylim(0, 1)
+    axes[0].set_ylabel("share of the training kernel")
+    legend_below(fig, axes, columns=3)
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+@book_style
+def plot_order_parameters(results: dict, network: str = "skip", widths: Sequence[int] | None = None) -> Figure:
+    """The theory's ``U*`` of ``network`` divided entry by entry by the GP point's scale
+    ``sqrt(U^GP_pp U^GP_qq)``, at ``widths`` (default: the smallest, a middle and the largest solved); the GP
+    point is the identity on this scale."""
+    available = sorted(int(w) for w in results["U"][network])
+    widths = widths or sorted({available[0], available[len(available) // 2], available[-1]})
+    names = results["path_names"][network]
+    gp = np.sqrt(np.asarray(results["gp_path_variances"][network]))
+    fig, axes = panel_grid(len(widths), height=3.2, max_columns=2)
+    scaled = {w: np.asarray(results["U"][network][str(w)]) / np.outer(gp, gp) for w in widths}
+    top = max(float(np.max(np.abs(u))) for u in scaled.values())
+    image = None
+    for ax, w in zip(axes, widths):
+        image = ax.imshow(scaled[w], cmap="RdBu_r", vmin=-top, vmax=top)
+        ax.set_title(f"N = {w}", fontsize=10)
+        ax.set_xticks(range(len(names)), names, rotation=90)
+        ax.set_yticks(range(len(names)), names)
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="U* / GP scale")
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
+def deep_linear_check(levels: Sequence[int] = (2, 3, 4), width: float = 30.0, temperature: float = 0.05,
+                      n_train: int = 40) -> list[dict]:
+    """One path (the good head, then the uniform head, then MLP blocks): the solver's ``U`` against the
+    deep-linear stationarity ``U^{1/(k+1)} = 1 - (U / N) E'(U)`` with ``k`` weight levels, solved by bisection."""
+    from paththeory.kernels import kernel_matrix
+
+    first, second = markov.good_path().attention
+    data = markov.sample_task(n_train, seed=markov.TRAIN_SEED)
+    rows = []
+    for k in levels:
+        arch = Architecture((first, second) + (MLP(),) * (k - 2), readout="last")
+        feats = np.asarray(path_features(arch, data.x))
+        y = np.asarray(data.y, float)
+        sol = Theory(arch, feats, y).solve(width, temperature, tol=1e-11)
+        K0 = np.asarray(kernel_matrix(np.eye(1), feats))
+        lam, vecs = np.linalg.eigh(K0)
+        proj = (vecs.T @ y) ** 2
+
+        def stationarity(u):  # U^{1/(k+1)} - 1 + (U / N) E'(U)
+            d = u * lam + temperature
+            e_prime = np.sum(lam / d) - np.sum(proj * lam / d**2)
+            return u ** (1.0 / (k + 1)) - 1.0 + u / width * e_prime
+
+        lo, hi = 1e-8, 1e3
+        for _ in range(200):
+            mid = np.sqrt(lo * hi)
+            lo, hi = (mid, hi) if stationarity(mid) < 0 else (lo, mid)
+        rows.append({"levels": k, "theory": float(sol.U[0, 0]), "closed_form": float(np.sqrt(lo * hi))})
+    return rows
+
+
+# --------------------------------------------------------------------------- the whole chapter
+
+
+def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
+        progress: bool = False) -> dict:
+    """The chapter's numbers at the profile's scale, or ``config``'s (the NUTS records shipped for those sizes,
+    or sampled afresh); write ``results.json``, ``features.npz`` and the figures to ``out_dir`` when given (all
+    or nothing)."""
+    name = current_profile(profile)
+    if out_dir is not None:
+        out_dir = _io.check_output_folder(out_dir)
+    cfg = config or settings(name)
+    start = time.perf_counter()
+    payload = samples(name, progress=progress, config=cfg)
+    problems = {n: problem(n, cfg) for n in NETWORKS}
+    widths = sorted(set(cfg.theory_widths) | {w for _, w in cfg.sampled})
+    curves = {n: theory_curve(problems[n], widths, cfg.temperature) for n in NETWORKS}
+    rows = compare(payload, cfg, curves)
+    skip = problems["skip"]
+    results = jsonable({
+        "profile": name, "config": asdict(cfg), "provenance": payload["provenance"], "rows": rows,
+        "solve_seconds": {n: {"paths": c["n_paths"], "seconds_per_width": c["seconds_per_width"]}
+                          for n, c in curves.items()},
+        "shares": {n: {str(w): path_shares(p["solution"].U, problems[n].train).tolist()
+                       for w, p in c["points"].items()} for n, c in curves.items()},
+        "gp_shares": {n: path_shares(np.diag(problems[n].arch.gp_path_variances()), problems[n].train).tolist()
+                      for n in NETWORKS},
+        "path_classes": {n: {k: m.tolist() for k, m in path_classes(problems[n].arch).items()} for n in NETWORKS},
+        "path_names": {n: problems[n].arch.path_names() for n in NETWORKS},
+        "gp_accuracy": {n: float(gp_correct(problems[n], cfg.temperature).mean()) for n in NETWORKS},
+        "gp_path_variances": {n: problems[n].arch.gp_path_variances() for n in NETWORKS},
+        "U": {n: {str(w): p["solution"].U for w, p in c["points"].items()} for n, c in curves.items()},
+        "accuracy_curves": {n: {str(w): p["accuracy"] for w, p in c["points"].items()} for n, c in curves.items()},
+        "deep_linear": deep_linear_check(),
+        "sampled_in_this_run": payload["provenance"]["command"] == "sampled in this run",
+        "seconds": time.perf_counter() - start,
+    })
+    results["claims"] = residual_claims(results["rows"])
+    if out_dir is not None:
+        _io.write_outputs(Path(out_dir), results, {"train_features_skip": skip.train, "y_train": skip.y_train},
+                          {"shares": lambda: plot_shares(results), "order_parameters": lambda: plot_order_parameters(results)})
+    return results

@@ -1,0 +1,228 @@
+"""Running a student's code away from the grades: a separate process in Linux namespaces.
+
+The strongest sandbox this machine allows is chosen once (:func:`detect`):
+
+* ``"namespaces+nobody"`` (the grader runs as root): ``unshare`` gives the process its own network
+  (no interface up: no network at all), mount and PID namespaces; a fresh tmpfs is mounted over
+  ``/tmp``, ``/dev/shm`` and every hidden folder (the course folder: gradebook, source notebooks,
+  keys, secret, other submissions); the process then drops to the user ``nobody`` with no
+  capabilities (``setpriv``), so it cannot unmount them, write the instructor's files or see the
+  grader's processes. Its working directory is a private scratch folder holding only its inputs,
+  inside a folder that ``nobody`` cannot list.
+* ``"namespaces"`` (no root, unprivileged user namespaces): the same namespaces and mounts, with
+  every capability dropped, but the student's code keeps the instructor's user id: it cannot reach
+  the hidden folders, the network or other processes, but it can write any file of the instructor
+  that is not hidden. Weaker; the grading report says so.
+* ``"plain"`` (neither): a plain subprocess with the limits below and nothing hidden. The grading
+  report warns, loudly, that the submission could read and write the course folder.
+
+Every run has a wall-clock timeout (the whole process group is killed) and a memory limit
+(``RLIMIT_AS``); an overrun is reported in the result, never ignored.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["Run", "Sandbox", "detect", "run", "scratch_folder"]
+
+NOBODY = 65534
+#: Exit status of the mount step when a folder could not be hidden (the student's code never runs).
+HIDE_FAILED = 97
+
+#: Hides the folders given ($1 of them after it), then runs the rest of the arguments. Run inside the
+#: new namespaces, in the scratch folder: its working directory stays reachable after /tmp is covered.
+_MOUNT_SCRIPT = """\
+n=$1; shift
+for i in $(seq 1 "$n"); do
+  case "$1" in
+    /tmp|/dev/shm|/var/tmp) options=size=256m,mode=1777 ;;
+    *) options=size=1m,mode=0755 ;;
+  esac
+  mount -t tmpfs -o "$options" none "$1" || { echo "sandbox: cannot hide $1" >&2; exit 97; }
+  shift
+done
+exec "$@"
+"""
+
+WARNINGS = {
+    "namespaces+nobody": "",
+    "namespaces": ("SANDBOX WEAKER: student code ran in user, network, mount and PID namespaces without "
+                   "capabilities, but as the grader's own user: it could not reach the course folder or "
+                   "the network, but it could write the grader's other files."),
+    "plain": ("SANDBOX WEAK: no Linux namespaces here (unshare failed): student code ran as a plain "
+              "subprocess, with a timeout and a memory limit only; it could read and write the course "
+              "folder (gradebook, keys, other submissions). Grade on a machine with unshare."),
+}
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The sandbox in use: ``kind`` (a key of :data:`WARNINGS`) and the warning for the grading report."""
+
+    kind: str
+
+    @property
+    def warning(self) -> str:
+        return WARNINGS[self.kind]
+
+
+@dataclass(frozen=True)
+class Run:
+    """What came back from one sandboxed run."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    seconds: float
+
+    @property
+    def failure(self) -> str | None:
+        """Why the run failed, in words (None when it exited normally)."""
+        if self.timed_out:
+            return "killed: it ran past the time limit"
+        if self.returncode == HIDE_FAILED:
+            return "the sandbox could not hide the course folder; nothing ran"
+        if self.returncode and self.returncode < 0:
+            return f"killed by signal {-self.returncode} (memory limit or crash)"
+        if self.returncode:
+            tail = self.stderr.strip().splitlines()[-1:] or [""]
+            memory = " (memory limit?)" if "MemoryError" in self.stderr else ""
+            return f"exited with status {self.returncode}{memory}: {tail[0][:300]}"
+        return None
+
+
+def _probe(prefix: list[str]) -> bool:
+    try:
+        done = subprocess.run(prefix + ["sh", "-c", "mount -t tmpfs none /mnt 2>/dev/null || "
+                                        "mount -t tmpfs none /tmp && echo ok"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == "ok"
+
+
+@functools.lru_cache(maxsize=None)
+def detect() -> Sandbox:
+    """The strongest sandbox available here (checked once per process); ``PATHTHEORY_SANDBOX=plain``
+    forces the plain subprocess (for testing the warning)."""
+    if os.environ.get("PATHTHEORY_SANDBOX") == "plain":
+        return Sandbox("plain")
+    if not (shutil.which("unshare") and shutil.which("setpriv")):
+        return Sandbox("plain")
+    if os.geteuid() == 0 and _probe(["unshare", "-n", "-m", "-p", "-f", "--mount-proc"]):
+        return Sandbox("namespaces+nobody")
+    if _probe(["unshare", "-r", "-n", "-m", "-p", "-f", "--mount-proc"]):
+        return Sandbox("namespaces")
+    return Sandbox("plain")
+
+
+def scratch_folder() -> Path:
+    """A new private scratch folder ``<base>/work``: ``base`` is the grader's alone (mode 0700), ``work``
+    belongs to the sandbox's user. Remove ``work.parent`` when done."""
+    base = Path(tempfile.mkdtemp(prefix="paththeory-grade-"))
+    work = base / "work"
+    work.mkdir()
+    if detect().kind == "namespaces+nobody":
+        os.chown(work, NOBODY, NOBODY)
+    return work
+
+
+def give_to_sandbox(path: Path) -> None:
+    """Make ``path`` (a file the grader wrote into a scratch folder) the sandbox user's."""
+    if detect().kind == "namespaces+nobody":
+        os.chown(path, NOBODY, NOBODY)
+
+
+def _command(argv: Sequence[str], hide: Sequence[Path], sandbox: Sandbox) -> list[str]:
+    if sandbox.kind == "plain":
+        return list(argv)
+    hidden = [str(Path(h).resolve()) for h in hide if Path(h).exists()]
+    hidden += _covered_temporary_folders()
+    if sandbox.kind == "namespaces+nobody":
+        ns = ["unshare", "-n", "-m", "-p", "-f", "--mount-proc"]
+        drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    else:
+        ns = ["unshare", "-r", "-n", "-m", "-p", "-f", "--mount-proc"]
+        drop = ["setpriv"]
+    drop += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+    return ns + ["sh", "-c", _MOUNT_SCRIPT, "sandbox", str(len(hidden)), *hidden, *drop, *argv]
+
+
+def _covered_temporary_folders() -> list[str]:
+    """``/tmp``, ``/dev/shm`` and ``/var/tmp``, each covered by a fresh tmpfs unless it holds the interpreter or
+    the packages (:func:`_needed_paths`)."""
+    needed = _needed_paths()
+    return [p for p in ("/tmp", "/dev/shm", "/var/tmp")
+            if Path(p).is_dir() and not any(n == Path(p).resolve() or Path(p).resolve() in n.parents for n in needed)]
+
+
+def _needed_paths() -> list[Path]:
+    """What the sandboxed interpreter must still read: its environment, its base installation and the
+    ``paththeory`` packages (a clone under ``/tmp``, as in a CI job, keeps ``/tmp`` visible; the course
+    folder is hidden on its own)."""
+    import paththeory
+    import paththeory_tools
+
+    paths = [sys.prefix, sys.base_prefix, Path(paththeory.__file__).parent, Path(paththeory_tools.__file__).parent]
+    return [Path(p).resolve() for p in paths]
+
+
+def _environment(scratch: Path, sandbox: Sandbox) -> dict[str, str]:
+    """The few variables a student's process gets (none of the grader's own); its home and temporary
+    folder are the fresh ``/tmp`` of the namespaces (the scratch folder itself without them)."""
+    from paththeory.exercises.answers import GRADING_ENV
+
+    home = "/tmp" if sandbox.kind != "plain" and "/tmp" in _covered_temporary_folders() else str(scratch)
+    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+           "HOME": home, "TMPDIR": home, "MPLBACKEND": "Agg", "JAX_PLATFORMS": "cpu",
+           "PYTHONDONTWRITEBYTECODE": "1", "PATHTHEORY_NO_COMPILATION_CACHE": "1", GRADING_ENV: "1",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=1", "OMP_NUM_THREADS": "1",
+           "LANG": "C.UTF-8"}
+    for name in ("PATHTHEORY_DATA", "PATHTHEORY_PROFILE"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def run(argv: Sequence[str], scratch: Path, hide: Sequence[Path], *, timeout: float,
+        memory_bytes: int) -> Run:
+    """Run ``argv`` in the sandbox with working directory ``scratch``, ``hide`` invisible, at most
+    ``timeout`` seconds and ``memory_bytes`` of address space."""
+    import time
+
+    box = detect()
+    # prlimit, not a preexec_fn: no Python code runs between fork and exec (JAX is multithreaded)
+    limit = ["prlimit", f"--as={int(memory_bytes)}", "--core=0", "--"] if shutil.which("prlimit") else []
+    start = time.monotonic()
+    proc = subprocess.Popen(limit + _command(argv, hide, box), cwd=scratch, env=_environment(scratch, box),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, errors="replace", start_new_session=True,
+                            preexec_fn=None if limit else _limits(memory_bytes))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        timed_out = True
+    return Run(proc.returncode, out[-20000:], err[-20000:], timed_out, time.monotonic() - start)
+
+
+def _limits(memory_bytes: int):
+    def set_limits() -> None:  # in the child, before exec (only where prlimit is missing)
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return set_limits
