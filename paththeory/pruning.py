@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from paththeory.action import check_skips
 from paththeory._checks import (
     as_float_array,
     check_allocation,
@@ -35,7 +36,8 @@ from paththeory._checks import (
 )
 
 
-def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool = True) -> list[np.ndarray]:
+def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool = True,
+                skips: Sequence[bool] | None = None) -> list[np.ndarray]:
     """Scores of every head: a list over layers of ``[H_l]`` arrays (normalised by the max if asked).
 
     ``absolute=False`` sums the signed entries ``U_{pi sigma}`` instead of their magnitudes (a variant
@@ -45,7 +47,9 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     entries of every output block, ``sum_{cc'} |U^{cc'}_{pi sigma}|`` (or the signed sum).
     ``U`` must be symmetric positive semi-definite, like every order parameter; normalising scores
     whose largest value is not positive (``U = 0``, or signed scores) raises a ValueError (pass
-    ``normalise=False`` for the raw scores, all zero for ``U = 0``).
+    ``normalise=False`` for the raw scores, all zero for ``U = 0``). ``skips``: the levels inside a skip
+    connection (``Architecture.skips``), whose paths also choose the skip branch; a skip is no head and gets
+    no score.
 
     Book: Head scores (https://paththeory.github.io/paththeory/book/pruning.html#pruning-head-scores)
 
@@ -56,7 +60,9 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     """
     heads = check_heads(heads)
     normalise, absolute = check_flag(normalise, "normalise"), check_flag(absolute, "absolute")
-    n_paths = int(np.prod(heads))
+    skips = check_skips(skips, len(heads))
+    branches = tuple(h + s for h, s in zip(heads, skips))
+    n_paths = int(np.prod(branches))
     if np.ndim(U) == 2 and (np.shape(U)[0] % n_paths or np.shape(U)[0] == 0):
         raise ValueError(f"U must be [{n_paths}, {n_paths}] (n_paths = {n_paths} for heads {heads}), or C n_paths "
                          f"square ([{n_paths} C, {n_paths} C]) for C outputs; got shape {np.shape(U)}.")
@@ -64,13 +70,13 @@ def head_scores(U, heads: Sequence[int], normalise: bool = True, absolute: bool 
     u = check_order_parameter(U, "U", n_outputs * n_paths, semi=True)
     u = np.abs(u) if absolute else u
     u = u.reshape(n_outputs, n_paths, n_outputs, n_paths).sum(axis=(0, 2))  # summed over output blocks
-    tensor = u.reshape(tuple(heads) * 2)
+    tensor = u.reshape(branches * 2)
     L = len(heads)
     scores = []
-    for l, h_l in enumerate(heads):
-        row = np.moveaxis(tensor, l, 0).reshape(h_l, -1).sum(axis=1)  # pairs with pi_l = h
-        both = np.moveaxis(np.moveaxis(tensor, l, 0), L + l, 1)  # [h, h', ...]
-        diag = np.einsum("hh...->h...", both).reshape(h_l, -1).sum(axis=1)  # pairs with pi_l = sigma_l = h
+    for l, b_l in enumerate(branches):
+        row = np.moveaxis(tensor, l, 0).reshape(b_l, -1).sum(axis=1)[skips[l]:]  # pairs with pi_l = h
+        both = np.moveaxis(np.moveaxis(tensor, l, 0), L + l, 1)  # [b, b', ...]
+        diag = np.einsum("hh...->h...", both).reshape(b_l, -1).sum(axis=1)[skips[l]:]  # pi_l = sigma_l = h
         scores.append(require_finite(2.0 * row - diag, "head_scores", "U is too large for float64; rescale it."))
     if normalise:
         top = max(float(s.max()) for s in scores)
@@ -150,12 +156,15 @@ def _masks(heads: tuple[int, ...], pairs: list[tuple[int, int]]) -> list[np.ndar
     return masks
 
 
-def path_weights(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> np.ndarray:
+def path_weights(heads: Sequence[int], pruned: Sequence[Sequence[int]], skips: Sequence[bool] | None = None
+                 ) -> np.ndarray:
     """Factor of each path's contribution ``[n_paths]`` once the heads ``pruned`` are removed (paper §4.2).
 
     ``prod_l m_l[pi_l] sqrt(H_l / sum m_l)`` with the masks of :func:`head_mask`: zero for a path
     through a pruned head, the layers' rescaling otherwise. Raises ``ValueError`` when a layer
-    loses all its heads (the network's output is then identically zero).
+    loses all its heads (the network's output is then identically zero). At a level inside a skip
+    connection (``skips``) the skip branch keeps its weight 1, and pruning every head leaves the skip alone:
+    a pruned head's paths fall back on the skip.
 
     Book: Pruning one head at a time (Fig. 3e)
     (https://paththeory.github.io/paththeory/book/pruning.html#pruning-single-heads)
@@ -164,30 +173,39 @@ def path_weights(heads: Sequence[int], pruned: Sequence[Sequence[int]]) -> np.nd
       >>> path_weights((2, 2), [(0, 1)]).round(3).tolist()  # paths (0,0), (0,1), (1,0), (1,1)
       [1.414, 1.414, 0.0, 0.0]
     """
-    weights = _path_weights(heads, head_mask(heads, pruned))
+    skips = check_skips(skips, len(check_heads(heads)))
+    weights = _path_weights(heads, head_mask(heads, pruned), skips)
     if weights is None:
         raise ValueError(f"pruning {sorted(tuple(p) for p in pruned)} removes every head of a layer.")
     return weights
 
 
-def _path_weights(heads: Sequence[int], masks: list[np.ndarray]) -> np.ndarray | None:
-    """:func:`path_weights` from the masks; ``None`` when a layer has no head left."""
-    if any(m.sum() == 0 for m in masks):
+def _path_weights(heads: Sequence[int], masks: list[np.ndarray], skips: tuple[bool, ...] | None = None
+                  ) -> np.ndarray | None:
+    """:func:`path_weights` from the masks; ``None`` when a level without a skip has no head left."""
+    skips = skips or (False,) * len(masks)
+    if any(m.sum() == 0 and not s for m, s in zip(masks, skips)):
         return None
-    paths = np.array(list(itertools.product(*(range(h) for h in heads))))  # [n_paths, L], h_1 slowest
-    return np.prod([m[paths[:, l]] * np.sqrt(m.size / m.sum()) for l, m in enumerate(masks)], axis=0)
+    factors = []  # per level and branch (the skip first): 1 for the skip, m_h sqrt(H / sum m) for a head
+    for m, s in zip(masks, skips):
+        rescaled = m * np.sqrt(m.size / m.sum()) if m.sum() > 0 else np.zeros_like(m)
+        factors.append(np.concatenate([np.ones(1), rescaled]) if s else rescaled)
+    paths = np.array(list(itertools.product(*(range(f.size) for f in factors))))  # first level slowest
+    return np.prod([f[paths[:, l]] for l, f in enumerate(factors)], axis=0)
 
 
-def _check_contributions(contributions, y, heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def _check_contributions(contributions, y, heads: Sequence[int], skips: tuple[bool, ...] | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
     c, yy = as_float_array(contributions, "contributions"), check_sign_labels(y, "y")
-    n_paths = int(np.prod(check_heads(heads)))
+    n_paths = int(np.prod([h + s for h, s in zip(check_heads(heads), skips or (False,) * len(heads))]))
     if c.ndim != 2 or c.shape[1] != n_paths or yy.shape != (c.shape[0],):
         raise ValueError(f"contributions must be [P, n_paths={n_paths}] (paththeory.path_contributions) and "
                          f"y [P]; got {c.shape} and {yy.shape}.")
     return c, yy
 
 
-def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Sequence) -> np.ndarray:
+def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Sequence,
+                      skips: Sequence[bool] | None = None) -> np.ndarray:
     """Accuracy ``mean(sign f == y)`` of the network with each set of heads in ``pruned_sets`` removed.
 
     Book: Pruning one head at a time (Fig. 3e)
@@ -197,40 +215,45 @@ def pruned_accuracies(contributions, y, heads: Sequence[int], pruned_sets: Seque
       contributions: ``[P, n_paths]`` from :func:`paththeory.model.path_contributions`.
       y: targets ``[P]`` in ``{-1, +1}``.
       pruned_sets: a sequence of lists of ``(layer, head)`` pairs.
+      skips: the levels inside a skip connection (``Architecture.skips``; :func:`path_weights`).
     Returns:
-      ``[len(pruned_sets)]``, NaN for a set that empties a layer.
+      ``[len(pruned_sets)]``, NaN for a set that empties a layer without a skip.
 
     Example:
       >>> c = np.array([[1.0, 0.5, -0.2, 0.1], [-1.0, 0.2, 0.3, -0.4]])
       >>> pruned_accuracies(c, [1, -1], (2, 2), [[], [(0, 0)], [(0, 0), (0, 1)]]).tolist()
       [1.0, 0.5, nan]
     """
-    c, yy = _check_contributions(contributions, y, heads)
+    skips = check_skips(skips, len(check_heads(heads)))
+    c, yy = _check_contributions(contributions, y, heads, skips)
     heads = check_heads(heads)
     if not is_sequence(pruned_sets) or not len(pruned_sets):
         raise ValueError(f"pruned_sets must be a non-empty list of lists of (layer, head) pairs, e.g. [[], [(0, 1)]]; "
                          f"got {pruned_sets!r}.")
-    return _accuracies(c, yy, heads, [_check_pruned(heads, p, f"pruned_sets[{i}]") for i, p in enumerate(pruned_sets)])
+    return _accuracies(c, yy, heads, [_check_pruned(heads, p, f"pruned_sets[{i}]") for i, p in enumerate(pruned_sets)],
+                       skips)
 
 
-def _accuracies(c: np.ndarray, yy: np.ndarray, heads: tuple[int, ...], sets: list) -> np.ndarray:
+def _accuracies(c: np.ndarray, yy: np.ndarray, heads: tuple[int, ...], sets: list,
+                skips: tuple[bool, ...] | None = None) -> np.ndarray:
     """:func:`pruned_accuracies` of checked arguments."""
-    weights = [_path_weights(heads, _masks(heads, pruned)) for pruned in sets]
+    weights = [_path_weights(heads, _masks(heads, pruned), skips) for pruned in sets]
     f = c @ np.array([np.full(c.shape[1], np.nan) if w is None else w for w in weights]).T  # [P, M]
     acc = np.mean(np.sign(f) == yy[:, None], axis=0)
     return np.where(np.isnan(f).any(axis=0), np.nan, acc)
 
 
-def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray:
+def pruning_curves(contributions, y, heads: Sequence[int], orders, skips: Sequence[bool] | None = None) -> np.ndarray:
     """Accuracy after pruning the first ``k`` heads of each order, ``k = 0..n_heads``: ``[n_orders, n_heads + 1]``.
 
     ``orders``: ``[n_orders, n_heads, 2]`` (or a list of lists of ``(layer, head)``). Entries past the
-    point where a layer has lost all its heads are NaN.
+    point where a layer without a skip has lost all its heads are NaN; ``skips`` as in :func:`pruned_accuracies`.
 
     Book: Pruning heads in order of score (Fig. 3f)
     (https://paththeory.github.io/paththeory/book/pruning.html#pruning-cumulative)
     """
-    c, yy = _check_contributions(contributions, y, heads)
+    skips = check_skips(skips, len(check_heads(heads)))
+    c, yy = _check_contributions(contributions, y, heads, skips)
     heads = check_heads(heads)
     if not is_sequence(orders) or not len(orders):
         raise ValueError(f"orders must be a non-empty list of orders, each a list of (layer, head) pairs; got {orders!r}.")
@@ -243,7 +266,7 @@ def pruning_curves(contributions, y, heads: Sequence[int], orders) -> np.ndarray
     if len({len(o) for o in orders}) > 1:
         raise ValueError(f"every order must have the same length; got lengths {sorted({len(o) for o in orders})}.")
     sets = [o[:k] for o in orders for k in range(len(o) + 1)]
-    return _accuracies(c, yy, heads, sets).reshape(len(orders), -1)
+    return _accuracies(c, yy, heads, sets, skips).reshape(len(orders), -1)
 
 
 def random_orders(heads: Sequence[int], n: int, seed: int = 0) -> np.ndarray:

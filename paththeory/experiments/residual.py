@@ -525,6 +525,67 @@ def deep_linear_check(levels: Sequence[int] = (2, 3, 4), width: float = 30.0, te
     return rows
 
 
+# --------------------------------------------------------------------------- head pruning with a residual stream
+
+
+def theory_path_contributions(U, prob: Problem, temperature: float) -> np.ndarray:
+    """Each path's share of the theory's mean predictor on the test set, ``[P_test, n_paths]`` (sums to the mean
+    predictor): ``c_pi(x) = xi^pi(x) . sum_sigma U_{pi sigma} sum_mu alpha_mu xi^sigma(x^mu)`` with
+    ``alpha = (K_U + T I)^{-1} y``. Pruning after learning, as the paper prunes a trained network, multiplies
+    the contributions by :func:`paththeory.pruning.path_weights`."""
+    from paththeory.kernels import kernel_matrix
+
+    U = np.asarray(U)
+    K = np.asarray(kernel_matrix(U, prob.train))
+    alpha = np.linalg.solve(K + temperature * np.eye(len(K)), prob.y_train)
+    dual = np.einsum("m,mbn->bn", alpha, prob.train)  # [n_paths, N0]
+    return np.einsum("tan,ab,bn->ta", prob.test, U, dual)
+
+
+def pruning_table(results: dict, cfg: Config) -> list[dict]:
+    """Per network without and with a skip around each attention layer, at the smallest theory width: each head's
+    score from ``U*`` (:func:`paththeory.pruning.head_scores`, the skip no head) and the test accuracy of the
+    theory's predictor with that head pruned (its paths dropped, a skip level's paths falling back on its skip)."""
+    from paththeory.pruning import all_heads, head_scores, pruned_accuracies
+
+    width = min(int(w) for w in results["U"]["skip"])
+    rows = []
+    for network in ("attention", "skip"):
+        prob = problem(network, cfg)
+        U = np.asarray(results["U"][network][str(width)])
+        c = theory_path_contributions(U, prob, cfg.temperature)
+        scores = head_scores(U, prob.arch.heads, skips=prob.arch.skips)
+        heads = all_heads(prob.arch.heads)
+        acc = pruned_accuracies(c, prob.y_test, prob.arch.heads, [[]] + [[h] for h in heads], prob.arch.skips)
+        for (layer, head), a in zip(heads, acc[1:]):
+            rows.append({"network": network, "width": width, "head": f"layer {layer + 1}, head {head}",
+                         "score": float(scores[layer][head]), "accuracy": float(a), "unpruned": float(acc[0])})
+    return rows
+
+
+def pruning_markdown(rows: Sequence[dict]) -> str:
+    """:func:`pruning_table` as markdown."""
+    from paththeory.display.tables import markdown_table
+
+    body = [[NETWORK_NAMES[r["network"]], r["head"], f"{r['score']:.2f}", f"{r['accuracy']:.3f}",
+             f"{100 * (r['accuracy'] - r['unpruned']):+.1f}"] for r in rows]
+    return markdown_table(["network", "pruned head", "score", "accuracy", "change (points)"], body)
+
+
+def pruning_sentence(rows: Sequence[dict]) -> str:
+    """Whether the lowest-scored head is the cheapest to prune, per network, with the numbers."""
+    parts = []
+    for network in ("attention", "skip"):
+        sel = [r for r in rows if r["network"] == network]
+        low = min(sel, key=lambda r: r["score"])
+        cheapest = max(sel, key=lambda r: r["accuracy"])
+        same = "is also" if low is cheapest else "is not"
+        parts.append(f"with {NETWORK_NAMES[network]}, the lowest-scored head ({low['head']}, score {low['score']:.2f}) "
+                     f"{same} the cheapest to prune ({100 * (low['accuracy'] - low['unpruned']):+.1f} points; the "
+                     f"cheapest: {cheapest['head']}, {100 * (cheapest['accuracy'] - cheapest['unpruned']):+.1f})")
+    return "At N = " + str(rows[0]["width"]) + ": " + "; ".join(parts) + "."
+
+
 # --------------------------------------------------------------------------- the whole chapter
 
 
@@ -562,6 +623,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
         "sampled_in_this_run": payload["provenance"]["command"] == "sampled in this run",
         "seconds": time.perf_counter() - start,
     })
+    results["pruning"] = jsonable(pruning_table(results, cfg))
     results["claims"] = residual_claims(results["rows"])
     if out_dir is not None:
         _io.write_outputs(Path(out_dir), results, {"train_features_skip": skip.train, "y_train": skip.y_train},

@@ -1,9 +1,17 @@
 """Exact blocked Gibbs sampling of the finite network's posterior (the paper's Eqs. 8 and 13).
 
-With the attention fixed, the output is linear in each weight block given the others: the input
-projection ``V^0``, each layer's value weights ``V^l`` (all its heads in one block) and the
-standardised readout ``b``. Priors and likelihood are Gaussian, so each block's conditional
+With the attention fixed, the output is linear (affine at a skip level) in each weight block given the
+others: the input projection ``V^0``, each layer's value weights ``V^l`` (all its heads in one block) and
+the standardised readout ``b``. Priors and likelihood are Gaussian, so each block's conditional
 posterior is exactly Gaussian, and a sweep draws every block from it in turn.
+
+**Skip connections** (:class:`~paththeory.Residual`). A skip level has ``B_l = H_l + 1`` branches, the skip
+first; in path form the skip branch is the identity without the level's width factor, written here as the
+branch matrix ``sqrt(n_l) I`` next to the heads' ``V^l_h`` so that the common ``scale`` stays that of the network
+without skips (:func:`branch_weights`). Given the other blocks the output is then *affine* in a skip level's
+``V^l``: the paths through its skip do not involve ``V^l`` and add a constant ``f_skip``, so ``V^l`` is drawn as
+below with labels ``y - f_skip`` and only the heads' paths in ``J`` (:func:`level_draw`). ``V^0`` and ``b`` enter
+every path and stay linear. Without skips every step is the one described below, unchanged.
 
 **One block's draw** (Matheron's rule; Bhattacharya, Chakraborty and Mallick 2016). Write the block's
 entries as ``theta`` (prior ``N(0, s2 I)``, ``d`` entries) and the outputs as ``f = J theta``
@@ -126,10 +134,11 @@ def block_draw(w: Array, left: Array, right: Array, y: Array, scale: float, vari
 
 
 def block_layout(heads: Sequence[int]) -> list[tuple[int, int, int]]:
-    """``(A, H, B)`` of each block ``V^0, V^1..V^L``: the path index ``(a, h, b)`` with ``h`` the block's head.
+    """``(A, H, B)`` of each block ``V^0, V^1..V^L``: the path index ``(a, h, b)`` with ``h`` the block's branch.
 
-    Paths run with layer 1's head slowest (``paththeory.Architecture.path_names``), so layer
+    Paths run with layer 1's branch slowest (``paththeory.Architecture.path_names``), so layer
     ``l`` has ``A = H_1...H_{l-1}`` and ``B = H_{l+1}...H_L``; ``V^0`` acts on every path alike (one "head").
+    With skip connections pass ``arch.branches`` (a skip level's ``H_l + 1`` branches, the skip first).
     """
     heads = tuple(heads)
     layout = [(1, 1, math.prod(heads))]
@@ -138,8 +147,20 @@ def block_layout(heads: Sequence[int]) -> list[tuple[int, int, int]]:
     return layout
 
 
+def branch_weights(v: Array, skip: bool) -> Array:
+    """Every branch's matrix of one level, ``[B_l, n_l, n_{l-1}]``: ``v`` itself without a skip; with one the skip
+    first, as ``sqrt(n_l) I`` (the identity, with the level's width factor ``1 / sqrt(n_l)`` of the common
+    ``scale`` undone, :func:`gibbs_sweep`), then the heads ``v``."""
+    if not skip:
+        return v
+    n = v.shape[1]
+    return jnp.concatenate([math.sqrt(n) * jnp.eye(n, dtype=v.dtype)[None], v])
+
+
 def left_factors(vs: Sequence[Array], b: Array, layout: list[tuple[int, int, int]]) -> list[Array]:
-    """The readout pulled back below each block: ``[A, H, B, n_l, C]`` for ``V^0..V^L`` (top-down from ``b [n_L, C]``)."""
+    """The readout pulled back below each block: ``[A, H, B, n_l, C]`` for ``V^0..V^L`` (top-down from ``b [n_L, C]``).
+
+    ``vs``: every level's branch matrices (:func:`branch_weights`; the value weights without skips)."""
     n_paths = layout[0][2]
     left = jnp.broadcast_to(b, (n_paths,) + b.shape)  # [paths, n_L, C]
     lefts: list[Array] = [left] * (len(vs) + 1)
@@ -148,6 +169,50 @@ def left_factors(vs: Sequence[Array], b: Array, layout: list[tuple[int, int, int
         left = jnp.einsum("hij,ahbic->ahbjc", vs[l - 1], lefts[l]).reshape(n_paths, -1, b.shape[-1])
     lefts[0] = left.reshape(layout[0] + left.shape[1:])
     return lefts
+
+
+def level_draw(w: Array, left: Array, right: Array, y: Array, scale: float, variance: float,
+               temperature: float, key: Array, skip: bool) -> Array:
+    """One exact draw of a level's value weights ``w [H, n_out, n_in]`` given the rest (:func:`block_draw`).
+
+    ``left``, ``right``: as for :func:`block_outputs`, over all the level's branches. With a skip the
+    paths through branch 0 do not involve ``w``: their outputs, a constant offset, are taken off the labels
+    and ``w`` is drawn from the regression on the heads' paths alone.
+    """
+    if not skip:
+        return block_draw(w, left, right, y, scale, variance, temperature, key)
+    n = w.shape[1]
+    offset = block_outputs(math.sqrt(n) * jnp.eye(n, dtype=w.dtype)[None], left[:, :1], right[:, :, :1], scale)
+    return block_draw(w, left[:, 1:], right[:, :, 1:], y - offset, scale, variance, temperature, key)
+
+
+def network_scale(arch: Architecture, widths: Sequence[int]) -> float:
+    """``sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L))``: the common factor of every path's output (a skip's
+    missing width factor sits in its branch matrix, :func:`branch_weights`)."""
+    return math.sqrt(arch.variances[-1] / (arch.variances[0] * math.prod(widths)))
+
+
+def conditional_draw(arch: Architecture, xi: Array, y: Array, temperature: float, state: dict, block: int,
+                     key: Array) -> Array:
+    """One exact draw of block ``block`` (0: ``V^0 [n_0, N0]``, ``l >= 1``: ``V^l [H_l, n_l, n_{l-1}]``) from its
+    conditional given the other weights in ``state`` (as for :func:`gibbs_sweep`). Each call computes its
+    factors from scratch; :func:`gibbs_sweep` draws every block with the same steps, updating them in turn."""
+    layout = block_layout(arch.branches)
+    p, n_paths = xi.shape[:2]
+    widths = (state["V0"].shape[0],) + tuple(v.shape[1] for v in state["V"])
+    branches = [branch_weights(v, s) for v, s in zip(state["V"], arch.skips)]
+    lefts = left_factors(branches, state["b"], layout)
+    right = jnp.einsum("ij,mpj->mpi", state["V0"], xi)
+    if block == 0:
+        w = block_draw(state["V0"][None], lefts[0], xi.reshape((p,) + layout[0] + (xi.shape[-1],)), y,
+                       network_scale(arch, widths), arch.variances[0], temperature, key)
+        return w[0]
+    for l in range(1, block):
+        r = right.reshape((p,) + layout[l] + (right.shape[-1],))
+        right = jnp.einsum("hij,mahbj->mahbi", branches[l - 1], r).reshape(p, n_paths, -1)
+    r = right.reshape((p,) + layout[block] + (right.shape[-1],))
+    return level_draw(state["V"][block - 1], lefts[block], r, y, network_scale(arch, widths),
+                      arch.variances[block], temperature, key, arch.skips[block - 1])
 
 
 # --------------------------------------------------------------------------- a sweep
@@ -159,20 +224,22 @@ def gibbs_sweep(arch: Architecture, xi: Array, y: Array, temperature: float, sta
     ``state``: ``V0 [n_0, N0]``, ``V`` (tuple of ``[H_l, n_l, n_{l-1}]``), ``b [n_L, C]``; ``xi [P, paths, N0]``,
     ``y [P, C]``. Returns the new state.
     """
-    layout = block_layout(arch.heads)
+    layout = block_layout(arch.branches)
     p, n_paths = xi.shape[:2]
     widths = (state["V0"].shape[0],) + tuple(v.shape[1] for v in state["V"])
-    scale = math.sqrt(arch.variances[-1] / (arch.variances[0] * math.prod(widths)))
+    scale = network_scale(arch, widths)
     keys = jax.random.split(key, arch.n_layers + 2)
-    lefts = left_factors(state["V"], state["b"], layout)
-    right, drawn = xi, []
-    for l, w in enumerate((state["V0"][None],) + tuple(state["V"])):
+    lefts = left_factors([branch_weights(v, s) for v, s in zip(state["V"], arch.skips)], state["b"], layout)
+    r = xi.reshape((p,) + layout[0] + (xi.shape[-1],))
+    v0 = block_draw(state["V0"][None], lefts[0], r, y, scale, arch.variances[0], temperature, keys[0])
+    right, drawn = jnp.einsum("hij,mahbj->mahbi", v0, r).reshape(p, n_paths, -1), []
+    for l, (w, skip) in enumerate(zip(state["V"], arch.skips), start=1):
         r = right.reshape((p,) + layout[l] + (right.shape[-1],))
-        w = block_draw(w, lefts[l], r, y, scale, arch.variances[l], temperature, keys[l])
+        w = level_draw(w, lefts[l], r, y, scale, arch.variances[l], temperature, keys[l], skip)
         drawn.append(w)
-        right = jnp.einsum("hij,mahbj->mahbi", w, r).reshape(p, n_paths, -1)
+        right = jnp.einsum("hij,mahbj->mahbi", branch_weights(w, skip), r).reshape(p, n_paths, -1)
     phi = scale * right.sum(axis=1)  # = readout_design(arch, params, xi)
-    return {"V0": drawn[0][0], "V": tuple(drawn[1:]), "b": draw_readout(phi, y, temperature, keys[-1])}
+    return {"V0": v0[0], "V": tuple(drawn), "b": draw_readout(phi, y, temperature, keys[-1])}
 
 
 # --------------------------------------------------------------------------- the sampler
@@ -222,9 +289,6 @@ def sample_gibbs(
       ((6, 6), (4,), (2, 20, 4))
     """
     xi, yy, xt, temperature = check_inputs(arch, features, y, features_test, temperature)
-    if any(arch.skips):
-        raise ValueError("the Gibbs sampler does not take skip connections yet (their levels add a constant to each "
-                         "block's conditional mean, not yet written); use sample_posterior(..., method='nuts').")
     widths = arch.network_widths(width)
     num_warmup, num_samples, num_chains, seed = check_schedule(
         num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit)

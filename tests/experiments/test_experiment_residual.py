@@ -73,5 +73,19 @@ def test_a_tiny_run_writes_everything(tmp_path):
     wide = np.asarray(results["shares"]["skip"]["1000"])
     assert np.max(np.abs(wide - gp)) < 0.02  # the GP limit of the shares, approached as 1 / N
     assert {r["levels"] for r in results["deep_linear"]} == {2, 3, 4}
+    assert [r["head"] for r in results["pruning"] if r["network"] == "skip"] == [
+        "layer 1, head 0", "layer 1, head 1", "layer 2, head 0", "layer 2, head 1"]
+    assert max(r["score"] for r in results["pruning"] if r["network"] == "skip") == pytest.approx(1.0)
     for r in results["deep_linear"]:
         assert r["theory"] == pytest.approx(r["closed_form"], rel=1e-7)
+
+
+def test_the_theorys_path_contributions_sum_to_its_mean_predictor():
+    """Oracle: :func:`paththeory.predict.mean_predictor` with the same U (a solution at N = 10)."""
+    from paththeory.predict import mean_predictor
+
+    prob = exp.problem("skip", TINY)
+    U = exp.theory_curve(prob, [10], TINY.temperature)["points"][10]["solution"].U
+    c = exp.theory_path_contributions(U, prob, TINY.temperature)
+    mean = np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, TINY.temperature))
+    np.testing.assert_allclose(c.sum(axis=1), mean, rtol=1e-10, atol=1e-12)

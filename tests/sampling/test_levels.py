@@ -7,7 +7,6 @@ mean of every level, the GP point of :func:`paththeory.action.gp_order_parameter
 
 import jax
 import numpy as np
-import pytest
 
 import paththeory as pt
 from paththeory.action import gp_order_parameters, skip_block
@@ -50,14 +49,6 @@ def test_the_prior_mean_of_every_level_is_the_gp_point():
         d = np.asarray(d)
         se = d.std(axis=0) / np.sqrt(d.shape[0])
         assert np.all(np.abs(d.mean(axis=0) - g) <= 5 * se + 1e-12)
-
-
-def test_the_gibbs_sampler_refuses_skip_connections_clearly():
-    arch, x = _arch()
-    feats = pt.path_features(arch, x)
-    with pytest.raises(ValueError, match="does not take skip connections"):
-        pt.sample_posterior(arch, feats, np.array([1.0, -1, 1, -1]), 6, 0.1, method="gibbs", num_warmup=1,
-                            num_samples=1, num_chains=1, progress_bar=False)
 
 
 def test_nuts_reports_every_level():
