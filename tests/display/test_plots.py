@@ -205,8 +205,9 @@ def test_head_score_labels_clear_markers_and_error_bars_of_both_splits():
     plt.close(fig)
 
 
-def test_notebook_figures_are_vector_graphics(tmp_path):
+def test_notebook_figures_are_vector_graphics(tmp_path, monkeypatch):
     """In a kernel, use_book_style makes figures SVG (sharp when zoomed on a phone), not PNG."""
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))  # the kernel's profile folder, not the home's
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(

@@ -5,6 +5,7 @@ catches the ways around the checks without flagging honest code."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import csv
 import json
@@ -453,7 +454,10 @@ def test_what_a_submission_sees_in_the_sandbox(graded_problems):
     assert seen and seen.groups() in (("False", "None"), ("True", "[]")), "the course folder is out of sight"
     assert "parent of cwd: PermissionError" in printed or "parent of cwd: FileNotFoundError" in printed
     assert "network: OSError" in printed or "network: ConnectionRefusedError" in printed or "Network is unreachable" in printed
-    assert re.search(r"tmp holds \[('\.ipython')?\]", printed), "a fresh /tmp: only what this run made"
+    # A fresh /tmp: what this run made, and the skeleton of a kept folder (a CI clone under /tmp holding the venv).
+    kept = sorted({Path(k).relative_to("/tmp").parts[0] for k in sandbox._kept_folders(["/tmp"])})
+    listed = re.search(r"tmp holds (\[.*?\])", printed)
+    assert listed and set(ast.literal_eval(listed.group(1))) <= {".ipython", *kept}, "a fresh /tmp"
     assert re.search(r"processes \['1', '\d+'\]|processes \['1'\]", printed), "the grader's processes are hidden"
 
 

@@ -40,16 +40,35 @@ NOBODY = 65534
 #: Exit status of the mount step when a folder could not be hidden (the student's code never runs).
 HIDE_FAILED = 97
 
-#: Hides the folders given ($1 of them after it), then runs the rest of the arguments. Run inside the
-#: new namespaces, in the scratch folder: its working directory stays reachable after /tmp is covered.
+#: Run inside the new namespaces, in the scratch folder (its working directory stays reachable after /tmp is
+#: covered). Arguments: the folders to keep (a count, then the paths: the interpreter and the packages where
+#: they live under a temporary folder, as in a CI job's clone under /tmp), the temporary folders to cover
+#: with a fresh tmpfs, the folders to hide (the course folder), then the command. The kept folders are
+#: opened before the temporary folders are covered and bound back in place (the course folder is hidden
+#: after that, so a kept folder that holds it does not bring it back).
 _MOUNT_SCRIPT = """\
+n=$1; shift; fd=3
+for i in $(seq 1 "$n"); do
+  eval "exec $fd<\\"\\$1\\"" || { echo "sandbox: cannot open $1" >&2; exit 97; }
+  eval "keep_$fd=\\$1"; fd=$((fd + 1)); shift
+done
+last=$fd
 n=$1; shift
 for i in $(seq 1 "$n"); do
-  case "$1" in
-    /tmp|/dev/shm|/var/tmp) options=size=256m,mode=1777 ;;
-    *) options=size=1m,mode=0755 ;;
-  esac
-  mount -t tmpfs -o "$options" none "$1" || { echo "sandbox: cannot hide $1" >&2; exit 97; }
+  mount -t tmpfs -o size=256m,mode=1777 none "$1" || { echo "sandbox: cannot cover $1" >&2; exit 97; }
+  shift
+done
+fd=3
+while [ "$fd" -lt "$last" ]; do
+  eval "path=\\$keep_$fd"
+  mkdir -p "$path" && mount --no-canonicalize --bind "/proc/self/fd/$fd" "$path" || { echo "sandbox: cannot keep $path" >&2; exit 97; }
+  eval "exec $fd<&-"; fd=$((fd + 1))
+done
+n=$1; shift
+for i in $(seq 1 "$n"); do
+  if [ -e "$1" ]; then
+    mount -t tmpfs -o size=1m,mode=0755 none "$1" || { echo "sandbox: cannot hide $1" >&2; exit 97; }
+  fi
   shift
 done
 exec "$@"
@@ -149,7 +168,8 @@ def _command(argv: Sequence[str], hide: Sequence[Path], sandbox: Sandbox) -> lis
     if sandbox.kind == "plain":
         return list(argv)
     hidden = [str(Path(h).resolve()) for h in hide if Path(h).exists()]
-    hidden += _covered_temporary_folders()
+    covered = [p for p in ("/tmp", "/dev/shm", "/var/tmp") if Path(p).is_dir()]
+    keep = _kept_folders(covered)
     if sandbox.kind == "namespaces+nobody":
         ns = ["unshare", "-n", "-m", "-p", "-f", "--mount-proc"]
         drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
@@ -157,21 +177,24 @@ def _command(argv: Sequence[str], hide: Sequence[Path], sandbox: Sandbox) -> lis
         ns = ["unshare", "-r", "-n", "-m", "-p", "-f", "--mount-proc"]
         drop = ["setpriv"]
     drop += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
-    return ns + ["sh", "-c", _MOUNT_SCRIPT, "sandbox", str(len(hidden)), *hidden, *drop, *argv]
+    return ns + ["sh", "-c", _MOUNT_SCRIPT, "sandbox", str(len(keep)), *keep, str(len(covered)), *covered,
+                 str(len(hidden)), *hidden, *drop, *argv]
 
 
-def _covered_temporary_folders() -> list[str]:
-    """``/tmp``, ``/dev/shm`` and ``/var/tmp``, each covered by a fresh tmpfs unless it holds the interpreter or
-    the packages (:func:`_needed_paths`)."""
-    needed = _needed_paths()
-    return [p for p in ("/tmp", "/dev/shm", "/var/tmp")
-            if Path(p).is_dir() and not any(n == Path(p).resolve() or Path(p).resolve() in n.parents for n in needed)]
+def _kept_folders(covered: Sequence[str]) -> list[str]:
+    """The needed folders (:func:`_needed_paths`) that lie under a covered temporary folder, outermost only."""
+    roots = [Path(c).resolve() for c in covered]
+    inside = sorted({str(n) for n in _needed_paths() if any(r in n.parents for r in roots)}, key=len)
+    kept: list[str] = []
+    for path in inside:
+        if not any(Path(k) in Path(path).parents or k == path for k in kept):
+            kept.append(path)
+    return kept
 
 
 def _needed_paths() -> list[Path]:
     """What the sandboxed interpreter must still read: its environment, its base installation and the
-    ``paththeory`` packages (a clone under ``/tmp``, as in a CI job, keeps ``/tmp`` visible; the course
-    folder is hidden on its own)."""
+    ``paththeory`` packages."""
     import paththeory
     import paththeory_tools
 
@@ -184,7 +207,7 @@ def _environment(scratch: Path, sandbox: Sandbox) -> dict[str, str]:
     folder are the fresh ``/tmp`` of the namespaces (the scratch folder itself without them)."""
     from paththeory.exercises.answers import GRADING_ENV
 
-    home = "/tmp" if sandbox.kind != "plain" and "/tmp" in _covered_temporary_folders() else str(scratch)
+    home = str(scratch) if sandbox.kind == "plain" else "/tmp"
     env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
            "HOME": home, "TMPDIR": home, "MPLBACKEND": "Agg", "JAX_PLATFORMS": "cpu",
            "PYTHONDONTWRITEBYTECODE": "1", "PATHTHEORY_NO_COMPILATION_CACHE": "1", GRADING_ENV: "1",
