@@ -5,7 +5,7 @@ others: the input projection ``V^0``, each layer's value weights ``V^l`` (all it
 the standardised readout ``b``. Priors and likelihood are Gaussian, so each block's conditional
 posterior is exactly Gaussian, and a sweep draws every block from it in turn.
 
-**Skip connections** (:class:`~paththeory.Residual`). A skip level has ``B_l = H_l + 1`` branches, the skip
+**Skip connections** (:class:`~paththeory.model.Residual`). A skip level has ``B_l = H_l + 1`` branches, the skip
 first; in path form the skip branch is the identity without the level's width factor, written here as the
 branch matrix ``sqrt(n_l) I`` next to the heads' ``V^l_h`` so that the common ``scale`` stays that of the network
 without skips (:func:`branch_weights`). Given the other blocks the output is then *affine* in a skip level's
