@@ -337,14 +337,17 @@ def _check_order_parameters(Us, heads: tuple[int, ...], skips: tuple[bool, ...])
     return [jnp.asarray(check_order_parameter(U, f"Us U^({l + 1})", n)) for l, (U, n) in enumerate(zip(Us, sizes))]
 
 
-def check_ties(Us: list[Array], readout: Array, heads: tuple[int, ...], skips: tuple[bool, ...]) -> None:
+def check_ties(Us: list[Array], readout: Array | None, heads: tuple[int, ...], skips: tuple[bool, ...],
+               n_outputs: int = 1) -> None:
     """Raise unless every (concrete) skip level's skip block equals the level above (to 1e-9 of its scale);
-    ``readout`` is ``U_a`` (``[C, C]``), the level above ``U^(L)``.
+    ``readout`` is ``U_a`` (``[C, C]``), the level above ``U^(L)``, needed only when the top level has a skip.
 
     Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-theory)
     """
+    if readout is None and skips[-1]:
+        raise ValueError("the top level has a skip connection, which ties U_a to U^(L): pass U_a as readout.")
     uppers = [*Us[1:], readout]
-    n_outputs = readout.shape[0]
+    n_outputs = n_outputs if readout is None else readout.shape[0]
     for l, skip in enumerate(skips):
         if not skip or _traced(Us[l]) or _traced(uppers[l]):
             continue

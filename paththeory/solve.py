@@ -694,9 +694,9 @@ class Theory:
                                       f"{name} {'U_a' if l == self.arch.n_layers else f'U^({l + 1})'}", size)
                 for l, (U, size) in enumerate(zip(Us, self.sizes))]
         if any(self.skips):
-            readout = mats[-1] if self.skips[-1] else np.ones((self.n_outputs, self.n_outputs))
-            check_ties([jnp.asarray(m) for m in mats[:self.arch.n_layers]], jnp.asarray(readout), self.arch.heads,
-                       self.skips)
+            readout = jnp.asarray(mats[-1]) if self.skips[-1] else None
+            check_ties([jnp.asarray(m) for m in mats[:self.arch.n_layers]], readout, self.arch.heads, self.skips,
+                       self.n_outputs)
         return mats
 
     # ------------------------------------------------------------------ API

@@ -235,6 +235,16 @@ def test_theta_to_matrices_ties_skip_blocks(n_outputs):
     bad[0, 0] += 1e-6 * np.max(np.abs(bad))
     with pytest.raises(ValueError, match="skip block of U\\^\\(3\\) must equal U_a"):
         act.check_ties([jnp.asarray(Us[0]), jnp.asarray(Us[1]), jnp.asarray(bad)], readout, arch.heads, arch.skips)
+    with pytest.raises(ValueError, match="ties U_a to U\\^\\(L\\): pass U_a"):
+        act.check_ties([jnp.asarray(u) for u in Us[:3]], None, arch.heads, arch.skips)
+    # without a skip at the top no U_a is needed, and a broken lower tie is still found
+    lower = (True, False, False)
+    act.check_ties([jnp.asarray(u) for u in Us[:3]], None, arch.heads, lower, n_outputs)
+    broken = Us[1].copy()
+    broken[0, 0] *= 1.01
+    with pytest.raises(ValueError, match="skip block of U\\^\\(1\\) must equal U\\^\\(2\\)"):
+        act.check_ties([jnp.asarray(Us[0]), jnp.asarray(broken), jnp.asarray(Us[2])], None, arch.heads, lower,
+                       n_outputs)
 
 
 # --------------------------------------------------------------------------- 5. g_s = 0
