@@ -217,3 +217,20 @@ def toc_entries(toc: dict) -> list[str]:
 
     walk(toc.get("chapters", []) + toc.get("parts", []))
     return found
+
+
+def sampler_agreement_z(a, b):
+    """Per-quantity z-scores between two posterior runs (:class:`paththeory.sampling.PosteriorSamples`): every
+    entry of ``U``, the test predictor and its second moment, as ``|m_a - m_b| / sqrt(se_a^2 + se_b^2)`` with
+    each run's Monte Carlo standard error from its chains' ESS."""
+    from paththeory import sampling
+
+    def moments(res):
+        iu = np.triu_indices(res.U.shape[0])
+        draws = np.concatenate([res.U_draws[:, :, iu[0], iu[1]], res.f_draws, res.f_draws**2], axis=2)
+        ess = sampling.effective_sample_size(draws)
+        flat = draws.reshape(-1, draws.shape[-1])
+        return flat.mean(0), flat.std(0) / np.sqrt(ess)
+
+    (m1, se1), (m2, se2) = moments(a), moments(b)
+    return np.abs(m1 - m2) / np.sqrt(se1**2 + se2**2)

@@ -19,6 +19,7 @@ from paththeory.action import gp_order_parameters
 from paththeory.sampling.gibbs import conditional_draw
 from paththeory.sampling.network import level_order_parameters
 from paththeory.tasks.examples import model_problem
+from tests.conftest import sampler_agreement_z
 
 
 def _skip_architecture(readout="mean", variances=(0.7, 1.3, 0.9, 1.1, 1.6)):
@@ -30,6 +31,7 @@ def _skip_architecture(readout="mean", variances=(0.7, 1.3, 0.9, 1.1, 1.6)):
     return arch, x
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_outputs", [1, 2])
 def test_each_block_draw_matches_its_dense_gaussian_conditional(n_outputs):
     """Every block of a skip architecture (``V^0``, the three levels' ``V^l``) against the dense conditional
@@ -95,6 +97,7 @@ def test_a_sweep_without_skips_is_unchanged():
     np.testing.assert_array_equal(swept["V0"], first)
 
 
+@pytest.mark.slow
 def test_labels_without_information_give_the_prior():
     """At T = 1e8 the likelihood is flat: ``U`` and the levels above (``inner``: ``U^(2)``, ``U^(3)``, ``U_a``) are
     the prior's mean, the GP point ``gp_order_parameters(heads, variances, skips=skips)`` (a skip adds no
@@ -148,14 +151,6 @@ def test_gibbs_and_nuts_agree_on_u_and_the_predictor():
     assert gibbs.diagnostics["r_hat_max"] < 1.02 and gibbs.complete
     assert nuts.diagnostics["r_hat_max"] < 1.05
 
-    def moments(res):
-        iu = np.triu_indices(res.U.shape[0])
-        draws = np.concatenate([res.U_draws[:, :, iu[0], iu[1]], res.f_draws, res.f_draws**2], axis=2)
-        ess = sampling.effective_sample_size(draws)
-        flat = draws.reshape(-1, draws.shape[-1])
-        return flat.mean(0), flat.std(0) / np.sqrt(ess)
-
-    (m1, se1), (m2, se2) = moments(nuts), moments(gibbs)
-    z = np.abs(m1 - m2) / np.sqrt(se1**2 + se2**2)
+    z = sampler_agreement_z(nuts, gibbs)
     print("max z", z.max())
     assert z.max() < 4.5, z

@@ -14,6 +14,7 @@ from scipy.stats import multivariate_normal
 
 import paththeory as pt
 from paththeory import sampling
+from tests.conftest import sampler_agreement_z
 
 
 def _tiny_problem(seed: int = 0, p: int = 5, n_test: int = 3):
@@ -58,15 +59,6 @@ def test_readout_design_matches_layer_by_layer_forward_pass():
                                rtol=1e-10, atol=1e-12)
 
 
-def _moments(res):
-    """Per-quantity posterior means and Monte Carlo standard errors (from the chains' ESS)."""
-    iu = np.triu_indices(res.U.shape[0])
-    draws = np.concatenate([res.U_draws[:, :, iu[0], iu[1]], res.f_draws, res.f_draws**2], axis=2)
-    ess = sampling.effective_sample_size(draws)
-    flat = draws.reshape(-1, draws.shape[-1])
-    return flat.mean(0), flat.std(0) / np.sqrt(ess)
-
-
 @pytest.fixture(scope="module")
 def tiny_runs():
     arch, feats, y, test = _tiny_problem()
@@ -82,8 +74,7 @@ def test_integrated_readout_targets_the_same_posterior(tiny_runs):
     for res in (integrated, direct):
         assert res.diagnostics["r_hat_max"] < 1.05 and all(c.completed for c in res.chains)
     assert integrated.diagnostics["divergences"] == 0  # sampling a directly gives a funnel and some divergences
-    (m1, se1), (m2, se2) = _moments(integrated), _moments(direct)
-    z = np.abs(m1 - m2) / np.sqrt(se1**2 + se2**2)
+    z = sampler_agreement_z(integrated, direct)
     assert z.max() < 4.5, z
     f = integrated.f_draws.reshape(-1, integrated.f_draws.shape[-1])
     np.testing.assert_allclose(integrated.mean, f.mean(0))
@@ -100,8 +91,7 @@ def test_gibbs_and_nuts_agree_on_u_and_the_predictor(tiny_runs):
     gibbs = sampling.sample_posterior(arch, feats, y, 2, 0.5, method="gibbs", seed=5,
                                       **{**common, "num_warmup": 100, "num_samples": 3000, "num_chains": 4})
     assert gibbs.diagnostics["r_hat_max"] < 1.02 and gibbs.complete
-    (m1, se1), (m2, se2) = _moments(integrated), _moments(gibbs)
-    z = np.abs(m1 - m2) / np.sqrt(se1**2 + se2**2)
+    z = sampler_agreement_z(integrated, gibbs)
     assert z.max() < 4.5, z
 
 
