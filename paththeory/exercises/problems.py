@@ -10,7 +10,8 @@ The problem set has three kinds of problems, each an ``{exercise}`` of sphinx-ex
   :mod:`paththeory.predict`), not with the book's worked solution;
 * ``"interpret"``: a question about numbers the book shows, with a model answer, graded by hand.
 
-:data:`KINDS` and :data:`POINTS` list every problem by its exercise label; :data:`IMPLEMENT` lists the
+:data:`KINDS` and :data:`POINTS` list every problem by its exercise label, :data:`PARTS` the rubric of
+each derivation (its numbered parts, their points and what earns them); :data:`IMPLEMENT` lists the
 implement problems by their ids ``"problems.<name>"``. A grader freezes :func:`expected_outputs` into
 hidden tests and calls :func:`check_implementation` with them.
 
@@ -19,6 +20,8 @@ Example:
   ['problems.action', 'problems.overlap_distance', 'problems.predictor']
   >>> IMPLEMENT["problems.action"].label, IMPLEMENT["problems.action"].function
   ('prob-action', 'one_layer_action')
+  >>> [(p.part, p.points) for p in PARTS["prob-gamma"]]
+  [('1', 3), ('2', 2), ('3', 3), ('4', 2)]
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -64,6 +67,68 @@ POINTS: dict[str, int] = {
     "prob-width-gain": 5,
     "prob-omniglot-validity": 5,
     "prob-temperature-width": 5,
+}
+
+
+class Part(NamedTuple):
+    """One part of a derivation's rubric: ``part`` (its number in the task), ``points`` and what
+    earns them (``earns``: the steps a marker looks for, worded so that it gives no result away)."""
+
+    part: str
+    points: int
+    earns: str
+
+
+#: Derivation label -> its rubric: the numbered parts of the task, in order, with their points
+#: (summing to the problem's :data:`POINTS`; the task states each part's points) and what earns them.
+PARTS: dict[str, tuple[Part, ...]] = {
+    "prob-gamma": (
+        Part("1", 3, "the integral over U with its normalising constant, and a proof of the identity"),
+        Part("2", 2, "the distribution of U named with its parameters, and the identity shown to be its "
+                     "average of exp(-Uq/2)"),
+        Part("3", 3, "the maximiser found and shown to be a maximum; the difference of -2 ln computed and "
+                     "compared with the exact left-hand side"),
+        Part("4", 2, "the large-n form evaluated exactly and normalised; the relative error of its logarithm, "
+                     "the step where it enters and how it scales with the width"),
+    ),
+    "prob-gp-induction": (
+        Part("1", 3, "strict convexity proved; the minimiser and the minimum of F"),
+        Part("2", 2, "both identities proved (the determinant and the partial trace)"),
+        Part("3", 5, "the layer-by-layer minimisation with the cancellation between layers shown; "
+                     "uniqueness argued; every order parameter at the minimum"),
+        Part("4", 3, "the minimum of the entropy as a function of the widths, heads and variances"),
+        Part("5", 2, "the kernel at this point in terms of the path-path kernels, and what it cannot do"),
+    ),
+    "prob-prior-covariance": (
+        Part("1", 5, "the readout, then each layer, integrated; the covariance in path-path kernels, and "
+                     "its dependence on the widths stated and justified"),
+        Part("2", 2, "the comparison with K_U at the minimum of the entropy"),
+        Part("3", 3, "the fourth-moment ratio at widths n0, n1; whether f is Gaussian at finite width, and "
+                     "what the infinite-width limit adds"),
+    ),
+    "prob-single-path": (
+        Part("1", 5, "the minimum over the inner order parameters in closed form, with the minimisers, and "
+                     "an argument that it is attained"),
+        Part("2", 2, "the minimiser over U and the minimum value"),
+        Part("3", 3, "U_a at fixed U for unequal widths in closed form, the choice of root justified, and "
+                     "the check against part 1"),
+    ),
+    "prob-one-path-temperature": (
+        Part("1", 3, "the combination of U and T named; the mean and the variance written with it"),
+        Part("2", 4, "U_a eliminated; S(U)/N in the eigenvalues and the projected labels; the stationarity "
+                     "condition"),
+        Part("3", 6, "the polynomial in sqrt(U), its positive roots counted and the minimum shown unique; "
+                     "the mean at T = 0 and its dependence on U; what finite width changes and what not; "
+                     "when U* is above the GP point"),
+        Part("4", 2, "the answer for two or more paths, with its reason"),
+    ),
+    "prob-prefactor": (
+        Part("1", 3, "the Wishart density identified, with its degrees of freedom and scale matrix"),
+        Part("2", 4, "its mean and its mode; the large-n maximiser found and compared with both"),
+        Part("3", 3, "parts 1 and 2 repeated for the scalar Gamma identity"),
+        Part("4", 5, "the relative difference as a function of the number of paths and N, evaluated in the "
+                     "three settings; what happens in the last; whether it is the error of U*, with the reason"),
+    ),
 }
 
 

@@ -86,6 +86,32 @@ def test_the_points_table_and_totals_match_the_registry():
         assert f"**{name}** ({points} points)" in TEXT
 
 
+def _block(kind: str, label: str) -> str:
+    """The body of the ``{exercise}`` (``kind="exercise"``) or ``{solution}`` directive of ``label`` on the page."""
+    head = rf"^`{{3,}}\{{exercise\}}[^\n]*\n:label: {re.escape(label)}\n" if kind == "exercise" else (
+        rf"^`{{3,}}\{{solution\}} {re.escape(label)}\n")
+    found = re.search(head + r"(.*?)^`{3,}$", TEXT, re.MULTILINE | re.DOTALL)
+    assert found, f"no {kind} of {label} on the page"
+    return found.group(1)
+
+
+def test_every_derivation_lists_its_parts_with_points_as_the_registry_does():
+    """PARTS is the one rubric: its parts sum to the problem's points, the task states each part's
+    points in the same order, and the written solution answers each part under its number."""
+    derivations = sorted(k for k, v in KINDS.items() if v == "derivation")
+    assert sorted(problems.PARTS) == derivations
+    for label, parts in problems.PARTS.items():
+        assert sum(p.points for p in parts) == POINTS[label], label
+        assert all(isinstance(p.points, int) and p.points > 0 and len(p.earns) > 20 for p in parts), label
+        stated = re.findall(r"^(\d+)\. \((\d+) points?\) ", _block("exercise", label), re.MULTILINE)
+        assert [(n, int(points)) for n, points in stated] == [(p.part, p.points) for p in parts], label
+        numbered = re.findall(r"^\d+\. ", _block("exercise", label), re.MULTILINE)
+        assert len(numbered) == len(parts), f"{label}: a numbered part without its points"
+        headings = re.findall(r"^\*\*(\d+)\.\*\*", _block("solution", label), re.MULTILINE)
+        assert headings == [p.part for p in parts], f"{label}: the solution's parts are not the rubric's"
+    assert "each numbered part states its points" in TEXT
+
+
 def test_implement_tasks_give_their_signature_and_their_checks_are_called():
     for spec in IMPLEMENT.values():
         block = TEXT[TEXT.index(f":label: {spec.label}\n"):]

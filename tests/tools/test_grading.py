@@ -346,7 +346,8 @@ def test_the_problem_set_has_manual_and_automatic_questions(graded_problems):
 
     released, grades, _ = graded_problems
     manual = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "markdown"]
-    assert len(manual) == sum(kind != "implement" for kind in problems.KINDS.values())
+    assert len(manual) == sum(len(problems.PARTS.get(label, [0])) for label, kind in problems.KINDS.items()
+                              if kind != "implement"), "one cell per interpretation, one per part of a derivation"
     assert all(c.metadata["nbgrader"]["grade"] and "YOUR ANSWER HERE" in c.source for c in manual)
     assert grades["correct"]["total"][1] == sum(problems.POINTS.values())
 
@@ -481,11 +482,11 @@ def test_an_automatic_score_overridden_keeps_its_reason_and_a_forged_one_is_igno
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # a score set behind course mark's back
-        gb.find_grade("prob-gamma-answer", "problems", "problems", "blank").manual_score = 10
+        gb.find_grade("prob-gamma-part1-answer", "problems", "problems", "blank").manual_score = 3
         gb.db.commit()
     path = grading.mark(course, "problems", "blank", "prob-width-gain-answer", 1, "a start")
-    assert grading.read_grades(path)["blank"]["prob-gamma-answer"][0] == 0
-    assert "not set by course mark" in grading.read_flags(path)["blank"]["prob-gamma-answer"]
+    assert grading.read_grades(path)["blank"]["prob-gamma-part1-answer"][0] == 0
+    assert "not set by course mark" in grading.read_flags(path)["blank"]["prob-gamma-part1-answer"]
 
 
 def test_hidden_cases_are_drawn_from_the_course_secret_and_never_shown(graded_problems):
@@ -527,7 +528,7 @@ def test_feedback_regenerates_without_running_anything_and_pending_counts(graded
     monkeypatch.setattr(sandbox, "run", lambda *a, **k: pytest.fail("feedback ran a sandbox"))
     html = grading.feedback(course, "problems", "partial").read_text()
     assert "problems-overlap-distance-hidden" in html and "hidden test, case 4" in html
-    written = sum(kind != "implement" for kind in problems.KINDS.values())
+    written = sum(len(problems.PARTS.get(label, [0])) for label, kind in problems.KINDS.items() if kind != "implement")
     left = grading.pending(course, "problems")
     assert 0 < left <= written * len(grades)
     now = grading.read_grades(course / "grades-problems.csv")  # other tests may have marked some
@@ -538,13 +539,130 @@ def test_feedback_regenerates_without_running_anything_and_pending_counts(graded
     assert main(["course", "feedback", "problems", "--course", str(course), "--student", "partial"]) == 0
 
 
-def test_one_student_is_graded_alone(graded_problems):
+def report_entries(course: Path) -> dict:
+    """``{student: their entry of the grading report (time, sandbox, flags)}``."""
+    text = (course / "grading-report-problems.txt").read_text()
+    return dict(re.findall(r"^([\w.-]+): (\d+\.\d s.*?)(?=^[\w.-]+: \d+\.\d s|\Z)", text, re.M | re.S))
+
+
+def test_one_student_is_graded_alone(graded_problems, monkeypatch):
+    """``--student`` grades one submission and leaves the others' results, grades and report entries;
+    a feedback page the leak check refuses is reported, and the grades are written all the same."""
     _, grades, course = graded_problems
     before = (course / "graded" / "correct" / "problems.json").stat().st_mtime
-    after = grading.read_grades(grading.grade(course, "problems", student="variance_off"))
+    report = report_entries(course)
+    assert set(report) == set(grades), "the first run reports every student"
+    real = grading.feedback
+
+    def refused(course_dir, assignment, student):
+        if student == "variance_off":
+            raise answers.GradingError("a doctored refusal of the leak check")
+        return real(course_dir, assignment, student)
+
+    monkeypatch.setattr(grading, "feedback", refused)
+    with pytest.warns(UserWarning, match="a doctored refusal"):
+        after = grading.read_grades(grading.grade(course, "problems", student="variance_off"))
     assert (course / "graded" / "correct" / "problems.json").stat().st_mtime == before
     assert after["variance_off"]["problems-predictor-hidden"] == grades["variance_off"]["problems-predictor-hidden"]
     assert set(after) == set(grades)
+    now = report_entries(course)
+    assert set(now) == set(report), "grading one student keeps the class's report"
+    others = set(report) - {"variance_off"}
+    assert {s: now[s] for s in others} == {s: report[s] for s in others}, "the other entries are kept as they were"
+    assert "FEEDBACK WITHHELD a doctored refusal" in now["variance_off"]
+
+
+def test_the_report_is_merged_by_student(tmp_path):
+    """The grading report keeps each student's last entry: a run for one student replaces only its own."""
+    from paththeory import _io
+    from paththeory_tools import sandbox
+
+    def stored(student, flags, seconds, kind="namespaces"):
+        g = grading.Graded(student, {}, flags, [], seconds, kind)
+        _io.write_json(grading._result_path(tmp_path, "problems", student), vars(g))
+        return g
+
+    box = sandbox.Sandbox("namespaces")
+    everyone = [stored("ada", ["flag A"], 1.0), stored("bob", [], 2.0), stored("cy", ["flag C"], 3.0, "plain")]
+    grading._write_report(tmp_path, "problems", everyone, box)
+    bob = stored("bob", ["flag B"], 4.0)
+    text = grading._write_report(tmp_path, "problems", [bob], box, {"bob": "why"}).read_text()
+    assert "ada: 1.0 s\n  FLAG flag A\n" in text
+    assert "bob: 4.0 s\n  FLAG flag B\n  FEEDBACK WITHHELD why\n" in text and "bob: 2.0" not in text
+    assert "cy: 3.0 s (sandbox: plain)\n  FLAG flag C\n" in text
+    assert "sandbox of earlier runs: plain" in text and "could read and write the course folder" in text
+    assert text.index("ada:") < text.index("bob:") < text.index("cy:")
+
+
+def test_each_part_of_a_derivation_is_marked_against_its_rubric(graded_problems):
+    """Every derivation has one answer cell per part of PARTS, stating its points and rubric; a part is
+    a question of ``course mark`` (never above its points), ``pending`` counts parts, and the
+    feedback lists each part's rubric."""
+    import html
+
+    from paththeory.exercises import problems
+
+    released, grades, course = graded_problems
+    cells = {c.metadata["nbgrader"]["grade_id"]: c for c in released.cells
+             if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")}
+    for label, parts in problems.PARTS.items():
+        assert f"{label}-answer" not in cells and f"{label}-answer" not in grades["correct"]
+        for part in parts:
+            gid = grading.part_grade_id(label, part.part)
+            assert cells[gid].metadata["nbgrader"]["points"] == part.points
+            assert f"part {part.part}** ({part.points} points: {part.earns})" in cells[gid].source
+            assert grades["correct"][gid] == (None, part.points), "a part waits for a person"
+    gid = grading.part_grade_id("prob-gamma", "2")
+    with pytest.raises(ValueError, match="marked part by part") as refused:
+        grading.mark(course, "problems", "display_off", "prob-gamma-answer", 1)
+    assert all(grading.part_grade_id("prob-gamma", p.part) in str(refused.value) for p in problems.PARTS["prob-gamma"])
+    with pytest.raises(ValueError, match=r"between 0 and 2 for prob-gamma-part2-answer \(its rubric"):
+        grading.mark(course, "problems", "display_off", gid, 3)
+    waiting = grading.pending(course, "problems")
+    path = grading.mark(course, "problems", "display_off", gid, 1.5, "named, without its parameters")
+    assert grading.read_grades(path)["display_off"][gid] == (1.5, 2)
+    assert grading.pending(course, "problems") == waiting - 1
+    page = (course / "feedback" / "display_off" / "problems" / "problems.html").read_text()
+    gamma = problems.PARTS["prob-gamma"]
+    assert all(html.escape(f"prob-gamma, part {p.part} ({p.points} points): {p.earns}") in page for p in gamma)
+    assert "1.5 / 2" in page and "named, without its parameters" in page
+
+
+def test_feedback_that_would_show_a_solution_is_refused(graded_problems, monkeypatch):
+    """The feedback passes the release's own leak check before it is written: a doctored grading
+    result whose note holds a model answer, solution code, gated prose or a frozen hidden value
+    gets no page (and the previous one goes)."""
+    from paththeory_tools import edition
+
+    _, _, course = graded_problems
+    result_path = course / "graded" / "blank" / "problems.json"
+    page = course / "feedback" / "blank" / "problems" / "problems.html"
+    original = result_path.read_text()
+    checked = []
+    release_check = grading._refuse_leaks
+    monkeypatch.setattr(grading, "_refuse_leaks", lambda *a: checked.append(a[0]) or release_check(*a))
+    assert grading.feedback(course, "problems", "blank") == page and len(checked) == 1, "one check, the release's"
+    fragments = edition.solution_fragments(ROOT)["problems"]
+    source = (course / "source" / "problems" / "problems.ipynb").read_text()
+    with np.load(course / "keys" / "problems.npz") as keys:
+        frozen = float(np.ravel(keys["problems.action/hidden/case2_out0"])[0])
+    leaks = {"model answer": next(f for f in fragments if f.startswith("The width $n_L$ cancels")),
+             "solution code": next(f for f in fragments if "np." in f and "=" in f and f in source),
+             "gated prose": next(f for f in fragments if f.startswith("The hand check")),
+             "frozen value (repr)": repr(frozen), "frozen value (6 digits)": f"{frozen:.6g}"}
+    try:
+        for what, leak in leaks.items():
+            doctored = json.loads(original)
+            doctored["scores"]["problems-action-hidden"]["notes"].append(f"doctored: {leak} (end)")
+            result_path.write_text(json.dumps(doctored))
+            with pytest.raises(answers.GradingError, match="the feedback of blank is not written") as refused:
+                grading.feedback(course, "problems", "blank")
+            assert str(page) in str(refused.value), "the message names the page, not a temporary file"
+            assert not page.exists(), f"a page showing a {what} is left behind"
+    finally:
+        result_path.write_text(original)
+        grading.feedback(course, "problems", "blank")
+    assert page.is_file()
 
 
 def test_the_leak_check_finds_a_solution_sentence_planted_in_each_student_artefact(graded_problems, tmp_path):

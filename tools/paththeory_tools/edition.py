@@ -291,18 +291,21 @@ def leaks(root: str | Path, html_dir: str | Path, notebooks: str | Path | None =
 def artefact_leaks(root: str | Path, files: list[tuple[Path, str]], fragments: dict | None = None,
                    values: dict | None = None) -> list[str]:
     """Where any student artefact shows a solution: ``files`` are ``(path, chapter)`` pairs (web
-    pages, page sources, student notebooks, released nbgrader notebooks, feedback); what is looked
-    for: solution markers, solution code, written solutions, gated solution prose and demonstrations
-    (:func:`solution_fragments`) and answer values (:func:`answer_values`)."""
+    pages, page sources, student notebooks, released nbgrader notebooks, feedback), or triples whose
+    third item is the name to report (a file checked under a temporary name before it is published);
+    what is looked for: solution markers, solution code, written solutions, gated solution prose and
+    demonstrations (:func:`solution_fragments`) and answer values (:func:`answer_values`, or the
+    frozen values a course passes)."""
     from paththeory_tools.student import BEGIN
 
     root = Path(root)
     fragments = solution_fragments(root) if fragments is None else fragments
     values = answer_values() if values is None else values
     problems = []
-    for path, chapter in files:
+    for path, chapter, *shown in files:
+        path = Path(path)
         text = _page_text(path) if path.suffix == ".html" else path.read_text(errors="replace")
-        where = path.relative_to(root) if path.is_relative_to(root) else path
+        where = shown[0] if shown else path.relative_to(root) if path.is_relative_to(root) else path
         if BEGIN in text:
             problems.append(f"{where}: a {BEGIN!r} marker")
         problems += [f"{where}: solution text {frag!r}" for frag in fragments.get(chapter, []) if frag in text]

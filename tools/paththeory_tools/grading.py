@@ -15,7 +15,7 @@ The workflow (``paththeory-tools course ...`` on the command line, or these func
     collect("course", "problems", "uploads/")    # uploads/<student>.ipynb -> course/submitted/...
     grade("course", "problems")                  # course/grades-problems.csv, course/feedback/...
     grade("course", "problems", student="ada")   # one student again
-    mark("course", "problems", "ada", "prob-gamma-answer", 8.0, "sign error")  # by hand, with a reason
+    mark("course", "problems", "ada", "prob-gamma-part3-answer", 2.0, "sign error")  # by hand, a part
     pending("course", "problems")                # written answers still to mark
     feedback("course", "problems", "ada")        # the feedback again, nothing run
 
@@ -23,7 +23,11 @@ The workflow (``paththeory-tools course ...`` on the command line, or these func
 nbgrader's source notebook and freezes the keys into ``<course>/keys/`` with the package version:
 the chapters' check-style keys, and for each implement problem (:data:`paththeory.exercises.problems.IMPLEMENT`)
 its public cases (the package's) and hidden cases drawn from ``<course>/secret``, with their
-reference outputs. No key is in any notebook; the released one is checked for leaks.
+reference outputs. No key is in any notebook. What no student may see (the chapter's solution
+fragments, its answer values, the frozen hidden outputs) is frozen with the keys, and one leak
+check (:func:`_refuse_leaks`) refuses a released notebook or a feedback page that shows any of it.
+Each derivation has one answer cell per part of its rubric
+(:data:`paththeory.exercises.problems.PARTS`), marked as a question of its own.
 
 :func:`grade` runs each submission in the sandbox (:mod:`paththeory_tools.sandbox`: its own copy,
 no network, the course folder out of sight, time and memory limits; test cells and ``demo`` cells
@@ -59,7 +63,8 @@ from paththeory_tools.plain_markdown import SOLUTION_DIRECTIVE
 from paththeory.exercises.grading import HOW_GRADED
 
 
-__all__ = ["collect", "feedback", "grade", "mark", "pending", "read_flags", "read_grades", "release", "source_notebook"]
+__all__ = ["collect", "feedback", "grade", "mark", "part_grade_id", "pending", "read_flags", "read_grades", "release",
+           "source_notebook", "written_parts"]
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 #: Points of a check-style exercise's public and hidden tests.
@@ -120,7 +125,8 @@ def source_notebook(md_path: str | Path, base_url: str | None = None):
     (:data:`paththeory.exercises.problems.IMPLEMENT`), whose check cell follows its function, gets a public
     test (1 point) and a hidden one with the rest of its points and its frozen outputs; every
     written ``{solution}`` becomes a Markdown answer cell graded by hand with the points of
-    :data:`paththeory.exercises.problems.POINTS` (its model answer between the markers, stripped on release).
+    :data:`paththeory.exercises.problems.POINTS` (its model answer between the markers, stripped on release),
+    a derivation one such cell per part of its rubric (:data:`paththeory.exercises.problems.PARTS`).
     """
     import jupytext
 
@@ -164,19 +170,64 @@ def _written_label(cell) -> str | None:
     return next((t.split(":", 1)[1] for t in cell.metadata.get("tags", []) if t.startswith("written:")), None)
 
 
+def part_grade_id(label: str, part: str) -> str:
+    """The grade id of part ``part`` of derivation ``label`` (its own answer cell, a row of the grades CSV).
+
+    Example:
+      >>> part_grade_id("prob-gamma", "2")
+      'prob-gamma-part2-answer'
+    """
+    return _grade_id(label, f"part{part}-answer")
+
+
+def written_parts() -> dict:
+    """``{grade id: (derivation label, its Part)}`` of every part of :data:`paththeory.exercises.problems.PARTS`."""
+    from paththeory.exercises.problems import PARTS
+
+    return {part_grade_id(label, p.part): (label, p) for label, parts in PARTS.items() for p in parts}
+
+
+def _model_parts(label: str, body: str, parts) -> list[str]:
+    """A derivation's model answer cut at its parts' headings (``**1.**``, ``**2.**``, ... at a line's start),
+    one piece per part of the rubric (text before the first heading goes with the first part)."""
+    pieces = re.split(r"^(?=\*\*\d+\.\*\*)", body, flags=re.MULTILINE)
+    head = pieces.pop(0) if pieces and not re.match(r"\*\*\d+\.\*\*", pieces[0]) else ""
+    found = [re.match(r"\*\*(\d+)\.\*\*", piece).group(1) for piece in pieces]
+    if found != [p.part for p in parts]:
+        raise GradingError(f"the written solution of {label} has the parts {found}, its rubric "
+                           f"(paththeory.exercises.problems.PARTS) {[p.part for p in parts]}: head each part "
+                           "of the solution with **1.**, **2.**, ... as the task numbers them.")
+    pieces[0] = (head.strip() + "\n\n" + pieces[0]).strip() if head.strip() else pieces[0]
+    return [piece.strip() for piece in pieces]
+
+
 def _written_answer(cell, label: str) -> list:
-    """A written solution: a Markdown answer cell graded by hand, its model answer between the markers."""
+    """A written solution: Markdown answer cells graded by hand, their model answers between the markers.
+
+    A derivation with a rubric (:data:`paththeory.exercises.problems.PARTS`) gets one cell per part, whose
+    text states the part's points and what earns them; any other written problem gets one cell worth
+    its :data:`~paththeory.exercises.problems.POINTS`.
+    """
     import nbformat
 
     from paththeory_tools.student import BEGIN, END
-    from paththeory.exercises.problems import POINTS
+    from paththeory.exercises.problems import PARTS, POINTS
 
     body = re.sub(r"^> ?", "", cell.source, flags=re.MULTILINE).strip()
     body = re.sub(r"^\*\*Solution\*\*\s*", "", body).strip()
-    answer = nbformat.v4.new_markdown_cell(f"**Your answer.**\n\n{BEGIN}\n{body}\n{END}")
-    answer.metadata = _nbgrader(_grade_id(label, "answer"), solution=True, grade=True, locked=False,
-                                points=POINTS[label])
-    return [answer]
+    if label not in PARTS:
+        answer = nbformat.v4.new_markdown_cell(f"**Your answer.**\n\n{BEGIN}\n{body}\n{END}")
+        answer.metadata = _nbgrader(_grade_id(label, "answer"), solution=True, grade=True, locked=False,
+                                    points=POINTS[label])
+        return [answer]
+    cells = []
+    for part, model in zip(PARTS[label], _model_parts(label, body, PARTS[label])):
+        answer = nbformat.v4.new_markdown_cell(
+            f"**Your answer to part {part.part}** ({part.points} points: {part.earns}).\n\n{BEGIN}\n{model}\n{END}")
+        answer.metadata = _nbgrader(part_grade_id(label, part.part), solution=True, grade=True, locked=False,
+                                    points=part.points)
+        cells.append(answer)
+    return cells
 
 
 def _text_cell(cell) -> list:
@@ -344,9 +395,10 @@ def _implement_keys(spec, seed: int) -> dict:
     return arrays
 
 
-def _write_keys(course: Path, name: str, source) -> Path:
+def _write_keys(course: Path, name: str, source, root: Path) -> Path:
     """Freeze the keys of ``name`` into ``<course>/keys/<name>.npz`` and ``.json`` (the package version,
-    the questions): check-style keys from the package, implement cases drawn from the course secret."""
+    the questions, what the leak check looks for): check-style keys from the package, implement cases
+    drawn from the course secret."""
     import paththeory
     from paththeory.exercises import EXERCISES
     from paththeory.exercises.checking import _truth
@@ -369,8 +421,44 @@ def _write_keys(course: Path, name: str, source) -> Path:
     keys = course / "keys" / f"{name}.npz"
     _io.write_with(keys, lambda tmp: np.savez(tmp, **arrays))
     _io.write_json(keys.with_suffix(".json"), {"assignment": name, "paththeory_version": paththeory.__version__,
-                                               "questions": questions})
+                                               "questions": questions,
+                                               "leaks": _leak_material(root, name, questions, arrays)})
     return keys
+
+
+def _leak_material(root: Path, name: str, questions: list[dict], arrays: dict) -> dict:
+    """What no student artefact of ``name`` may show, frozen at release (the feedback is checked with it
+    later, without the book): the chapter's solution fragments and answer values
+    (:func:`paththeory_tools.edition.solution_fragments`, :func:`~paththeory_tools.edition.answer_values`)
+    and each frozen hidden output of an implement problem (``repr`` and 6 significant digits; values
+    with fewer than 4 significant digits are left out: they occur by chance)."""
+    from paththeory_tools.edition import answer_values, solution_fragments
+
+    fragments = solution_fragments(root).get(name, []) if (root / "book").is_dir() else []
+    values = {ex: forms for ex, forms in answer_values().items() if ex.split(".")[0] == name}
+    for q in questions:
+        if q["kind"] != "implement":
+            continue
+        frozen = set()
+        for key, value in arrays.items():
+            if key.startswith(f"{q['exercise']}/hidden/") and "_out" in key:
+                for v in np.ravel(value).astype(float):
+                    short = f"{v:.6g}"
+                    digits = re.sub(r"\D", "", short.split("e")[0]).lstrip("0")
+                    if np.isfinite(v) and not v.is_integer() and len(digits) >= 4:
+                        frozen |= {repr(float(v)), short}
+        values[q["exercise"]] = sorted(set(values.get(q["exercise"], [])) | frozen)
+    return {"fragments": {name: fragments}, "values": values}
+
+
+def _frozen_leak_material(course: Path, assignment: str) -> dict:
+    """The leak material of ``assignment`` frozen at release (:func:`_leak_material`)."""
+    path = course / "keys" / f"{assignment}.json"
+    info = json.loads(path.read_text()) if path.is_file() else {}
+    if "leaks" not in info:
+        raise GradingError(f"{path} holds no leak check (a release older than this paththeory-tools, or none): "
+                           f"release {assignment} again (same secret, same hidden cases) before writing feedback.")
+    return info["leaks"]
 
 
 def release(md_path: str | Path, course_dir: str | Path, base_url: str | None = None) -> Path:
@@ -392,24 +480,25 @@ def release(md_path: str | Path, course_dir: str | Path, base_url: str | None = 
     source = course / "source" / name / f"{name}.ipynb"
     source.parent.mkdir(parents=True, exist_ok=True)
     _io.write_text(source, nbformat.writes(source_nb).rstrip("\n") + "\n")
-    _write_keys(course, name, source_nb)
+    _write_keys(course, name, source_nb, md.resolve().parent.parent)
     result = _api(course).generate_assignment(name, force=True)
     if not result["success"]:
         raise GradingError(f"nbgrader could not release {name}:\n{result.get('error') or result.get('log')}")
     released = course / "release" / name / f"{name}.ipynb"
-    _refuse_leaks(md.resolve().parent.parent, [(released, name)])
+    _refuse_leaks([(released, name)], _frozen_leak_material(course, name), "nothing is handed out")
     return released
 
 
-def _refuse_leaks(root: Path, files: list[tuple[Path, str]]) -> None:
-    """Raise :class:`GradingError` if a student artefact shows a solution (:func:`edition.artefact_leaks`)."""
+def _refuse_leaks(files: list[tuple], material: dict, consequence: str) -> None:
+    """Raise :class:`GradingError` if a student artefact shows a solution: the one leak check of the
+    released notebook and of every feedback page (:func:`paththeory_tools.edition.artefact_leaks` with
+    the material frozen at release, :func:`_leak_material`). ``files``: ``(path, chapter)`` or
+    ``(path, chapter, name to report)``; ``consequence``: what the refusal means, for the message."""
     from paththeory_tools.edition import artefact_leaks
 
-    if (root / "book").is_dir():
-        found = artefact_leaks(root, files)
-        if found:
-            raise GradingError("a student artefact shows a solution; nothing is handed out:\n  "
-                               + "\n  ".join(found[:10]))
+    found = artefact_leaks(Path.cwd(), files, material["fragments"], material["values"])
+    if found:
+        raise GradingError(f"a student artefact shows a solution; {consequence}:\n  " + "\n  ".join(found[:10]))
 
 
 def collect(course_dir: str | Path, assignment: str, uploads: str | Path) -> list[str]:
@@ -745,8 +834,10 @@ def grade(course_dir: str | Path, assignment: str, timeout: float | None = None,
     called in a second, fresh sandbox on the public and hidden cases, and every point is computed
     here from the numbers that come back. The gradebook is written after every sandbox has exited.
     The CSV has one row per student and question (``student, question, kind, score, max_score,
-    flags``), then a row ``total``; a sandbox weaker than the strongest is reported in
-    ``<course>/grading-report-<assignment>.txt`` and as a warning.
+    flags``), then a row ``total``. ``<course>/grading-report-<assignment>.txt`` has one entry per
+    graded student (time, sandbox, flags): a run for one ``student`` replaces that student's entry and
+    keeps the others. A sandbox weaker than the strongest is reported there and as a warning, and so
+    is a feedback page withheld by the leak check (:func:`feedback`).
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -767,9 +858,14 @@ def grade(course_dir: str | Path, assignment: str, timeout: float | None = None,
     for g in graded:  # every student's code has exited: now the grader writes
         _io.write_json(_result_path(course, assignment, g.student), vars(g), "the grading result")
     _save_to_gradebook(course, assignment, graded, released)
-    _write_report(course, assignment, graded, box)
+    withheld = {}
     for g in graded:
-        feedback(course, assignment, g.student)
+        try:
+            feedback(course, assignment, g.student)
+        except GradingError as err:
+            withheld[g.student] = str(err)
+            warnings.warn(str(err), stacklevel=2)
+    _write_report(course, assignment, graded, box, withheld)
     return _write_grades(course, assignment, _students(course, assignment, None))
 
 
@@ -777,12 +873,35 @@ def _result_path(course: Path, assignment: str, student: str) -> Path:
     return course / "graded" / student / f"{assignment}.json"
 
 
-def _write_report(course: Path, assignment: str, graded: list[Graded], box) -> Path:
-    lines = [f"Grading report of {assignment}", f"sandbox: {box.kind}"]
-    if box.warning:
-        lines.append(box.warning)
-    for g in graded:
-        lines.append(f"{g.student}: {g.seconds:.1f} s" + "".join(f"\n  FLAG {f}" for f in g.flags))
+def _write_report(course: Path, assignment: str, graded: list[Graded], box, withheld: dict | None = None) -> Path:
+    """Write ``<course>/grading-report-<assignment>.txt``: the sandbox of this run, then one entry per
+    student, merged by student: those of ``graded`` from this run, every other student's from their
+    stored grading result (so grading one student keeps the class's report). ``withheld``:
+    ``{student: why}`` of the feedback pages the leak check refused in this run."""
+    from paththeory_tools.sandbox import WARNINGS
+
+    entries = {}
+    folder = course / "graded"
+    for path in sorted(folder.glob(f"*/{assignment}.json")) if folder.is_dir() else []:
+        try:
+            stored = json.loads(path.read_text())
+            entries[path.parent.name] = (float(stored["seconds"]), str(stored["sandbox"]), list(stored["flags"]))
+        except (ValueError, KeyError, TypeError, OSError):
+            entries[path.parent.name] = None  # unreadable: named as such, never dropped
+    entries.update({g.student: (g.seconds, g.sandbox, list(g.flags)) for g in graded})
+    lines = [f"Grading report of {assignment}", f"sandbox: {box.kind}"] + ([box.warning] if box.warning else [])
+    earlier = sorted({e[1] for e in entries.values() if e and e[1] != box.kind})
+    for kind in earlier:
+        lines.append(f"sandbox of earlier runs: {kind}" + (f"\n{WARNINGS[kind]}" if WARNINGS.get(kind) else ""))
+    for student in sorted(entries):
+        entry = entries[student]
+        if entry is None:
+            lines.append(f"{student}: its stored grading result is unreadable; grade it again (--student {student})")
+            continue
+        seconds, kind, flags = entry
+        lines.append(f"{student}: {seconds:.1f} s" + (f" (sandbox: {kind})" if kind != box.kind else "")
+                     + "".join(f"\n  FLAG {f}" for f in flags)
+                     + (f"\n  FEEDBACK WITHHELD {withheld[student]}" if student in (withheld or {}) else ""))
     return _io.write_text(course / f"grading-report-{assignment}.txt", "\n".join(lines) + "\n")
 
 
@@ -882,9 +1001,12 @@ def _write_grades(course: Path, assignment: str, students: list[str]) -> Path:
 def mark(course_dir: str | Path, assignment: str, student: str, question: str, points: float,
          comment: str | None = None) -> Path:
     """Score ``student``'s ``question`` by hand: a written answer (a ``manual`` row of the grades CSV,
-    e.g. ``prob-omniglot-validity-answer``), or an override of any automatic score, which needs a
+    e.g. ``prob-omniglot-validity-answer``), one part of a derivation (each part is a question of
+    its own, e.g. ``prob-gamma-part2-answer``: at most that part's points of its rubric,
+    :data:`paththeory.exercises.problems.PARTS`), or an override of any automatic score, which needs a
     ``comment`` (the reason, kept in ``<course>/marks/<assignment>.json`` and shown in the feedback).
-    Rewrites ``grades-<assignment>.csv``. The same as nbgrader's formgrader, from the command line.
+    Rewrites ``grades-<assignment>.csv``, then the student's feedback (a page the leak check refuses
+    is a warning: the mark stands). The same as nbgrader's formgrader, from the command line.
     """
     from nbgrader.api import MissingEntry
 
@@ -899,14 +1021,21 @@ def mark(course_dir: str | Path, assignment: str, student: str, question: str, p
             raise ValueError(f"no graded submission of {assignment} by {student!r}; the graded students are "
                              f"{sorted(s.student.id for s in gb.assignment_submissions(assignment))}.") from None
         grades = {g.name: g for nb in submission.notebooks for g in nb.grades}
+        rubric = written_parts()
         if question not in grades:
+            parts = [f"{gid} ({part.points} points: {part.earns})" for gid, (label, part) in rubric.items()
+                     if gid in grades and question in (label, _grade_id(label, "answer"))]
+            if parts:
+                raise ValueError(f"{question} is marked part by part, each part a question of its own:\n  "
+                                 + "\n  ".join(parts))
             raise ValueError(f"{question!r} is not a question of {assignment}; the questions are {sorted(grades)}.")
         g = grades[question]
         written = g.cell.cell_type == "markdown"
         if not written and not (comment and comment.strip()):
             raise ValueError(f"{question} is scored automatically: overriding it needs a reason (--comment TEXT).")
         if not 0 <= points <= g.max_score:
-            raise ValueError(f"points must be between 0 and {g.max_score:g} for {question}; got {points:g}.")
+            what = f" (its rubric: {rubric[question][1].earns})" if question in rubric else ""
+            raise ValueError(f"points must be between 0 and {g.max_score:g} for {question}{what}; got {points:g}.")
         g.manual_score = points
         g.needs_manual_grade = False
         if comment is not None and written:
@@ -917,12 +1046,17 @@ def mark(course_dir: str | Path, assignment: str, student: str, question: str, p
     marks = _marks(course, assignment)
     marks.setdefault(student, {})[question] = {"points": points, "reason": comment or ""}
     _io.write_json(_marks_path(course, assignment), marks, "the marks")
-    feedback(course, assignment, student)
-    return _write_grades(course, assignment, students)
+    path = _write_grades(course, assignment, students)
+    try:
+        feedback(course, assignment, student)
+    except GradingError as err:  # the mark and the grades stand; the page waits for the instructor
+        warnings.warn(str(err), stacklevel=2)
+    return path
 
 
 def pending(course_dir: str | Path, assignment: str) -> int:
-    """How many written answers of ``assignment`` still wait for a person (empty manual scores)."""
+    """How many written answers of ``assignment`` still wait for a person (empty manual scores; each
+    part of a derivation is an answer of its own)."""
     path = Path(course_dir) / f"grades-{assignment}.csv"
     if not path.is_file():
         raise FileNotFoundError(f"no grades of {assignment} in {course_dir}: grade it first.")
@@ -933,10 +1067,17 @@ def pending(course_dir: str | Path, assignment: str) -> int:
 def feedback(course_dir: str | Path, assignment: str, student: str) -> Path:
     """Write ``<course>/feedback/<student>/<assignment>/<assignment>.html`` from the stored grading
     result, the gradebook and the marks, without running anything. It shows scores, diagnoses, the
-    errors of the student's cells and the instructor's comments; never a key or a hidden case."""
+    rubric of each part of a derivation, the errors of the student's cells and the instructor's
+    comments; never a key or a hidden case.
+
+    The page passes the release's leak check (:func:`_refuse_leaks`, with what release froze) before
+    it is published: one that would show a model answer, solution code, gated prose or a frozen
+    answer value raises :class:`GradingError`, and the student's previous page is removed.
+    """
     import html
 
     course = Path(course_dir)
+    material = _frozen_leak_material(course, assignment)
     path = _result_path(course, assignment, student)
     if not path.is_file():
         raise FileNotFoundError(f"{student} has no graded {assignment}: grade it first (course grade).")
@@ -954,9 +1095,13 @@ def feedback(course_dir: str | Path, assignment: str, student: str) -> Path:
     parts = [f"<html><head><meta charset='utf-8'><title>{esc(assignment)}: {esc(student)}</title></head><body>",
              f"<h1>{esc(assignment)}: feedback for {esc(student)}</h1>", "<table border='1'>",
              "<tr><th>question</th><th>score</th><th>notes</th></tr>"]
+    rubric = written_parts()
     for name, score, top in grades:
         s = result["scores"].get(name, {})
         notes = list(s.get("notes", []))
+        if name in rubric:
+            label, part = rubric[name]
+            notes.insert(0, f"{label}, part {part.part} ({part.points} points): {part.earns}")
         if name in marks:
             score = marks[name]["points"]
             notes.append(f"marked by the instructor: {marks[name]['reason']}" if marks[name]["reason"] else
@@ -968,7 +1113,16 @@ def feedback(course_dir: str | Path, assignment: str, student: str) -> Path:
     parts.append("</table><h2>Errors in your cells</h2><ul>")
     parts += [f"<li>cell {e.get('cell')}: {esc(str(e['error']))}</li>" for e in result.get("log", []) if e.get("error")]
     parts.append("</ul></body></html>")
-    return _io.write_text(course / "feedback" / student / assignment / f"{assignment}.html", "\n".join(parts) + "\n")
+    target = course / "feedback" / student / assignment / f"{assignment}.html"
+    try:
+        with _io.atomic_path(target) as tmp:
+            tmp.write_text("\n".join(parts) + "\n", encoding="utf-8")
+            _refuse_leaks([(tmp, assignment, target)], material,
+                          f"the feedback of {student} is not written (and its previous page is removed)")
+    except GradingError:
+        target.unlink(missing_ok=True)
+        raise
+    return target
 
 
 def read_grades(path: str | Path) -> dict:
