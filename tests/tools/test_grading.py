@@ -165,6 +165,24 @@ def test_a_graded_run_that_lacks_a_file_fails_naming_it(tmp_path):
         grading.grade(course, "needs")
 
 
+def test_a_release_that_would_leak_is_refused_and_removed(tmp_path, monkeypatch):
+    """The release's leak check, fed a fragment that the released notebook shows (its title, standing in
+    for a solution the stripping missed), refuses the release and leaves no notebook to hand out."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "tiny.md").write_text("\n".join([
+        "---", "jupytext:", "  text_representation:", "    format_name: myst", "kernelspec:",
+        "  display_name: Python 3", "  language: python", "  name: python3", "---", "", "# A tiny chapter", "",
+        "```{code-cell} ipython3", "from paththeory.exercises import check",
+        BEGIN, "answer = 24", END, 'check("model.n_paths", answer)', "```", ""]))
+    course = tmp_path / "course"
+    monkeypatch.setattr(grading, "_frozen_leak_material",
+                        lambda *a: {"fragments": {"tiny": ["A tiny chapter"]}, "values": {}})
+    with pytest.raises(answers.GradingError, match="shows a solution; nothing is handed out"):
+        grading.release(book / "tiny.md", course)
+    assert not (course / "release" / "tiny" / "tiny.ipynb").exists()
+
+
 @pytest.mark.parametrize("cell,what", [
     ("answer = solution('model.n_paths')", "called solution()"),
     ("check('model.n_paths', 0, reveal=True)", "reveal"),

@@ -485,7 +485,12 @@ def release(md_path: str | Path, course_dir: str | Path, base_url: str | None = 
     if not result["success"]:
         raise GradingError(f"nbgrader could not release {name}:\n{result.get('error') or result.get('log')}")
     released = course / "release" / name / f"{name}.ipynb"
-    _refuse_leaks([(released, name)], _frozen_leak_material(course, name), "nothing is handed out")
+    try:
+        _refuse_leaks([(released, name)], _frozen_leak_material(course, name),
+                      "nothing is handed out (the released notebook is removed)")
+    except GradingError:
+        released.unlink(missing_ok=True)  # no leaky notebook stays where one would hand it out
+        raise
     return released
 
 
