@@ -75,3 +75,59 @@ def test_without_namespaces_the_report_warns(tmp_path, monkeypatch):
         monkeypatch.delenv("PATHTHEORY_SANDBOX")
         sandbox.detect.cache_clear()
     assert sandbox.detect().warning == sandbox.WARNINGS[sandbox.detect().kind]
+
+
+def test_a_grader_without_root_gets_the_weaker_sandbox_and_it_still_hides(tmp_path, monkeypatch):
+    """The "namespaces" mode, as an instructor without root gets it. First, a grader that runs as the user
+    ``nobody`` (``setpriv``) detects that mode and its warning. Then the mode's own command (a user namespace
+    mapping the grader to root in it, every capability dropped) runs a student's process: it finds the course
+    folder empty though its files are world-writable, has no network, and leaves the course folder as it was.
+    (The second part runs from this process: as ``nobody`` the interpreter, under root's home here, would be
+    out of reach inside the namespace, which no instructor's own interpreter is.)"""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("becoming an unprivileged grader needs root and setpriv")
+    grader = ("import json\nfrom paththeory_tools import sandbox\nbox = sandbox.detect()\n"
+              "print(json.dumps({'kind': box.kind, 'warning': box.warning}))\n")
+    env = {"PATH": os.environ["PATH"], "HOME": "/", "LANG": "C.UTF-8"}
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                           grader], env=env, cwd="/", capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    detected = json.loads(done.stdout.strip().splitlines()[-1])
+    if detected["kind"] == "plain":
+        pytest.skip("no unprivileged user namespaces on this machine: a grader without root gets the plain mode")
+    assert detected["kind"] == "namespaces" and "SANDBOX WEAKER" in detected["warning"]
+
+    monkeypatch.setattr(sandbox, "detect", lambda: sandbox.Sandbox("namespaces"))
+    course = tmp_path / "course"
+    course.mkdir()
+    course.chmod(0o777)
+    (course / "gradebook.db").write_text("grades")
+    (course / "gradebook.db").chmod(0o666)
+    work = sandbox.scratch_folder()
+    try:
+        done = run(f"""import os, socket
+c = {str(course)!r}
+print(sorted(os.listdir(c)) if os.path.isdir(c) else 'gone')
+try:
+    open(os.path.join(c, 'gradebook.db'), 'w').write('135/135')
+except OSError:
+    pass
+try:
+    socket.create_connection(('127.0.0.1', 22), timeout=2)
+    print('network')
+except OSError as err:
+    print('no network', type(err).__name__)
+print(os.getuid(), open('/proc/self/status').read().split('CapEff:')[1].split()[0])
+""", work, [course])
+    finally:
+        shutil.rmtree(work.parent, ignore_errors=True)
+    assert done.failure is None, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] in ("[]", "gone") and lines[1].startswith("no network"), done.stdout
+    assert lines[2].split() == ["0", "0000000000000000"], "root in its namespace, with no capability"
+    assert (course / "gradebook.db").read_text() == "grades" and [p.name for p in course.iterdir()] == ["gradebook.db"]
