@@ -21,6 +21,9 @@ from typing import NoReturn, Sequence
 from paththeory import __version__, _io
 
 EXPERIMENTS = ("markov", "omniglot")
+#: The samplers of ``--sampler`` (``paththeory.sampling.sample_posterior``'s methods; named here, not imported,
+#: so that the command line starts without loading the samplers).
+SAMPLERS = ("nuts", "gibbs")
 #: The chapters ``paththeory reproduce`` runs: the paper's experiments, then the book's own.
 REPRODUCIBLE = (*EXPERIMENTS, "multiclass", "residual")
 DEBUG_ENV_VAR = "PATHTHEORY_DEBUG"
@@ -209,16 +212,16 @@ def train_command(argv: list[str], command_line: str) -> int:
 def _validity(args) -> int:
     from paththeory.experiments import validity
 
-    path = validity.write_samples(args.profile, args.out, progress=not args.quiet)
-    print(f"the NUTS records of the validity figure: {path}")
+    path = validity.write_samples(args.profile, args.out, sampler=args.sampler, progress=not args.quiet)
+    print(f"the {validity.SAMPLER_NAMES[args.sampler]} records of the validity figure: {path}")
     return 0
 
 
 def _residual(args) -> int:
     from paththeory.experiments import residual
 
-    path = residual.write_samples(args.profile, args.out, progress=not args.quiet)
-    print(f"the NUTS records of the residual-stream chapter: {path}")
+    path = residual.write_samples(args.profile, args.out, sampler=args.sampler, progress=not args.quiet)
+    print(f"the {residual.SAMPLER_NAMES[args.sampler]} records of the residual-stream chapter: {path}")
     return 0
 
 
@@ -270,13 +273,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=_train)
 
     for name, func, help_text, description in (
-        ("validity", _validity, "sample the network with NUTS for the figure of where the saddle point stops being "
-         "accurate", "Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS at the widths of the "
-         "profile and write the records the depth chapter compares with the theory (default: the package's own file "
-         "for the profile)."),
-        ("residual", _residual, "sample the networks with MLP blocks and skip connections with NUTS for the "
+        ("validity", _validity, "sample the networks for the figure of where the saddle point stops being "
+         "accurate", "Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS or Gibbs at the "
+         "profile's widths for that sampler and write the records the depth chapter compares with the theory "
+         "(default: the package's own file for the profile and sampler)."),
+        ("residual", _residual, "sample the networks with MLP blocks and skip connections for the "
          "residual-stream chapter", "Sample the four networks of the residual-stream chapter (attention only, with "
-         "MLP blocks, with skip connections, two residual blocks) with NUTS at the profile's points and write the "
+         "MLP blocks, with skip connections, two residual blocks) with NUTS or Gibbs at the profile's points and write the "
          "records the chapter compares with the theory (default: the package's own file for the profile)."),
     ):
         records = sub.add_parser(name, help=help_text, description=description)
@@ -284,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
                              help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
         records.add_argument("--out", default=None, help="the JSON file to write (default: the package's own)")
         records.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
+        records.add_argument("--sampler", choices=SAMPLERS, default="nuts",
+                             help="NUTS (default) or the exact Gibbs sampler at the profile's wider points")
         records.set_defaults(func=func)
 
     return parser

@@ -11,19 +11,19 @@ paper's Fig. 2 (layer 1: the good head and a random head; layer 2: the uniform h
 
 * :data:`SETTINGS` and :func:`settings`: the sizes per profile;
 * :func:`problem`: the data and each network's path features;
-* :func:`sample_points`: NUTS at every sampled (network, width), as JSON-ready records, shipped for the
-  ``smoke`` and ``colab`` sizes (``python -m paththeory residual`` writes them) so that the book does not
-  sample for half an hour;
+* :func:`sample_points`: NUTS, or the exact Gibbs sampler at wider networks, at every sampled (network,
+  width), as JSON-ready records, shipped for the ``smoke`` and ``colab`` sizes (``python -m paththeory
+  residual [--sampler gibbs]`` writes them) so that the book does not sample for half an hour;
 * :func:`theory_curve`, :func:`compare`: the theory on the same data, against the records;
 * :func:`path_shares`, :func:`plot_shares`, :func:`deep_linear_check`, :func:`run`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -31,7 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from paththeory import _io
-from paththeory.experiments import jsonable, provenance, stats
+from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, stats
 from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
 from paththeory.model import MLP, Architecture, Residual, path_features
@@ -44,6 +44,8 @@ from paththeory.tasks import markov
 NETWORKS = ("attention", "mlp", "skip", "residual")
 NETWORK_NAMES = {"attention": "attention only (the paper's)", "mlp": "attention + MLP blocks",
                  "skip": "skip around each attention layer", "residual": "two residual blocks"}
+SHORT_NAMES = {"attention": "attention only", "mlp": "with MLP blocks", "skip": "with skips",
+               "residual": "two residual blocks"}
 SHIPPED = Path(__file__).resolve().parent.parent / "results"
 #: One colour per path class (paths through 0, 1, 2 attention heads): the classes are three quantities.
 CLASS_COLOURS = ("C1", "C0", "C4")
@@ -58,9 +60,10 @@ class Config:
     """Sizes of one profile.
 
     ``theory_widths``: the widths of the theory's curves; ``sampled``: ``(network, width)`` pairs sampled
-    with NUTS, ``num_chains`` chains of ``num_warmup`` + ``num_samples`` iterations each; ``n_train`` /
-    ``n_test`` sequences; ``temperature`` ``T``; ``time_limit``: a fail-safe per point (seconds), far above
-    an honest run's time; ``seed``: the sampler's seed.
+    with NUTS, ``num_chains`` chains of ``num_warmup`` + ``num_samples`` iterations each; ``gibbs``: pairs
+    sampled with the exact Gibbs sampler, ``gibbs_chains`` chains of ``gibbs_warmup`` + ``gibbs_samples``
+    sweeps; ``n_train`` / ``n_test`` sequences; ``temperature`` ``T``; ``time_limit``: a fail-safe per point
+    (seconds), far above an honest run's time; ``seed``: the samplers' seed.
     """
 
     theory_widths: tuple[int, ...]
@@ -73,17 +76,37 @@ class Config:
     n_test: int = 500
     temperature: float = 0.01
     seed: int = 0
+    gibbs: tuple[tuple[str, int], ...] = ()
+    gibbs_warmup: int = 200
+    gibbs_samples: int = 1000
+    gibbs_chains: int = 4
 
+
+#: The samplers of the chapter and, for each, the fields of :class:`Config` that fix its records.
+SAMPLERS = {"nuts": ("sampled", "num_warmup", "num_samples", "num_chains"),
+            "gibbs": ("gibbs", "gibbs_warmup", "gibbs_samples", "gibbs_chains")}
+#: The shipped records, one file per sampler and profile (``python -m paththeory residual [--sampler gibbs]``).
+RECORDS = ShippedRecords("residual", SHIPPED, SAMPLERS, ("n_train", "n_test", "temperature", "seed"),
+                         "the residual-stream records")
 
 _SAMPLED = (("attention", 10), ("attention", 30), ("mlp", 10), ("mlp", 30), ("skip", 10), ("skip", 30),
             ("residual", 30))
+#: The exact sampler reaches wider networks: every network at N = 30 to 300 (two residual blocks up to 100).
+#: Not N = 10, where it mixes slowly along directions that change a hidden layer's basis (the sampling
+#: chapter's note); NUTS covers N = 10.
+_GIBBS = tuple((n, w) for n in ("attention", "mlp", "skip") for w in (30, 100, 300)) + (
+    ("residual", 30), ("residual", 100))
 SETTINGS: dict[str, Config] = {
-    # smoke and colab: sampled once on a 2-core CPU (`python -m paththeory residual`) and shipped; the
-    # chapter solves the theory against them as it is built.
-    "smoke": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED, 200, 400, 2, 4 * 3600.0),
-    "colab": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED, 200, 400, 2, 4 * 3600.0),
+    # smoke and colab: sampled once on a 2-core CPU (`python -m paththeory residual [--sampler gibbs]`) and
+    # shipped; the chapter solves the theory against them as it is built.
+    "smoke": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED, 200, 400, 2, 4 * 3600.0, gibbs=_GIBBS,
+                    gibbs_warmup=200, gibbs_samples=800, gibbs_chains=4),
+    "colab": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED, 200, 400, 2, 4 * 3600.0, gibbs=_GIBBS,
+                    gibbs_warmup=200, gibbs_samples=800, gibbs_chains=4),
     "paper": Config((10, 20, 30, 50, 100, 300, 1000), _SAMPLED + (("skip", 100), ("residual", 100)), 400, 800, 4,
-                    24 * 3600.0, n_test=1000),
+                    24 * 3600.0, n_test=1000,
+                    gibbs=_GIBBS + (("residual", 300), ("skip", 1000), ("residual", 1000)), gibbs_warmup=500,
+                    gibbs_samples=2000, gibbs_chains=4),
 }
 
 
@@ -127,18 +150,25 @@ def problem(network: str, cfg: Config) -> Problem:
 # --------------------------------------------------------------------------- sampling
 
 
-def sample_points(cfg: Config, *, progress: bool = False) -> list[dict]:
-    """NUTS at every ``(network, width)`` of ``cfg.sampled``: one JSON-ready record per point, with the
-    sampled ``U`` and its batch-means error ``U_se``, the levels above (``inner``: ``U^(2..L)``, ``U_a``), the
-    mean predictor on the test set and its batch-means error, and the diagnostics."""
+def _schedule(cfg: Config, sampler: str) -> tuple[tuple[tuple[str, int], ...], int, int, int]:
+    """``(points, warmup, kept draws, chains)`` of ``sampler`` in ``cfg``."""
+    return tuple(getattr(cfg, name) for name in SAMPLERS[RECORDS.check(sampler)])
+
+
+def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
+    """``sampler`` (``"nuts"`` or ``"gibbs"``) at every ``(network, width)`` of its points in ``cfg``: one
+    JSON-ready record per point, with the sampled ``U`` and its batch-means error ``U_se``, the levels above
+    (``inner``: ``U^(2..L)``, ``U_a``), the mean predictor on the test set and its batch-means error, and the
+    diagnostics."""
     from paththeory.sampling import sample_posterior
 
+    points, warmup, kept, chains = _schedule(cfg, sampler)
     problems: dict[str, Problem] = {}
     records = []
-    for i, (network, width) in enumerate(cfg.sampled):
+    for i, (network, width) in enumerate(points):
         prob = problems.setdefault(network, problem(network, cfg))
-        res = sample_posterior(prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test,
-                               num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
+        res = sample_posterior(prob.arch, prob.train, prob.y_train, width, cfg.temperature, method=sampler,
+                               features_test=prob.test, num_warmup=warmup, num_samples=kept, num_chains=chains,
                                time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i, progress_bar=progress)
         if progress:
             print(f"{network} N = {width}:\n{res.summary()}", flush=True)
@@ -151,50 +181,33 @@ def sample_points(cfg: Config, *, progress: bool = False) -> list[dict]:
     return records
 
 
-def _provenance(cfg: Config, profile: str, seconds: float) -> dict:
-    return provenance(cfg, profile, seconds, f"python -m paththeory residual --profile {profile}")
-
-
-def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *, progress: bool = True) -> Path:
-    """Sample every point of ``profile`` and write the records with their provenance to ``out`` (default: the
-    package's own file, which the book reads). Atomic: an interrupted run leaves the previous file intact."""
+def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *, sampler: str = "nuts",
+                  progress: bool = True) -> Path:
+    """Sample every point of ``sampler`` in ``profile`` and write the records with their provenance to ``out``
+    (default: the package's own file, which the book reads). Atomic: an interrupted run leaves the previous
+    file intact."""
     profile = current_profile(profile)
-    cfg = settings(profile)
-    start = time.perf_counter()
-    records = sample_points(cfg, progress=progress)
-    path = Path(out) if out is not None else SHIPPED / f"residual_{profile}.json"
-    _io.write_json(path, {"provenance": _provenance(cfg, profile, time.perf_counter() - start), "records": records},
-                   "the residual-stream records")
-    return path
+    return RECORDS.write(settings(profile), profile, sampler, partial(sample_points, progress=progress), out)
 
 
-def _sizes(config: dict) -> dict:
-    return {k: v for k, v in jsonable(config).items() if k not in ("time_limit", "theory_widths")}
-
-
-def samples(profile: str | None = None, *, progress: bool = False, config: Config | None = None) -> dict:
-    """The shipped records whose sizes match ``config`` (default: ``profile``'s), else a fresh run (not written)."""
-    cfg = config or settings(profile)
-    wanted = _sizes(asdict(cfg))
-    for path in sorted(SHIPPED.glob("residual_*.json")):
-        payload = json.loads(path.read_text())
-        if _sizes(payload["provenance"]["config"]) == wanted:
-            return payload
-    start = time.perf_counter()
-    records = sample_points(cfg, progress=progress)
-    prov = _provenance(cfg, current_profile(profile), time.perf_counter() - start)
-    prov["command"] = "sampled in this run"
-    return {"provenance": prov, "records": records}
+def samples(profile: str | None = None, *, sampler: str = "nuts", progress: bool = False,
+            config: Config | None = None) -> dict:
+    """``sampler``'s shipped records whose sizes match ``config`` (default: ``profile``'s), else a fresh run
+    (not written): ``{"sampler", "provenance", "records"}``."""
+    return RECORDS.load(config or settings(profile), current_profile(profile), sampler,
+                        partial(sample_points, progress=progress))
 
 
 def provenance_text(payload: dict) -> str:
-    """A reader's sentence on where the NUTS records come from, and their sizes."""
+    """A reader's sentence on where a sampler's records come from, and their sizes."""
     prov, cfg = payload["provenance"], payload["provenance"]["config"]
+    points, warmup, kept, chains = (cfg[name] for name in SAMPLERS[prov["sampler"]])
+    steps = "warm-up steps" if prov["sampler"] == "nuts" else "warm-up sweeps"
     where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
              f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
              f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as the page is built")
-    return (f"The NUTS samples ({prov['profile']} sizes) {where}. Each point is {cfg['num_chains']} chains of "
-            f"{cfg['num_samples']} draws after {cfg['num_warmup']} warm-up steps; P = {cfg['n_train']} training and "
+    return (f"The {SAMPLER_NAMES[prov['sampler']]} samples ({prov['profile']} sizes) {where}. Each point is {chains} "
+            f"chains of {kept} draws after {warmup} {steps}; P = {cfg['n_train']} training and "
             f"{cfg['n_test']} test sequences, T = {cfg['temperature']:g}.")
 
 
@@ -202,23 +215,24 @@ def provenance_text(payload: dict) -> str:
 
 
 def theory_curve(prob: Problem, widths: Sequence[float], temperature: float) -> dict:
-    """The theory at every width: ``U``, the levels above, the test accuracy and ``correct`` per test sequence,
-    and the solve's time per width."""
+    """The theory at every width: ``U``, the levels above, the mean predictor on the test set, the test accuracy
+    and ``correct`` per test sequence, and the solve's time per width."""
     theory = Theory(prob.arch, prob.train, prob.y_train)
     start = time.perf_counter()
     solutions = theory.sweep(list(widths), temperature)
     seconds = time.perf_counter() - start
     out = {}
     for width, sol in zip(widths, solutions):
-        correct = np.asarray(mean_predictor(sol.U, prob.train, prob.y_train, prob.test, temperature)) * prob.y_test > 0
-        out[int(width)] = {"solution": sol, "correct": correct, "accuracy": float(correct.mean())}
+        mean = np.asarray(mean_predictor(sol.U, prob.train, prob.y_train, prob.test, temperature))
+        correct = mean * prob.y_test > 0
+        out[int(width)] = {"solution": sol, "mean": mean, "correct": correct, "accuracy": float(correct.mean())}
     return {"points": out, "seconds_per_width": seconds / len(widths), "n_paths": prob.arch.n_paths}
 
 
-def gp_correct(prob: Problem, temperature: float) -> np.ndarray:
-    """Whether the GP predictor (the infinite-width limit) gets each test sequence right."""
+def gp_mean(prob: Problem, temperature: float) -> np.ndarray:
+    """The GP predictor (the infinite-width limit) on the test set."""
     U = np.diag(prob.arch.gp_path_variances())
-    return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature)) * prob.y_test > 0
+    return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature))
 
 
 def _relative(a, b, se=None) -> tuple[float, float | None]:
@@ -227,61 +241,73 @@ def _relative(a, b, se=None) -> tuple[float, float | None]:
     return float(np.linalg.norm(a - b) / norm), None if se is None else float(np.linalg.norm(np.asarray(se)) / norm)
 
 
-def compare(payload: dict, cfg: Config, curves: dict | None = None) -> list[dict]:
+def compare(payload: dict, cfg: Config, curves: dict | None = None,
+            problems: dict[str, Problem] | None = None) -> list[dict]:
     """Every record against the theory at its width, on the same data: relative distances of ``U`` and of the
     mean predictor (theory and GP point) with their Monte Carlo errors, and the accuracies of the theory, the
     samples, the GP and the attention-only theory (the same heads, no MLP and no skip) with paired standard
-    errors of the differences. ``curves``: :func:`theory_curve` of every network at (at least) the sampled
-    widths, computed here when not given."""
-    problems = {n: problem(n, cfg) for n in NETWORKS}
-    widths = sorted({w for _, w in cfg.sampled})
+    errors of the differences. ``problems``: :func:`problem` of every network, and ``curves``:
+    :func:`theory_curve` of every network at (at least) the sampled widths; each computed here when not given."""
+    if problems is None:
+        problems = {n: problem(n, cfg) for n in NETWORKS}
+    widths = sorted({rec["width"] for rec in payload["records"]})
     if curves is None or any(w not in c["points"] for c in curves.values() for w in widths):
         curves = {n: theory_curve(problems[n], widths, cfg.temperature) for n in NETWORKS}
     base = curves["attention"]
+    gp_means = {n: gp_mean(problems[n], cfg.temperature) for n in {rec["network"] for rec in payload["records"]}}
     rows = []
     for rec in payload["records"]:
         prob, width = problems[rec["network"]], rec["width"]
         point = curves[rec["network"]]["points"][width]
         sol = point["solution"]
         gp_u = np.diag(prob.arch.gp_path_variances())
-        mean_th = np.asarray(mean_predictor(sol.U, prob.train, prob.y_train, prob.test, cfg.temperature))
-        mean_gp = np.asarray(mean_predictor(gp_u, prob.train, prob.y_train, prob.test, cfg.temperature))
+        mean_gp = gp_means[rec["network"]]
         u_dist, u_noise = _relative(sol.U, rec["U"], rec["U_se"])
-        f_dist, f_noise = _relative(mean_th, rec["mean"], rec["mean_se"])
+        f_dist, f_noise = _relative(point["mean"], rec["mean"], rec["mean_se"])
         sampled_correct = np.asarray(rec["mean"]) * prob.y_test > 0
-        gp = gp_correct(prob, cfg.temperature)
+        gp = mean_gp * prob.y_test > 0
         plain = base["points"][width]["correct"]
         diag = rec["diagnostics"]
         rows.append({
-            "network": rec["network"], "width": width, "paths": prob.arch.n_paths,
+            "network": rec["network"], "width": width, "paths": prob.arch.n_paths, "sampler": payload["sampler"],
             "U_distance": u_dist, "U_noise": u_noise, "U_gp_distance": _relative(gp_u, rec["U"])[0],
             "inner_distance": [_relative(t, s)[0] for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
             "f_distance": f_dist, "f_noise": f_noise, "f_gp_distance": _relative(mean_gp, rec["mean"])[0],
-            "accuracy": {"theory": float(point["correct"].mean()), "nuts": float(sampled_correct.mean()),
+            "accuracy": {"theory": float(point["correct"].mean()), "sampled": float(sampled_correct.mean()),
                          "gp": float(gp.mean()), "attention_theory": float(plain.mean())},
-            "theory_minus_nuts": stats.paired_difference(point["correct"], sampled_correct),
-            "nuts_minus_gp": stats.paired_difference(sampled_correct, gp),
-            "nuts_minus_attention_theory": stats.paired_difference(sampled_correct, plain),
-            "nuts_shares_none": float(path_shares(rec["U"], prob.train)[path_classes(prob.arch)["0 heads"]].sum()),
+            "theory_minus_sampled": stats.paired_difference(point["correct"], sampled_correct),
+            "sampled_minus_gp": stats.paired_difference(sampled_correct, gp),
+            "sampled_minus_attention_theory": stats.paired_difference(sampled_correct, plain),
+            "sampled_shares_none": float(path_shares(rec["U"], prob.train)[path_classes(prob.arch)["0 heads"]].sum()),
             "r_hat": diag["r_hat_U_max"], "ess": diag["ess_bulk_U_min"], "seconds": diag["seconds"],
             "converged": diag["r_hat_U_max"] <= R_HAT_OK,
         })
     return rows
 
 
+def _sampler_name(rows: Sequence[dict]) -> str:
+    """The name of the one sampler behind ``rows`` (rows of two samplers are tabled apart)."""
+    samplers = {r["sampler"] for r in rows}
+    if len(samplers) != 1:
+        raise ValueError(f"rows of one sampler expected; got {sorted(samplers) or 'none'}.")
+    return SAMPLER_NAMES[samplers.pop()]
+
+
 def distance_table(rows: Sequence[dict]) -> str:
-    """The theory against NUTS, one row per record (markdown)."""
+    """The theory against the samples of one sampler, one row per record, with ``|Pi| / N`` (markdown)."""
     from paththeory.display.tables import markdown_table
+
+    _sampler_name(rows)
 
     def noise(x):
         return "" if x is None else f" ({x:.3f})"
 
-    body = [[NETWORK_NAMES[r["network"]], str(r["paths"]), str(r["width"]),
+    body = [[NETWORK_NAMES[r["network"]], str(r["paths"]), str(r["width"]), f"{r['paths'] / r['width']:.2f}",
              f"{r['U_distance']:.3f}{noise(r['U_noise'])}", f"{r['U_gp_distance']:.3f}",
              f"{r['f_distance']:.3f}{noise(r['f_noise'])}", f"{r['f_gp_distance']:.3f}",
              f"{r['r_hat']:.3f}", f"{r['ess']:.0f}"] for r in rows]
-    return markdown_table(["network", "paths", "N", "U: theory (MC error)", "U: GP", "predictor: theory (MC error)",
-                           "predictor: GP", "R-hat (U)", "ESS (U)"], body)
+    return markdown_table(["network", "paths", "N", "|Π|/N", "U: theory (MC error)", "U: GP",
+                           "predictor: theory (MC error)", "predictor: GP", "R-hat (U)", "ESS (U)"], body)
 
 
 def accuracy_table(rows: Sequence[dict]) -> str:
@@ -291,21 +317,23 @@ def accuracy_table(rows: Sequence[dict]) -> str:
     def diff(d):
         return f"{d['difference']:+.3f} ± {d['se']:.3f}"
 
+    name = _sampler_name(rows)
     body = [[NETWORK_NAMES[r["network"]], str(r["width"]), f"{r['accuracy']['theory']:.3f}",
-             f"{r['accuracy']['nuts']:.3f}", f"{r['accuracy']['gp']:.3f}", f"{r['accuracy']['attention_theory']:.3f}",
-             diff(r["theory_minus_nuts"]), diff(r["nuts_minus_gp"]), diff(r["nuts_minus_attention_theory"])]
+             f"{r['accuracy']['sampled']:.3f}", f"{r['accuracy']['gp']:.3f}", f"{r['accuracy']['attention_theory']:.3f}",
+             diff(r["theory_minus_sampled"]), diff(r["sampled_minus_gp"]), diff(r["sampled_minus_attention_theory"])]
             for r in rows]
-    return markdown_table(["network", "N", "theory", "NUTS", "GP", "attention-only theory", "theory − NUTS",
-                           "NUTS − GP", "NUTS − attention-only"], body)
+    return markdown_table(["network", "N", "theory", name, "GP", "attention-only theory", f"theory − {name}",
+                           f"{name} − GP", f"{name} − attention-only"], body)
 
 
 def inner_table(rows: Sequence[dict]) -> str:
     """Relative distances of the levels above, ``U^(2)`` to ``U_a``, from the sampled ones (markdown)."""
     from paththeory.display.tables import markdown_table
 
+    name = _sampler_name(rows)
     body = [[NETWORK_NAMES[r["network"]], str(r["width"]), ", ".join(f"{d:.3f}" for d in r["inner_distance"])]
             for r in rows]
-    return markdown_table(["network", "N", "U^(2), ..., U_a: theory vs NUTS"], body)
+    return markdown_table(["network", "N", f"U^(2), ..., U_a: theory vs {name}"], body)
 
 
 def _fraction(x: float) -> str:
@@ -325,7 +353,7 @@ def shares_sentence(results: dict) -> str:
         r = min(sampled, key=lambda row: row["width"])
         theory = np.asarray(results["shares"][network][str(r["width"])])[none].sum()
         parts.append(f"with {NETWORK_NAMES[network]} at N = {r['width']}, the paths through no attention head carry "
-                     f"{_fraction(theory)} of the kernel's trace in the theory and {_fraction(r['nuts_shares_none'])} "
+                     f"{_fraction(theory)} of the kernel's trace in the theory and {_fraction(r['sampled_shares_none'])} "
                      f"with NUTS's U, against {_fraction(np.asarray(results['gp_shares'][network])[none].sum())} in "
                      "the GP limit")
     return ("On this page's training set, " + "; ".join(parts) + ". The direction differs between the two networks, "
@@ -340,10 +368,10 @@ def accuracy_sentence(results: dict) -> str:
     for r in results["rows"]:
         if r["network"] == "attention" or not r["converged"]:
             continue
-        d = r["nuts_minus_attention_theory"]
+        d = r["sampled_minus_attention_theory"]
         verdict = stats.verdict(abs(d["difference"]), d["se"])
         word = {"holds": "differs from", "fails": "matches", "within noise": "cannot be told apart from"}[verdict]
-        out.append(f"{NETWORK_NAMES[r['network']]} at N = {r['width']}: NUTS {r['accuracy']['nuts']:.3f}, "
+        out.append(f"{NETWORK_NAMES[r['network']]} at N = {r['width']}: NUTS {r['accuracy']['sampled']:.3f}, "
                    f"which {word} the attention-only theory's {r['accuracy']['attention_theory']:.3f} "
                    f"({100 * d['difference']:+.1f} ± {100 * d['se']:.1f} points)")
     skipped = [f"{r['network']} at N = {r['width']}" for r in results["rows"] if not r["converged"]]
@@ -365,25 +393,25 @@ def conclusion(results: dict) -> str:
         for (n, w), r in sorted(rows.items()):
             if n != network:
                 continue
-            g = r["nuts_minus_gp"]
+            g = r["sampled_minus_gp"]
             text = (f"With {NETWORK_NAMES[network]} at N = {w}, finite width gains {100 * g['difference']:+.1f} ± "
                     f"{100 * g['se']:.1f} points over that GP (NUTS)")
             plain = rows.get(("attention", w))
             if plain is not None:
-                gap = r["accuracy"]["nuts"] - plain["accuracy"]["nuts"]
-                text += (f", and the finite network scores {r['accuracy']['nuts']:.3f} against "
-                         f"{plain['accuracy']['nuts']:.3f} for the paper's network without a residual stream "
+                gap = r["accuracy"]["sampled"] - plain["accuracy"]["sampled"]
+                text += (f", and the finite network scores {r['accuracy']['sampled']:.3f} against "
+                         f"{plain['accuracy']['sampled']:.3f} for the paper's network without a residual stream "
                          f"(NUTS both, {100 * gap:+.1f} points)")
             parts.append(text + ".")
     mlp = [r for (n, _), r in sorted(rows.items()) if n == "mlp"]
     if mlp:
-        worst = max(mlp, key=lambda r: abs(r["nuts_minus_attention_theory"]["difference"]))
-        d = worst["nuts_minus_attention_theory"]
+        worst = max(mlp, key=lambda r: abs(r["sampled_minus_attention_theory"]["difference"]))
+        d = worst["sampled_minus_attention_theory"]
         parts.append(f"MLP blocks move the accuracy by at most {100 * abs(d['difference']):.1f} ± {100 * d['se']:.1f} "
                      "points (NUTS against the attention-only theory): they add order parameters, not paths.")
     skips = [r for (n, _), r in sorted(rows.items()) if n in ("skip", "residual")]
     if skips:
-        signs = [r["theory_minus_nuts"]["difference"] for r in skips]
+        signs = [r["theory_minus_sampled"]["difference"] for r in skips]
         parts.append(f"With skips, the theory's accuracy lies above NUTS's at {sum(x > 0 for x in signs)} of "
                      f"{len(signs)} points (by {100 * min(signs):+.1f} to {100 * max(signs):+.1f} points), and its "
                      "predictor is further from NUTS's than without skips at the same width: a finite-size bias "
@@ -391,40 +419,106 @@ def conclusion(results: dict) -> str:
     return " ".join(parts)
 
 
-def validity_sentence(results: dict) -> str:
-    """The theory's distance from NUTS against the number of paths per unit width, in words."""
-    rows = sorted((r for r in results["rows"] if r["converged"]), key=lambda r: r["paths"] / r["width"])
-    items = [f"{r['network']} at N = {r['width']} (|Π|/N = {r['paths'] / r['width']:.2f}): U {_fraction(r['U_distance'])}"
-             f" ± {_fraction(2 * (r['U_noise'] or 0))}, predictor {_fraction(r['f_distance'])}" for r in rows]
-    return ("The theory's relative distance from NUTS, ordered by paths per unit width (± two Monte Carlo "
-            "errors): " + "; ".join(items) + ".")
+def validity_sentence(rows: Sequence[dict]) -> str:
+    """The theory's distance ``d`` from one sampler's ``U`` in words, from the rows whose chains mixed: per
+    network, ``d`` with two Monte Carlo errors and ``N d`` at every width; whether ``N d`` agrees across widths
+    within noise (an error falling as ``1 / N``), and how its spread over the networks compares with their
+    numbers of paths; any point beyond :data:`~paththeory.experiments.claims.U_TOLERANCE`."""
+    name = _sampler_name(rows)
+    parts, prefactors, paths, flat = [], [], [], True
+    for network in NETWORKS:
+        sel = sorted((r for r in rows if r["network"] == network and r["converged"]), key=lambda r: r["width"])
+        if not sel:
+            continue
+        nd = [(r["width"] * r["U_distance"], r["width"] * (r["U_noise"] or 0)) for r in sel]
+        flat &= all(abs(a - b) <= 2 * np.hypot(ea, eb) for i, (a, ea) in enumerate(nd) for b, eb in nd[i + 1:])
+        prefactors += [a for a, _ in nd]
+        paths.append(sel[0]["paths"])
+        parts.append(f"{SHORT_NAMES[network]} ({sel[0]['paths']} paths): " + ", ".join(
+            f"N = {r['width']}: {100 * r['U_distance']:.1f} ± {200 * (r['U_noise'] or 0):.1f} % (N·d = {a:.1f})"
+            for r, (a, _) in zip(sel, nd)))
+    if not parts:
+        return f"No {name} record mixed (R-hat of U at most {R_HAT_OK})."
+    text = f"The theory's relative distance d from {name}'s U (± two Monte Carlo errors): " + "; ".join(parts) + "."
+    unmixed = [r for r in rows if not r["converged"]]
+    if unmixed:
+        text += (f" Left out, their chains not mixed (R-hat of U above {R_HAT_OK}): "
+                 + ", ".join(f"{SHORT_NAMES[r['network']]} at N = {r['width']}" for r in unmixed) + ".")
+    far = [r for r in rows if r["converged"] and r["U_distance"] - 2 * (r["U_noise"] or 0) > U_TOLERANCE]
+    if far:
+        text += " Beyond the claims' tolerance: " + ", ".join(f"{SHORT_NAMES[r['network']]} at N = {r['width']}"
+                                                             for r in far) + "."
+    lo, hi = min(prefactors), max(prefactors)
+    text += (f" Within each network N·d {'agrees' if flat else 'does not agree'} across the widths within two "
+             f"Monte Carlo errors{', as for an error that falls as 1/N' if flat else ''}; over the networks it "
+             f"runs from {lo:.1f} to {hi:.1f} while the number of paths runs from {min(paths)} to {max(paths)}")
+    if max(paths) > min(paths):
+        slower = hi / max(lo, 1e-12) < 0.5 * max(paths) / min(paths)
+        text += (": the error grows far more slowly with the number of paths than |Π|/N would say." if slower else
+                 ": the error grows about as fast as the number of paths.")
+    else:
+        text += "."
+    return text
+
+
+def sampler_agreement(nuts: dict, gibbs: dict) -> list[dict]:
+    """The two samplers against each other at the points both sampled: the relative distance of their ``U``
+    (over Gibbs's norm) with the combined Monte Carlo error on the same scale, and the largest ``|z|`` of
+    ``U``'s entries (the difference over the entries' combined batch-means errors)."""
+    by_point = {(r["network"], r["width"]): r for r in gibbs["records"]}
+    out = []
+    for a in nuts["records"]:
+        b = by_point.get((a["network"], a["width"]))
+        if b is None:
+            continue
+        ua, ub = np.asarray(a["U"]), np.asarray(b["U"])
+        se = np.hypot(np.asarray(a["U_se"]), np.asarray(b["U_se"]))
+        norm = float(np.linalg.norm(ub))
+        out.append({"network": a["network"], "width": a["width"], "paths": a["paths"],
+                    "distance": float(np.linalg.norm(ua - ub)) / norm, "noise": float(np.linalg.norm(se)) / norm,
+                    "max_z": float(np.max(np.abs(ua - ub) / se)),
+                    "seconds": {"nuts": a["diagnostics"]["seconds"], "gibbs": b["diagnostics"]["seconds"]}})
+    return out
+
+
+def agreement_table(rows: Sequence[dict]) -> str:
+    """:func:`sampler_agreement` as markdown."""
+    from paththeory.display.tables import markdown_table
+
+    body = [[NETWORK_NAMES[r["network"]], str(r["width"]), f"{r['distance']:.3f}", f"{r['noise']:.3f}",
+             f"{r['max_z']:.1f}", f"{r['seconds']['nuts']:.0f}", f"{r['seconds']['gibbs']:.0f}"] for r in rows]
+    return markdown_table(["network", "N", "U: NUTS vs Gibbs", "MC error", "max |z| (entries)", "NUTS (s)",
+                           "Gibbs (s)"], body)
 
 
 def residual_claims(rows: Sequence[dict]) -> list[dict]:
     """Verdict rows, all :data:`~paththeory.experiments.claims.OWN_TEST`, per record whose chains mixed (R-hat of
-    ``U`` at most :data:`R_HAT_OK`): the theory's ``U`` within
-    :data:`~paththeory.experiments.claims.U_TOLERANCE` of NUTS's; NUTS's mean predictor closer to the theory's
-    than to the GP's (distance difference against the Monte Carlo noise); the theory's accuracy within
-    :data:`~paththeory.experiments.claims.COMPARABLE_TOLERANCE` of NUTS's; NUTS above the GP (paired)."""
+    ``U`` at most :data:`R_HAT_OK`), against its sampler (NUTS or Gibbs): the theory's ``U`` within
+    :data:`~paththeory.experiments.claims.U_TOLERANCE` of the sampled one; the sampled mean predictor closer to
+    the theory's than to the GP's (distance difference against the Monte Carlo noise); the theory's accuracy
+    within :data:`~paththeory.experiments.claims.COMPARABLE_TOLERANCE` of the samples'; the samples above the GP
+    (paired)."""
     claims = []
     for r in rows:
         if not r["converged"]:
             continue
+        sampler, name = r["sampler"], SAMPLER_NAMES[r["sampler"]]
         split = f"{NETWORK_NAMES[r['network']]}, N = {r['width']}"
         noise = r["U_noise"] if r["U_noise"] is not None else float("nan")
-        claims.append(_row("u_nuts", "the theory's U matches NUTS's", split, r["U_distance"],
+        claims.append(_row(f"u_{sampler}", f"the theory's U matches {name}'s", split, r["U_distance"],
                            f"Monte Carlo {noise:.1%} (GP point: {r['U_gp_distance']:.0%})",
                            stats.verdict(U_TOLERANCE - r["U_distance"], noise),
                            f"relative error at most {U_TOLERANCE:.0%}", f"{r['U_distance']:.1%}", OWN_TEST))
         gap = r["f_gp_distance"] - r["f_distance"]
         f_noise = r["f_noise"] if r["f_noise"] is not None else float("nan")
-        claims.append(_row("mean_vs_gp", "NUTS's mean predictor lies closer to the theory's than to the GP's", split,
-                           gap, f"Monte Carlo {f_noise:.1%}", stats.verdict(gap, f_noise), "not in the paper",
+        claims.append(_row("mean_vs_gp", f"{name}'s mean predictor lies closer to the theory's than to the GP's",
+                           split, gap, f"Monte Carlo {f_noise:.1%}", stats.verdict(gap, f_noise), "not in the paper",
                            f"{r['f_distance']:.1%} vs {r['f_gp_distance']:.1%}", OWN_TEST))
-        claims.append(_paired_row("acc_theory_nuts", "the theory's accuracy matches NUTS's (within 2 points)", split,
-                                  r["theory_minus_nuts"], "not in the paper", OWN_TEST, tolerance=COMPARABLE_TOLERANCE))
-        claims.append(_paired_row("acc_nuts_gp", "the finite network beats the GP", split, r["nuts_minus_gp"],
-                                  "not in the paper", OWN_TEST))
+        claims.append(_paired_row(f"acc_theory_{sampler}", f"the theory's accuracy matches {name}'s (within 2 points)",
+                                  split, r["theory_minus_sampled"], "not in the paper", OWN_TEST,
+                                  tolerance=COMPARABLE_TOLERANCE))
+        claims.append(_paired_row(f"acc_{sampler}_gp", f"the finite network ({name}) beats the GP", split,
+                                  r["sampled_minus_gp"], "not in the paper", OWN_TEST))
     return claims
 
 
@@ -494,6 +588,42 @@ def plot_order_parameters(results: dict, network: str = "skip", widths: Sequence
     return fig
 
 
+@book_style
+def plot_validity(results: dict) -> Figure:
+    """Left: the theory's relative distance ``d`` from the sampled ``U`` against the paths per unit width
+    ``|Pi| / N``; right: ``N d``, the prefactor of an error that falls as ``1 / N``, against ``N``. Per network,
+    Gibbs (filled, with two Monte Carlo errors; on the left the lower bar is cut at 90 % of the value, a log
+    axis has no zero) and NUTS (open), points whose chains mixed; dashed, the claims' tolerance."""
+    fig, (left, right) = panel_grid(2, height=3.0)
+    for colour, network in zip(("C0", "C2", "C1", "C3"), NETWORKS):
+        for rows, filled in ((results["gibbs_rows"], True), (results["rows"], False)):
+            sel = sorted((r for r in rows if r["network"] == network and r["converged"]), key=lambda r: r["width"])
+            if not sel:
+                continue
+            n = np.array([r["width"] for r in sel], float)
+            d = np.array([r["U_distance"] for r in sel])
+            err = np.array([2 * (r["U_noise"] or 0) for r in sel])
+            style = ({"marker": "o"} if filled else {"marker": "s", "markerfacecolor": "white", "ls": "none"})
+            label = SHORT_NAMES[network] if filled else None
+            left.errorbar(np.array([r["paths"] for r in sel]) / n, d, yerr=[np.minimum(err, 0.9 * d), err],
+                          color=colour, capsize=2, ms=6, label=label, **style)
+            right.errorbar(n, n * d, yerr=n * err, color=colour, capsize=2, ms=6, **style)
+    left.axhline(U_TOLERANCE, color="0.4", ls="--", lw=1.2, label=f"tolerance ({U_TOLERANCE:.0%})")
+    left.plot([], [], "o", color="0.3", label="Gibbs (filled)")
+    left.plot([], [], "s", color="0.3", markerfacecolor="white", label="NUTS (open)")
+    for ax in (left, right):
+        ax.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("paths per unit width |Π|/N")
+    left.set_ylabel("theory vs sampled U")
+    right.set_xlabel("width N")
+    right.set_ylabel("N × distance")
+    right.set_ylim(bottom=0)
+    legend_below(fig, [left, right], columns=3)
+    stamp_profile(fig, results["profile"])
+    return fig
+
+
 def deep_linear_check(levels: Sequence[int] = (2, 3, 4), width: float = 30.0, temperature: float = 0.05,
                       n_train: int = 40) -> list[dict]:
     """One path (the good head, then the uniform head, then MLP blocks): the solver's ``U`` against the
@@ -542,7 +672,7 @@ def theory_path_contributions(U, prob: Problem, temperature: float) -> np.ndarra
     return np.einsum("tan,ab,bn->ta", prob.test, U, dual)
 
 
-def pruning_table(results: dict, cfg: Config) -> list[dict]:
+def pruning_table(results: dict, problems: dict[str, Problem], temperature: float) -> list[dict]:
     """Per network without and with a skip around each attention layer, at the smallest theory width: each head's
     score from ``U*`` (:func:`paththeory.pruning.head_scores`, the skip no head) and the test accuracy of the
     theory's predictor with that head pruned (its paths dropped, a skip level's paths falling back on its skip)."""
@@ -551,9 +681,9 @@ def pruning_table(results: dict, cfg: Config) -> list[dict]:
     width = min(int(w) for w in results["U"]["skip"])
     rows = []
     for network in ("attention", "skip"):
-        prob = problem(network, cfg)
+        prob = problems[network]
         U = np.asarray(results["U"][network][str(width)])
-        c = theory_path_contributions(U, prob, cfg.temperature)
+        c = theory_path_contributions(U, prob, temperature)
         scores = head_scores(U, prob.arch.heads, skips=prob.arch.skips)
         heads = all_heads(prob.arch.heads)
         acc = pruned_accuracies(c, prob.y_test, prob.arch.heads, [[]] + [[h] for h in heads], prob.arch.skips)
@@ -591,22 +721,26 @@ def pruning_sentence(rows: Sequence[dict]) -> str:
 
 def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
         progress: bool = False) -> dict:
-    """The chapter's numbers at the profile's scale, or ``config``'s (the NUTS records shipped for those sizes,
-    or sampled afresh); write ``results.json``, ``features.npz`` and the figures to ``out_dir`` when given (all
-    or nothing)."""
+    """The chapter's numbers at the profile's scale, or ``config``'s (the NUTS and Gibbs records shipped for
+    those sizes, or sampled afresh); write ``results.json``, ``features.npz`` and the figures to ``out_dir`` when
+    given (all or nothing)."""
     name = current_profile(profile)
     if out_dir is not None:
         out_dir = _io.check_output_folder(out_dir)
     cfg = config or settings(name)
     start = time.perf_counter()
     payload = samples(name, progress=progress, config=cfg)
+    exact = samples(name, sampler="gibbs", progress=progress, config=cfg) if cfg.gibbs else None
     problems = {n: problem(n, cfg) for n in NETWORKS}
-    widths = sorted(set(cfg.theory_widths) | {w for _, w in cfg.sampled})
+    widths = sorted(set(cfg.theory_widths) | {w for _, w in cfg.sampled} | {w for _, w in cfg.gibbs})
     curves = {n: theory_curve(problems[n], widths, cfg.temperature) for n in NETWORKS}
-    rows = compare(payload, cfg, curves)
+    rows = compare(payload, cfg, curves, problems)
+    gibbs_rows = compare(exact, cfg, curves, problems) if exact else []
     skip = problems["skip"]
     results = jsonable({
         "profile": name, "config": asdict(cfg), "provenance": payload["provenance"], "rows": rows,
+        "gibbs_provenance": exact["provenance"] if exact else None, "gibbs_rows": gibbs_rows,
+        "sampler_agreement": sampler_agreement(payload, exact) if exact else [],
         "solve_seconds": {n: {"paths": c["n_paths"], "seconds_per_width": c["seconds_per_width"]}
                           for n, c in curves.items()},
         "shares": {n: {str(w): path_shares(p["solution"].U, problems[n].train).tolist()
@@ -615,7 +749,8 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
                       for n in NETWORKS},
         "path_classes": {n: {k: m.tolist() for k, m in path_classes(problems[n].arch).items()} for n in NETWORKS},
         "path_names": {n: problems[n].arch.path_names() for n in NETWORKS},
-        "gp_accuracy": {n: float(gp_correct(problems[n], cfg.temperature).mean()) for n in NETWORKS},
+        "gp_accuracy": {n: float((gp_mean(problems[n], cfg.temperature) * problems[n].y_test > 0).mean())
+                        for n in NETWORKS},
         "gp_path_variances": {n: problems[n].arch.gp_path_variances() for n in NETWORKS},
         "U": {n: {str(w): p["solution"].U for w, p in c["points"].items()} for n, c in curves.items()},
         "accuracy_curves": {n: {str(w): p["accuracy"] for w, p in c["points"].items()} for n, c in curves.items()},
@@ -623,9 +758,11 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
         "sampled_in_this_run": payload["provenance"]["command"] == "sampled in this run",
         "seconds": time.perf_counter() - start,
     })
-    results["pruning"] = jsonable(pruning_table(results, cfg))
+    results["pruning"] = jsonable(pruning_table(results, problems, cfg.temperature))
     results["claims"] = residual_claims(results["rows"])
+    results["gibbs_claims"] = residual_claims(results["gibbs_rows"])
     if out_dir is not None:
         _io.write_outputs(Path(out_dir), results, {"train_features_skip": skip.train, "y_train": skip.y_train},
-                          {"shares": lambda: plot_shares(results), "order_parameters": lambda: plot_order_parameters(results)})
+                          {"shares": lambda: plot_shares(results), "validity": lambda: plot_validity(results),
+           "order_parameters": lambda: plot_order_parameters(results)})
     return results

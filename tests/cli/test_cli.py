@@ -55,6 +55,10 @@ BAD_INPUTS = {
                              "$PATHTHEORY_DEBUG must be one of 1, true, yes, on or 0, false, no, off; got 'maybe'"),
     "data root typo": (["train", "omniglot", "--data-root", "nowhere", "--out", "o"], {},
                        "'nowhere' is not an existing folder"),
+    "unknown validity sampler": (["validity", "--sampler", "hmc", "--out", "o"], {},
+                                 "argument --sampler: invalid choice: 'hmc'"),
+    "unknown residual sampler": (["residual", "--sampler", "Gibbs", "--out", "o"], {},
+                                 "argument --sampler: invalid choice: 'Gibbs'"),
 }
 
 
@@ -165,6 +169,26 @@ def test_bench_offers_every_case_and_all_runs_them(monkeypatch, capsys):
     assert "sampling" not in bench.CASES  # about 20 minutes: run on its own
 
 
+@pytest.mark.parametrize("command, what", [("validity", "the validity figure"),
+                                           ("residual", "the residual-stream chapter")])
+@pytest.mark.parametrize("sampler", [None, "nuts", "gibbs"])
+def test_the_records_commands_pass_the_sampler_on(monkeypatch, capsys, command, what, sampler):
+    import importlib
+
+    from paththeory.cli import main
+
+    module = importlib.import_module(f"paththeory.experiments.{command}")
+    calls = []
+    monkeypatch.setattr(module, "write_samples", lambda profile, out, **kw: calls.append((profile, out, kw)) or out)
+    argv = [command, "--profile", "smoke", "--out", "r.json", "--quiet"] + ([] if sampler is None else
+                                                                             ["--sampler", sampler])
+    assert main(argv) == 0
+    chosen = sampler or "nuts"
+    assert calls == [("smoke", "r.json", {"sampler": chosen, "progress": False})]
+    name = {"nuts": "NUTS", "gibbs": "Gibbs"}[chosen]
+    assert capsys.readouterr().out.strip() == f"the {name} records of {what}: r.json"
+
+
 def test_bench_sampling_prints_the_efficiency_table(monkeypatch, capsys):
     from paththeory.experiments import bench_sampling
     from paththeory.cli import main
@@ -213,3 +237,10 @@ def test_a_damaged_shipped_network_asks_for_a_reinstall_not_a_training_into_the_
 def test_no_time_limit_is_spelled_on_the_command_line_by_leaving_the_option_out(tmp_path):
     out = _cli("train", "omniglot", "--time-limit-minutes", "0", "--out", "o", cwd=tmp_path)
     assert out.returncode == 1 and "on the command line, leave out --time-limit-minutes" in out.stderr, out.stderr
+
+
+def test_the_sampler_choices_are_the_samplers():
+    """The command line names the samplers without importing them: the same as the package's."""
+    from paththeory.sampling.diagnostics import SAMPLER_NAMES
+
+    assert cli.SAMPLERS == tuple(SAMPLER_NAMES)

@@ -17,7 +17,8 @@ from paththeory.experiments.claims import U_TOLERANCE
 
 # The time limit is a hang guard only: far above the seconds an honest tiny run takes on a busy machine.
 TINY = dataclasses.replace(exp.settings("smoke"), theory_widths=(10, 1000), sampled=(("skip", 6),), num_warmup=10,
-                           num_samples=10, num_chains=1, n_train=16, n_test=40, time_limit=3600.0)
+                           num_samples=10, num_chains=1, n_train=16, n_test=40, time_limit=3600.0,
+                           gibbs=(("skip", 6), ("attention", 12)), gibbs_warmup=5, gibbs_samples=20, gibbs_chains=2)
 
 
 def test_the_four_networks_have_the_paths_of_the_definition():
@@ -53,6 +54,42 @@ def test_the_theory_lies_near_the_shipped_nuts_records(shipped):
         assert r["f_distance"] < r["f_gp_distance"], r
 
 
+@pytest.fixture(scope="module")
+def shipped_gibbs():
+    payload = exp.samples("smoke", sampler="gibbs")
+    assert payload["provenance"]["command"] != "sampled in this run", "the smoke records must ship with the package"
+    return payload
+
+
+def test_the_shipped_gibbs_records_agree_with_nuts_where_both_sampled(shipped_gibbs):
+    """The two samplers on the same posteriors (the four points both sampled, N = 30): their U within three
+    combined Monte Carlo errors (Frobenius, relative to Gibbs's U)."""
+    rows = exp.sampler_agreement(exp.samples("smoke"), shipped_gibbs)
+    assert {(r["network"], r["width"]) for r in rows} == {(n, 30) for n in exp.NETWORKS}
+    for r in rows:
+        assert r["distance"] < 3 * r["noise"], r
+
+
+def test_the_theory_approaches_the_gibbs_records_as_the_width_grows(shipped_gibbs):
+    """Wider than NUTS reaches: at |Pi| / N <= 0.1 the theory's U within 5 % of Gibbs's (beyond two Monte Carlo
+    errors; a quarter of the claims' U_TOLERANCE) for every network but two residual blocks (36 paths, never
+    that wide here), and the distance at the largest width below the one at the smallest."""
+    rows = exp.compare(shipped_gibbs, exp.settings("smoke"))
+    assert {r["sampler"] for r in rows} == {"gibbs"}
+    narrow = [r for r in rows if r["paths"] / r["width"] <= 0.1]
+    assert {r["network"] for r in narrow} == {"attention", "mlp", "skip"}
+    for r in narrow:
+        assert r["converged"] and r["U_distance"] + 2 * r["U_noise"] < 0.05, r
+    for network in exp.NETWORKS:
+        sel = sorted((r for r in rows if r["network"] == network), key=lambda r: r["width"])
+        assert sel[-1]["U_distance"] < sel[0]["U_distance"], network
+
+
+def test_a_sampler_is_named_or_refused():
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        exp.samples("smoke", sampler="hmc")
+
+
 def test_the_sampled_skip_blocks_are_the_level_above(shipped):
     """NUTS's inner order parameters: one per level above the first, and U_a last (a 1 x 1 matrix)."""
     payload = exp.samples("smoke")
@@ -65,10 +102,21 @@ def test_a_tiny_run_writes_everything(tmp_path):
     results = exp.run("smoke", tmp_path, config=TINY)
     assert results["sampled_in_this_run"]
     assert json.loads((tmp_path / "results.json").read_text()) == results
-    for name in ("shares", "order_parameters"):
+    for name in ("shares", "order_parameters", "validity"):
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
     (row,) = results["rows"]
     assert row["network"] == "skip" and row["paths"] == 9 and len(row["inner_distance"]) == 2
+    assert row["sampler"] == "nuts" and [r["sampler"] for r in results["gibbs_rows"]] == ["gibbs", "gibbs"]
+    assert [r["width"] for r in results["gibbs_rows"]] == [6, 12]
+    (agree,) = results["sampler_agreement"]  # the one point both samplers drew
+    assert (agree["network"], agree["width"]) == ("skip", 6) and agree["distance"] > 0
+    mixed = {s: [dict(r, converged=True) for r in results[k]] for s, k in (("nuts", "rows"), ("gibbs", "gibbs_rows"))}
+    for sampler, rows in mixed.items():  # the claims name their sampler (a tiny run's chains have not mixed)
+        assert {c["id"] for c in exp.residual_claims(rows)} == {
+            f"u_{sampler}", "mean_vs_gp", f"acc_theory_{sampler}", f"acc_{sampler}_gp"}
+    assert "Gibbs" in exp.accuracy_table(results["gibbs_rows"]) and "NUTS" in exp.accuracy_table(results["rows"])
+    with pytest.raises(ValueError, match="rows of one sampler"):
+        exp.distance_table(results["rows"] + results["gibbs_rows"])
     gp = np.asarray(results["gp_shares"]["skip"])
     wide = np.asarray(results["shares"]["skip"]["1000"])
     assert np.max(np.abs(wide - gp)) < 0.02  # the GP limit of the shares, approached as 1 / N
@@ -89,3 +137,26 @@ def test_the_theorys_path_contributions_sum_to_its_mean_predictor():
     c = exp.theory_path_contributions(U, prob, TINY.temperature)
     mean = np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, TINY.temperature))
     np.testing.assert_allclose(c.sum(axis=1), mean, rtol=1e-10, atol=1e-12)
+
+
+def _row(network, paths, width, distance, noise, converged=True):
+    return {"network": network, "paths": paths, "width": width, "U_distance": distance, "U_noise": noise,
+            "converged": converged, "sampler": "gibbs"}
+
+
+def test_the_validity_sentence_follows_the_numbers():
+    """Oracle: rows built by hand. An error N d flat in N and far from proportional to the paths reads as
+    such; one proportional to the paths (and one not flat in N) reads otherwise; unmixed and beyond-tolerance
+    points are named."""
+    flat = [_row("attention", 4, 30, 0.04, 0.005), _row("attention", 4, 100, 0.012, 0.002),
+            _row("residual", 36, 30, 0.08, 0.01), _row("residual", 36, 100, 0.025, 0.004),
+            _row("skip", 9, 30, 0.5, 0.01, converged=False)]
+    text = exp.validity_sentence(flat)
+    assert "agrees across the widths" in text and "far more slowly with the number of paths" in text
+    assert "with skips at N = 30" in text and "N·d = 1.2" in text and "Beyond" not in text
+    steep = [_row("attention", 4, 30, 0.01, 0.001), _row("attention", 4, 100, 0.01, 0.001),
+             _row("residual", 36, 30, 0.3, 0.01), _row("residual", 36, 100, 0.09, 0.003)]
+    text = exp.validity_sentence(steep)
+    assert "does not agree" in text and "about as fast as the number of paths" in text
+    assert "Beyond the claims' tolerance: two residual blocks at N = 30" in text
+    assert "No Gibbs record mixed" in exp.validity_sentence([_row("skip", 9, 30, 0.1, 0.01, converged=False)])
