@@ -1,15 +1,19 @@
-"""Where the saddle point stops being accurate: the theory against NUTS over ``|Pi| / N``.
+"""Where the saddle point stops being accurate: the theory against posterior samples over ``|Pi| / N``.
 
 The saddle point and the large-width forms drop terms of relative order ``|Pi| / N`` (the book's
 ``depth`` chapter, "When is the saddle point accurate?"). This module measures how far the
 theory's order parameter and predictor lie from posterior samples of the finite network as that
 ratio grows: the four-path hidden-Markov-chain task (the paper's Fig. 2) at several widths, and
 the 16-path Omniglot network (its Fig. 3) at the smallest widths, where ``|Pi| / N`` reaches 1.6.
+NUTS samples the narrow networks; the exact blocked Gibbs sampler
+(``sample_posterior(..., method="gibbs")``) the wide ones, up to ``N = 1000``.
 
-* :data:`SETTINGS` and :func:`settings`: the sizes per profile;
-* :func:`sample_points`: NUTS at every point (the expensive part), as JSON-ready records;
+* :data:`SETTINGS` and :func:`settings`: the sizes per profile, each sampler's widths and schedule;
+* :func:`sample_points`: one sampler at every one of its points (the expensive part), as JSON-ready
+  records;
 * :func:`shipped_samples` / :func:`write_samples`: the records of a profile shipped with the
-  package (written by ``python -m paththeory validity``), so that the book need not sample again;
+  package, one file per sampler (written by ``python -m paththeory validity [--sampler gibbs]``),
+  so that the book need not sample again;
 * :func:`compare`: the theory solved on the same training sets, against the records: the relative
   distance of ``U`` with its Monte Carlo error, and the paired accuracy difference;
 * :func:`plot` and :func:`summary`: the figure and its sentences, generated from :func:`compare`.
@@ -18,20 +22,18 @@ the 16-path Omniglot network (its Fig. 3) at the smallest widths, where ``|Pi| /
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from paththeory import _io
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import jsonable, provenance, sampled_vs_theory
+from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, sampled_vs_theory
 from paththeory.experiments import markov as markov_experiment
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
@@ -54,7 +56,9 @@ class Config:
     ``markov_widths`` / ``omniglot_widths``: the widths ``N`` sampled for each task (4 and 16
     paths); ``*_train`` / ``*_test``: training and test sequences (balanced for Omniglot);
     ``*_temperature``: the temperature ``T`` of both the theory and the samples; ``num_chains``
-    chains of ``num_warmup`` + ``num_samples`` NUTS iterations per point; ``time_limit``: a
+    chains of ``num_warmup`` + ``num_samples`` NUTS iterations per point; ``gibbs_markov_widths`` /
+    ``gibbs_omniglot_widths``: the widths sampled with the exact Gibbs sampler, ``gibbs_chains``
+    chains of ``gibbs_warmup`` + ``gibbs_samples`` sweeps per point; ``time_limit``: a
     fail-safe against a stuck run, in seconds per point, far above an honest run's time (a run that
     reaches it fails, :class:`paththeory.sampling.results.TimeLimitReached`;
     :func:`paththeory.profiles.time_limit`); ``seed``: data and sampler seed.
@@ -73,19 +77,42 @@ class Config:
     omniglot_test: int = 500
     omniglot_temperature: float = 0.25
     seed: int = 0
+    gibbs_markov_widths: tuple[int, ...] = ()
+    gibbs_omniglot_widths: tuple[int, ...] = ()
+    gibbs_warmup: int = 200
+    gibbs_samples: int = 800
+    gibbs_chains: int = 4
 
+
+#: The samplers and, for each, the fields of :class:`Config` that fix its records: the Markov and Omniglot
+#: widths, warm-up, kept draws and chains.
+SAMPLERS = {"nuts": ("markov_widths", "omniglot_widths", "num_warmup", "num_samples", "num_chains"),
+            "gibbs": ("gibbs_markov_widths", "gibbs_omniglot_widths", "gibbs_warmup", "gibbs_samples",
+                      "gibbs_chains")}
+#: The shipped records, one file per sampler and profile (``python -m paththeory validity [--sampler gibbs]``):
+#: a file serves a :class:`Config` that agrees on its sampler's fields and the data's.
+RECORDS = ShippedRecords("validity", SHIPPED, SAMPLERS,
+                         ("markov_train", "markov_test", "markov_temperature", "omniglot_train", "omniglot_test",
+                          "omniglot_temperature", "seed"), "the validity records")
 
 SETTINGS: dict[str, Config] = {
-    # smoke: sampled once on a 2-core CPU by `python -m paththeory validity` and shipped (the run
-    # takes about half an hour there, longer than the whole book build of CI); the chapter solves
-    # the theory against it. 4 chains x 300 draws: the Monte Carlo error of U's distance is a
-    # few per cent of U (2 chains x 150 draws gave 1.5-6 %).
-    "smoke": Config((10, 30, 100), (10, 20), 200, 300, 4, 4 * 3600.0),
-    # colab: the same sizes, so the chapter reads the shipped CPU run instead of sampling for ten
+    # smoke: sampled once on a 2-core CPU by `python -m paththeory validity [--sampler gibbs]` and
+    # shipped (the NUTS run takes about half an hour there, longer than the whole book build of
+    # CI; the Gibbs run about 20 minutes, most of it at N = 1000); the chapter solves the theory
+    # against them. NUTS, 4 chains x 300 draws: the Monte Carlo error of U's distance is a few per
+    # cent of U (2 chains x 150 draws gave 1.5-6 %). Gibbs, 4 chains x 800 sweeps, at the widths
+    # NUTS does not reach on a CPU (and at N = 100, beside NUTS, to compare the two); measured on the
+    # shared 2-core CPU, one sweep of one chain took
+    # 0.017 s (Markov, N = 300), 0.21 s (N = 1000), 0.015 s (Omniglot, N = 40), 0.044 s (N = 100).
+    "smoke": Config((10, 30, 100), (10, 20), 200, 300, 4, 4 * 3600.0, gibbs_markov_widths=(100, 300, 1000),
+                    gibbs_omniglot_widths=(40, 100)),
+    # colab: the same sizes, so the chapter reads the shipped CPU runs instead of sampling for ten
     # minutes or more on the GPU (python -m paththeory validity --profile colab samples afresh).
-    "colab": Config((10, 30, 100), (10, 20), 200, 300, 4, 4 * 3600.0),
+    "colab": Config((10, 30, 100), (10, 20), 200, 300, 4, 4 * 3600.0, gibbs_markov_widths=(100, 300, 1000),
+                    gibbs_omniglot_widths=(40, 100)),
     "paper": Config((10, 30, 50, 100), (10, 20, 40), 300, 300, 4, 24 * 3600.0, omniglot_train=600,
-                    omniglot_test=1000),
+                    omniglot_test=1000, gibbs_markov_widths=(100, 300, 1000), gibbs_omniglot_widths=(40, 100, 300),
+                    gibbs_warmup=500, gibbs_samples=2000),
 }
 
 
@@ -118,7 +145,7 @@ class Problem:
 def problem(task: str, cfg: Config) -> Problem:
     """The data of ``task`` (``"markov"`` or ``"omniglot"``) at the sizes of ``cfg``.
 
-    Markov: the four-path task of the paper's Fig. 2 (:func:`paththeory.experiments.markov.problem`).
+    Markov: the four-path task of the paper's Fig. 2 (``paththeory.experiments.markov.problem``).
     Omniglot: the shipped ``L = 2, H = 4`` network's queries and keys, balanced sequences of its
     training characters for training and of its held-out characters for testing.
     """
@@ -140,35 +167,38 @@ def problem(task: str, cfg: Config) -> Problem:
     raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
 
 
-def _widths(task: str, cfg: Config) -> tuple[int, ...]:
-    return cfg.markov_widths if task == "markov" else cfg.omniglot_widths
+def _schedule(cfg: Config, sampler: str) -> tuple[dict[str, tuple[int, ...]], int, int, int]:
+    """``({task: widths}, warmup, kept draws, chains)`` of ``sampler`` in ``cfg``."""
+    markov, omniglot, warmup, kept, chains = (getattr(cfg, name) for name in SAMPLERS[RECORDS.check(sampler)])
+    return {"markov": tuple(markov), "omniglot": tuple(omniglot)}, warmup, kept, chains
 
 
-def sample_points(cfg: Config, *, progress: bool = False) -> list[dict]:
-    """NUTS at every (task, width) of ``cfg``: one JSON-ready record per point.
+def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
+    """``sampler`` (``"nuts"`` or ``"gibbs"``) at every (task, width) of its points in ``cfg``: one
+    JSON-ready record per point.
 
-    A record holds the task, ``width``, ``paths``, ``ratio = paths / width``, the data ``digest``,
-    the sampled ``U`` and its per-entry batch-means error ``U_se``, ``correct`` (whether the
-    sampled mean predictor classifies each test sequence correctly), ``diagnostics`` and
-    ``complete`` (``False`` when a chain has fewer than 4 draws, too few for a batch-means error;
-    such a record's numbers are not used).
+    A record holds the ``sampler``, the task, ``width``, ``paths``, ``ratio = paths / width``, the
+    data ``digest``, the sampled ``U`` and its per-entry batch-means error ``U_se``, ``correct``
+    (whether the sampled mean predictor classifies each test sequence correctly), ``diagnostics``
+    and ``complete`` (``False`` when a chain has fewer than 4 draws, too few for a batch-means
+    error; such a record's numbers are not used).
     """
+    widths, warmup, kept, chains = _schedule(cfg, sampler)
     records = []
     for task in TASKS:
-        if not _widths(task, cfg):
+        if not widths[task]:
             continue
         prob = problem(task, cfg)
-        for i, width in enumerate(_widths(task, cfg)):
-            res = sample_posterior(prob.arch, prob.train, prob.y_train, width, prob.temperature,
-                                   features_test=prob.test, num_warmup=cfg.num_warmup,
-                                   num_samples=cfg.num_samples, num_chains=cfg.num_chains,
-                                   time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i,
+        for i, width in enumerate(widths[task]):
+            res = sample_posterior(prob.arch, prob.train, prob.y_train, width, prob.temperature, method=sampler,
+                                   features_test=prob.test, num_warmup=warmup, num_samples=kept,
+                                   num_chains=chains, time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i,
                                    progress_bar=progress)
             if progress:
-                print(f"{task} N = {width}:\n{res.summary()}", flush=True)
+                print(f"{task} N = {width} ({SAMPLER_NAMES[sampler]}):\n{res.summary()}", flush=True)
             complete = res.U_draws.shape[1] >= 4
             records.append(jsonable({
-                "task": task, "width": int(width), "paths": int(prob.arch.n_paths),
+                "sampler": sampler, "task": task, "width": int(width), "paths": int(prob.arch.n_paths),
                 "ratio": prob.arch.n_paths / width, "temperature": prob.temperature,
                 "n_train": len(prob.y_train), "n_test": len(prob.y_test), "digest": prob.digest,
                 "complete": complete,
@@ -180,179 +210,187 @@ def sample_points(cfg: Config, *, progress: bool = False) -> list[dict]:
     return records
 
 
-def _provenance(cfg: Config, profile: str, seconds: float) -> dict:
-    return provenance(cfg, profile, seconds, f"python -m paththeory validity --profile {profile}")
-
-
-def _sampled(profile: str, progress: bool) -> dict:
-    """``{"provenance", "records"}`` of a fresh :func:`sample_points` run at ``profile``'s sizes."""
-    cfg = settings(profile)
-    start = time.perf_counter()
-    records = sample_points(cfg, progress=progress)
-    return {"provenance": _provenance(cfg, profile, time.perf_counter() - start), "records": records}
-
-
-def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *,
+def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *, sampler: str = "nuts",
                   progress: bool = True) -> Path:
-    """Sample every point of ``profile`` and write the records with their provenance to ``out``
-    (default: the package's own file for the profile, which the book then reads). Atomic: an
+    """Sample every point of ``sampler`` in ``profile`` and write the records with their provenance to
+    ``out`` (default: the package's own file for the profile and sampler, ``validity_<profile>.json``
+    for NUTS and ``validity_gibbs_<profile>.json`` for Gibbs, which the book then reads). Atomic: an
     interrupted run leaves the previous file intact."""
     profile = current_profile(profile)
-    path = Path(out) if out is not None else SHIPPED / f"validity_{profile}.json"
-    _io.write_json(path, _sampled(profile, progress), "the validity records")
-    return path
+    return RECORDS.write(settings(profile), profile, sampler, partial(sample_points, progress=progress), out)
 
 
-def shipped_samples(profile: str | None = None) -> dict | None:
-    """Shipped records (``{"provenance", "records"}``) sampled with the sizes of ``profile``'s
-    :class:`Config` (those of another profile with the same sizes serve too), or ``None``. The time
-    limit is not a size: it changes no number, only when a stuck run fails."""
-    wanted = _sizes(jsonable(asdict(settings(profile))))
-    for path in sorted(SHIPPED.glob("validity_*.json")):
-        payload = json.loads(path.read_text())
-        if _sizes(payload["provenance"]["config"]) == wanted:
-            return payload
-    return None
+def shipped_samples(profile: str | None = None, sampler: str = "nuts", *, config: Config | None = None) -> dict | None:
+    """Shipped records (``{"sampler", "provenance", "records"}``) of ``sampler`` sampled with the sizes of
+    ``config`` (default: ``profile``'s :class:`Config`; those of another profile with the same sizes
+    serve too), or ``None``. Only the fields that fix ``sampler``'s records are compared
+    (:data:`SAMPLERS` and the data's): the time limit changes no number, and the other sampler's
+    widths do not change these records."""
+    return RECORDS.shipped(config or settings(profile), sampler)
 
 
-def _sizes(config: dict) -> dict:
-    """A JSON :class:`Config` without its time limit."""
-    return {k: v for k, v in config.items() if k != "time_limit"}
+def samples(profile: str | None = None, *, sampler: str = "nuts", progress: bool = False,
+            config: Config | None = None) -> dict:
+    """``sampler``'s shipped records of ``profile`` (or ``config``) when they match its sizes, else a fresh
+    run (not written): ``{"sampler", "provenance", "records"}``."""
+    return RECORDS.load(config or settings(profile), current_profile(profile), sampler,
+                        partial(sample_points, progress=progress))
 
 
-def samples(profile: str | None = None, *, progress: bool = False) -> dict:
-    """The shipped records of ``profile`` when they match its sizes, else a fresh run (not written)."""
-    payload = shipped_samples(profile)
-    if payload is not None:
-        return payload
-    payload = _sampled(current_profile(profile), progress)
-    payload["provenance"]["command"] = "sampled in this run"
-    return payload
+def _widths_text(widths: Sequence[int]) -> str:
+    return ", ".join(map(str, widths))
 
 
 def provenance_text(payload: dict) -> str:
-    """A reader's sentence on where the NUTS records of ``payload`` come from, and their sizes."""
+    """A reader's sentence on where the records of ``payload`` (of either sampler) come from, and
+    their sizes."""
     prov = payload["provenance"]
+    sampler = prov["sampler"]
     cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in prov["config"].items()})
+    widths, warmup, kept, chains = _schedule(cfg, sampler)
     where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
              f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
              f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as "
              "the page is built")
-    return (f"The NUTS samples ({prov['profile']} sizes) {where}. Each point is {cfg.num_chains} chains of "
-            f"{cfg.num_samples} draws after {cfg.num_warmup} warm-up steps. Markov: P = {cfg.markov_train} "
-            f"training and {cfg.markov_test} test sequences, T = {cfg.markov_temperature:g}, N = "
-            f"{', '.join(map(str, cfg.markov_widths))}. Omniglot: P = {cfg.omniglot_train} training "
-            f"sequences (training characters) and {cfg.omniglot_test} test sequences (held-out characters), "
-            f"T = {cfg.omniglot_temperature:g}, N = {', '.join(map(str, cfg.omniglot_widths))}.")
+    steps = "warm-up steps" if sampler == "nuts" else "warm-up sweeps"
+    tasks = []
+    if widths["markov"]:
+        tasks.append(f"Markov: P = {cfg.markov_train} training and {cfg.markov_test} test sequences, "
+                     f"T = {cfg.markov_temperature:g}, N = {_widths_text(widths['markov'])}.")
+    if widths["omniglot"]:
+        tasks.append(f"Omniglot: P = {cfg.omniglot_train} training sequences (training characters) and "
+                     f"{cfg.omniglot_test} test sequences (held-out characters), T = {cfg.omniglot_temperature:g}, "
+                     f"N = {_widths_text(widths['omniglot'])}.")
+    return " ".join([f"The {SAMPLER_NAMES[sampler]} samples ({prov['profile']} sizes) {where}. Each point is "
+                     f"{chains} chains of {kept} draws after {warmup} {steps}.", *tasks])
 
 
-def compare(records: Sequence[dict], cfg: Config) -> list[dict]:
+def compare(runs: dict | Sequence[dict], cfg: Config) -> list[dict]:
     """The theory against every complete record, on the same data (checked by its digest).
 
-    Per point: ``task``, ``width``, ``ratio``; ``distance``, the relative Frobenius distance
-    ``|U_NUTS - U*|_F / |U*|_F`` with its Monte Carlo ``noise`` and the GP point's distance
-    ``gp_distance`` (:func:`paththeory.experiments.sampled_vs_theory`); ``accuracy``, the paired
-    difference NUTS minus theory on the test sequences (:func:`paththeory.experiments.stats.paired_difference`);
-    ``theory_accuracy``, ``nuts_accuracy``; ``r_hat`` and ``ess``, the worst R-hat and bulk ESS of ``U``.
+    ``runs``: a payload of :func:`samples` (``{"sampler", "provenance", "records"}``) or a list of
+    records; a record without a ``sampler`` is NUTS's (the first shipped records predate the key)
+    unless the payload names another.
+
+    Per point: ``sampler``, ``task``, ``width``, ``ratio``; ``distance``, the relative Frobenius
+    distance ``|U_sampled - U*|_F / |U*|_F`` with its Monte Carlo ``noise`` and the GP point's
+    distance ``gp_distance`` (:func:`paththeory.experiments.sampled_vs_theory`); ``accuracy``, the
+    paired difference sampled minus theory on the test sequences
+    (:func:`paththeory.experiments.stats.paired_difference`); ``theory_accuracy``,
+    ``sampled_accuracy``; ``r_hat`` and ``ess``, the worst R-hat and bulk ESS of ``U``. Sorted by
+    task, then ``|Pi| / N``.
     """
+    default = "nuts"
+    if isinstance(runs, dict):
+        default = runs.get("sampler") or runs["provenance"].get("sampler", "nuts")
+        runs = runs["records"]
     rows = []
     problems = {}
-    for rec in records:
+    for rec in runs:
         if not rec["complete"]:
             continue
-        task = rec["task"]
+        task, sampler = rec["task"], RECORDS.check(rec.get("sampler", default))
         if task not in problems:  # built once per task (the Omniglot features take seconds)
             problems[task] = problem(task, cfg)
         prob = problems[task]
         if prob.digest != rec["digest"]:
-            raise ValueError(f"the {task} record at N = {rec['width']} was sampled on other data than "
-                             f"this version builds (digest {rec['digest']} against {prob.digest}); "
-                             "sample again with `python -m paththeory validity`.")
+            flag = "" if sampler == "nuts" else f" --sampler {sampler}"
+            raise ValueError(f"the {task} record ({SAMPLER_NAMES[sampler]}) at N = {rec['width']} was sampled on "
+                             f"other data than this version builds (digest {rec['digest']} against {prob.digest}); "
+                             f"sample again with `python -m paththeory validity{flag}`.")
         U = Theory(prob.arch, prob.train, prob.y_train).solve(rec["width"], prob.temperature).U
         theory_right = np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, prob.temperature)) * prob.y_test > 0
-        nuts_right = np.asarray(rec["correct"], dtype=bool)
+        sampled_right = np.asarray(rec["correct"], dtype=bool)
         d = sampled_vs_theory(U, rec["U"], rec["U_se"], prob.arch.gp_scale)
         diag = rec["diagnostics"]
-        rows.append({"task": task, "width": rec["width"], "paths": rec["paths"], "ratio": rec["ratio"],
-                     "distance": d["relative_distance"], "noise": d["noise"], "gp_distance": d["gp_relative_distance"],
-                     "accuracy": stats.paired_difference(nuts_right, theory_right),
-                     "theory_accuracy": float(theory_right.mean()), "nuts_accuracy": float(nuts_right.mean()),
+        rows.append({"sampler": sampler, "task": task, "width": rec["width"], "paths": rec["paths"],
+                     "ratio": rec["ratio"], "distance": d["relative_distance"], "noise": d["noise"],
+                     "gp_distance": d["gp_relative_distance"],
+                     "accuracy": stats.paired_difference(sampled_right, theory_right),
+                     "theory_accuracy": float(theory_right.mean()), "sampled_accuracy": float(sampled_right.mean()),
                      "r_hat": diag.get("r_hat_U_max"), "ess": diag.get("ess_bulk_U_min")})
     return sorted(rows, key=lambda r: (r["task"], r["ratio"]))
 
 
 def table(rows: Sequence[dict]) -> str:
-    """The rows of :func:`compare` as a Markdown table, narrow enough for a phone."""
+    """The rows of :func:`compare` (of one sampler or both) as a Markdown table, narrow enough for a phone."""
     short = {"markov": "Markov (4 paths)", "omniglot": "Omniglot (16 paths)"}
     return markdown_table(
-        ["task", "N", "paths/N", "distance of U (Monte Carlo error)", "GP point's distance",
-         "accuracy, NUTS − theory", "R-hat / ESS of U"],
-        [(short[r["task"]], r["width"], f"{r['ratio']:.2f}", f"{r['distance']:.3f} ({r['noise']:.3f})",
-          f"{r['gp_distance']:.3f}",
+        ["task", "sampler", "N", "paths/N", "distance of U (Monte Carlo error)", "GP point's distance",
+         "accuracy, sampled − theory", "R-hat / ESS of U"],
+        [(short[r["task"]], SAMPLER_NAMES[r["sampler"]], r["width"], f"{r['ratio']:.2g}",
+          f"{r['distance']:.3f} ({r['noise']:.3f})", f"{r['gp_distance']:.3f}",
           f"{100 * r['accuracy']['difference']:+.1f} ± {100 * r['accuracy']['se']:.1f} pts",
           f"{r['r_hat']:.2f} / {r['ess']:.0f}") for r in rows])
 
 
+#: The figure's marker of each (task, sampler): circles and squares NUTS, diamonds and triangles Gibbs.
+MARKERS = {("markov", "nuts"): "o", ("omniglot", "nuts"): "s", ("markov", "gibbs"): "D", ("omniglot", "gibbs"): "^"}
+#: The colour of each sampler's accuracy difference (NUTS the book's NUTS red, Gibbs a second series).
+SAMPLER_COLOURS = {"nuts": COLOURS["nuts"], "gibbs": COLOURS["second"]}
+
+
 @book_style
 def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
-    """Left: the relative distance of the NUTS ``U`` from the theory's (filled, with two Monte Carlo
+    """Left: the relative distance of the sampled ``U`` from the theory's (filled, with two Monte Carlo
     errors) and from the GP point (open) against ``|Pi| / N``, on log scales. Right: the paired
-    accuracy difference NUTS minus theory with two standard errors."""
+    accuracy difference sampled minus theory with two standard errors. One marker per task and sampler
+    (:data:`MARKERS`)."""
     fig, (left, right) = panel_grid(2, height=3.0)
-    markers = {"markov": "o", "omniglot": "s"}
     short = {"markov": "Markov", "omniglot": "Omniglot"}
-    for task in TASKS:
-        sel = [r for r in rows if r["task"] == task]
+    for (task, sampler), marker in MARKERS.items():
+        sel = [r for r in rows if r["task"] == task and r["sampler"] == sampler]
         if not sel:
             continue
+        label = f"{short[task]}, {SAMPLER_NAMES[sampler]}"
         x = np.array([r["ratio"] for r in sel])
         d = np.array([r["distance"] for r in sel])
-        low = np.minimum(2 * np.array([r["noise"] for r in sel]), 0.9 * d)  # a log axis has no zero
-        left.errorbar(x, d, yerr=[low, 2 * np.array([r["noise"] for r in sel])], fmt=markers[task],
-                      color=COLOURS["theory"], capsize=3, label=f"{short[task]}: to the theory")
-        left.plot(x, [r["gp_distance"] for r in sel], markers[task], mfc="none", color=COLOURS["gp"],
-                  label=f"{short[task]}: to the GP point")
+        noise = 2 * np.array([r["noise"] for r in sel])
+        left.errorbar(x, d, yerr=[np.minimum(noise, 0.9 * d), noise],  # a log axis has no zero
+                      fmt=marker, color=COLOURS["theory"], capsize=3, label=f"{label}: to the theory")
+        left.plot(x, [r["gp_distance"] for r in sel], marker, mfc="none", color=COLOURS["gp"],
+                  label=f"{label}: to the GP point")
         right.errorbar(x, [100 * r["accuracy"]["difference"] for r in sel],
-                       yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=markers[task], color=COLOURS["nuts"],
-                       capsize=3, label=f"{short[task]}: accuracy, NUTS − theory")
+                       yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=marker, color=SAMPLER_COLOURS[sampler],
+                       capsize=3, label=f"{label}: accuracy − theory")
     for ax in (left, right):
         ax.set_xscale("log")
         ax.set_xlabel("paths per unit width |Π|/N")
     left.set_yscale("log")
-    left.set_ylabel("distance of NUTS's U")
+    left.set_ylabel("distance of the sampled U")
     right.axhline(0, color="0.6", lw=0.8)
-    right.set_ylabel("NUTS − theory (points)")
+    right.set_ylabel("sampled − theory (points)")
     legend_below(fig, [left, right], columns=3)
     stamp_profile(fig, profile)
     return fig
 
 
 def summary(rows: Sequence[dict]) -> str:
-    """Sentences generated from :func:`compare`: per task, the distance at every ``|Pi| / N`` with its
-    Monte Carlo error, whether it is beyond two such errors,
-    its ratio to the GP point's distance, a note where R-hat exceeds :data:`R_HAT_OK`, and whether
-    any accuracy difference is beyond two SEs."""
+    """Sentences generated from :func:`compare`: per task and sampler, the distance at every ``|Pi| / N``
+    with its Monte Carlo error, whether it is beyond two such errors, its ratio to the GP point's distance,
+    a note where R-hat exceeds :data:`R_HAT_OK`, and whether any accuracy difference is beyond two SEs."""
     if not rows:
         return "No point was sampled to completion, so this build has no comparison."
     out = []
     for task in TASKS:
-        sel = sorted((r for r in rows if r["task"] == task), key=lambda r: r["ratio"])
-        if not sel:
-            continue
-        parts = []
-        for r in sel:
-            within = "within" if r["distance"] <= 2 * r["noise"] else "beyond"
-            mixing = "" if r["r_hat"] is None or r["r_hat"] <= R_HAT_OK else (
-                f"; R-hat {r['r_hat']:.2f}: the chains have not fully mixed, so the error is itself uncertain")
-            parts.append(f"{r['distance']:.3f} ± {r['noise']:.3f} at |Π|/N = {r['ratio']:.2f} (N = {r['width']}, "
-                         f"{within} two Monte Carlo errors; {r['distance'] / r['gp_distance']:.2f} of the GP "
-                         f"point's{mixing})")
-        beyond = [r for r in sel if abs(r["accuracy"]["difference"]) > 2 * r["accuracy"]["se"]]
-        acc = ("no accuracy difference is beyond two paired standard errors" if not beyond else
-               "the accuracy differs beyond two paired standard errors at " +
-               ", ".join(f"N = {r['width']} ({100 * r['accuracy']['difference']:+.1f} ± "
-                         f"{100 * r['accuracy']['se']:.1f} points)" for r in beyond))
-        name = TASK_NAMES[task]
-        out.append(f"{name[0].upper()}{name[1:]}: the relative distance of U is " + "; ".join(parts)
-                   + f"; {acc}.")
+        for sampler in SAMPLERS:
+            sel = sorted((r for r in rows if r["task"] == task and r["sampler"] == sampler), key=lambda r: r["ratio"])
+            if not sel:
+                continue
+            parts = []
+            for r in sel:
+                within = "within" if r["distance"] <= 2 * r["noise"] else "beyond"
+                mixing = "" if r["r_hat"] is None or r["r_hat"] <= R_HAT_OK else (
+                    f"; R-hat {r['r_hat']:.2f}: the chains have not fully mixed, so the error is itself uncertain")
+                parts.append(f"{r['distance']:.3f} ± {r['noise']:.3f} at |Π|/N = {r['ratio']:.2g} (N = {r['width']}, "
+                             f"{within} two Monte Carlo errors; {r['distance'] / r['gp_distance']:.2f} of the GP "
+                             f"point's{mixing})")
+            beyond = [r for r in sel if abs(r["accuracy"]["difference"]) > 2 * r["accuracy"]["se"]]
+            acc = ("no accuracy difference is beyond two paired standard errors" if not beyond else
+                   "the accuracy differs beyond two paired standard errors at " +
+                   ", ".join(f"N = {r['width']} ({100 * r['accuracy']['difference']:+.1f} ± "
+                             f"{100 * r['accuracy']['se']:.1f} points)" for r in beyond))
+            name = TASK_NAMES[task]
+            out.append(f"{name[0].upper()}{name[1:]}, {SAMPLER_NAMES[sampler]}: the relative distance of U is "
+                       + "; ".join(parts) + f"; {acc}.")
     return " ".join(out)

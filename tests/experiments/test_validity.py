@@ -1,9 +1,10 @@
-"""The validity figure (paththeory.experiments.validity): theory against NUTS over |Pi|/N.
+"""The validity figure (paththeory.experiments.validity): theory against NUTS and Gibbs over |Pi|/N.
 
 The comparison is checked against records whose answer is known (the theory's own U and
 predictions give distance 0 and no accuracy difference; the GP point gives its own distance),
-the sentences change with the numbers, records of other data are refused, and a short real NUTS
-run goes through the command line, the JSON file and the comparison.
+the sentences change with the numbers, records of other data are refused, short real runs of
+both samplers go through the command line, the JSON file and the comparison, a shipped file
+serves only its own sampler, and the shipped Gibbs records reach the theory at N = 1000.
 """
 
 import dataclasses
@@ -13,12 +14,14 @@ import numpy as np
 import pytest
 
 from paththeory.cli import main
-from paththeory.experiments import validity
+from paththeory.experiments import ShippedRecords, validity
+from paththeory.experiments.claims import U_TOLERANCE
 from paththeory.predict import mean_predictor
 from paththeory.solve import Theory
 
 TINY = validity.Config(markov_widths=(8,), omniglot_widths=(), num_warmup=20, num_samples=20, num_chains=1,
-                       time_limit=3600.0, markov_train=20, markov_test=40)
+                       time_limit=3600.0, markov_train=20, markov_test=40, gibbs_markov_widths=(8, 40),
+                       gibbs_warmup=10, gibbs_samples=20, gibbs_chains=2)
 
 
 def _record(cfg, width, U, se, correct, complete=True):
@@ -74,18 +77,18 @@ def test_records_of_other_data_are_refused(theory_at_8):
         validity.compare([rec], TINY)
 
 
-def _row(task, width, distance, noise, gp, diff, se):
-    return {"task": task, "width": width, "paths": 4 if task == "markov" else 16,
+def _row(task, width, distance, noise, gp, diff, se, sampler="nuts"):
+    return {"sampler": sampler, "task": task, "width": width, "paths": 4 if task == "markov" else 16,
             "ratio": (4 if task == "markov" else 16) / width, "distance": distance, "noise": noise,
             "gp_distance": gp, "accuracy": {"difference": diff, "se": se, "n": 500},
-            "theory_accuracy": 0.9, "nuts_accuracy": 0.9 + diff, "r_hat": 1.01, "ess": 100.0}
+            "theory_accuracy": 0.9, "sampled_accuracy": 0.9 + diff, "r_hat": 1.01, "ess": 100.0}
 
 
 def test_the_summary_is_generated_from_the_numbers():
     rows = [_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004), _row("omniglot", 10, 0.3, 0.05, 0.6, 0.0, 0.01)]
     text = validity.summary(rows)
-    assert "0.050 ± 0.040 at |Π|/N = 0.40 (N = 10, within two Monte Carlo errors; 0.10 of the GP point's)" in text
-    assert "0.300 ± 0.050 at |Π|/N = 1.60 (N = 10, beyond two Monte Carlo errors; 0.50 of the GP point's)" in text
+    assert "0.050 ± 0.040 at |Π|/N = 0.4 (N = 10, within two Monte Carlo errors; 0.10 of the GP point's)" in text
+    assert "0.300 ± 0.050 at |Π|/N = 1.6 (N = 10, beyond two Monte Carlo errors; 0.50 of the GP point's)" in text
     assert text.count("no accuracy difference is beyond two paired standard errors") == 2
     rows[1]["accuracy"] = {"difference": -0.05, "se": 0.01, "n": 500}
     assert "differs beyond two paired standard errors at N = 10 (-5.0 ± 1.0 points)" in validity.summary(rows)
@@ -94,16 +97,33 @@ def test_the_summary_is_generated_from_the_numbers():
     assert "R-hat 1.08: the chains have not fully mixed" in validity.summary(rows)
     table = validity.table(rows)
     assert table.count("\n") == 3 and "+0.2 ± 0.4 pts" in table and "0.050 (0.040)" in table
+    assert "Gibbs" not in text + table  # "NUTS" only where it is NUTS, and Gibbs only where it is Gibbs
 
 
-def test_the_figure_has_both_panels():
+def test_the_summary_and_table_name_each_points_sampler():
+    rows = [_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),
+            _row("markov", 1000, 0.004, 0.002, 0.05, 0.0, 0.002, sampler="gibbs")]
+    text = validity.summary(rows)
+    assert "The hidden Markov chain (4 paths), NUTS: the relative distance of U is 0.050 ± 0.040" in text
+    assert "The hidden Markov chain (4 paths), Gibbs: the relative distance of U is 0.004 ± 0.002" in text
+    lines = validity.table(rows).splitlines()
+    assert "sampler" in lines[0] and "| NUTS |" in lines[2] and "| Gibbs |" in lines[3]
+
+
+def test_the_figure_has_both_panels_and_one_marker_per_task_and_sampler():
     import matplotlib.pyplot as plt
 
     fig = validity.plot([_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),
-                         _row("markov", 30, 0.03, 0.02, 0.3, 0.0, 0.002)], "smoke")
+                         _row("markov", 30, 0.03, 0.02, 0.3, 0.0, 0.002),
+                         _row("markov", 1000, 0.004, 0.002, 0.05, 0.0, 0.002, sampler="gibbs")], "smoke")
     left, right = fig.axes[:2]
     assert left.get_xscale() == "log" and left.get_yscale() == "log" and "distance" in left.get_ylabel()
     assert "points" in right.get_ylabel()
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "Markov, NUTS: to the theory" in labels and "Markov, Gibbs: to the theory" in labels
+    markers = {line.get_label(): line.get_marker() for line in left.get_lines() if not line.get_label().startswith("_")}
+    assert markers["Markov, NUTS: to the GP point"] != markers["Markov, Gibbs: to the GP point"]
+    assert len(set(validity.MARKERS.values())) == len(validity.MARKERS)
     plt.close(fig)
 
 
@@ -120,6 +140,39 @@ def test_a_short_nuts_run_from_the_command_line(tmp_path, monkeypatch):
     assert "were drawn by `python -m paththeory validity --profile smoke`" in validity.provenance_text(payload)
 
 
+@pytest.mark.parametrize("sampler", ["nuts", "gibbs"])
+def test_a_short_run_of_each_sampler_goes_through_the_command_line_and_the_comparison(sampler, tmp_path,
+                                                                                       monkeypatch, capsys):
+    monkeypatch.setitem(validity.SETTINGS, "smoke", TINY)
+    out = tmp_path / f"{sampler}.json"
+    assert main(["validity", "--profile", "smoke", "--sampler", sampler, "--out", str(out), "--quiet"]) == 0
+    assert f"the {validity.SAMPLER_NAMES[sampler]} records of the validity figure" in capsys.readouterr().out
+    payload = json.loads(out.read_text())
+    assert payload["provenance"]["sampler"] == sampler
+    widths = TINY.markov_widths if sampler == "nuts" else TINY.gibbs_markov_widths
+    assert [(r["sampler"], r["width"]) for r in payload["records"]] == [(sampler, w) for w in widths]
+    for rec in payload["records"]:
+        draws = TINY.num_chains * TINY.num_samples if sampler == "nuts" else TINY.gibbs_chains * TINY.gibbs_samples
+        assert rec["complete"] and rec["diagnostics"]["draws_used"] == rec["diagnostics"]["draws_planned"] == draws
+    rows = validity.compare(payload, TINY)
+    assert [r["sampler"] for r in rows] == [sampler] * len(widths)
+    assert all(0 <= r["distance"] < r["gp_distance"] + 1 for r in rows)  # finite, sane numbers from a few draws
+    flag = "" if sampler == "nuts" else " --sampler gibbs"
+    text = validity.provenance_text(payload)
+    assert f"were drawn by `python -m paththeory validity --profile smoke{flag}`" in text
+    assert text.startswith(f"The {validity.SAMPLER_NAMES[sampler]} samples") and "Omniglot" not in text
+    assert f"N = {', '.join(map(str, widths))}." in text
+
+
+def test_a_fresh_run_of_each_sampler_when_nothing_ships_for_its_sizes():
+    nuts, gibbs = (validity.samples("smoke", sampler=s, config=TINY) for s in ("nuts", "gibbs"))
+    assert nuts["provenance"]["command"] == gibbs["provenance"]["command"] == "sampled in this run"
+    assert (nuts["sampler"], gibbs["sampler"]) == ("nuts", "gibbs")
+    rows = validity.compare(nuts, TINY) + validity.compare(gibbs, TINY)
+    assert sorted((r["sampler"], r["width"]) for r in rows) == [("gibbs", 8), ("gibbs", 40), ("nuts", 8)]
+    assert "were drawn while this page was built" in validity.provenance_text(gibbs)
+
+
 def test_samples_of_other_sizes_are_not_used(monkeypatch):
     shipped = validity.shipped_samples("smoke")
     assert shipped is not None, "the smoke records ship with the package (python -m paththeory validity)"
@@ -127,6 +180,46 @@ def test_samples_of_other_sizes_are_not_used(monkeypatch):
     assert validity.shipped_samples("paper") is None
     monkeypatch.setitem(validity.SETTINGS, "smoke", dataclasses.replace(validity.SETTINGS["smoke"], num_samples=7))
     assert validity.shipped_samples("smoke") is None
+
+
+def test_a_shipped_file_serves_its_own_sampler_only(tmp_path):
+    """The NUTS file's sizes never match a Gibbs request and the other way round, even where the sizes agree; a
+    change of the other sampler's widths leaves a file valid, and a time limit is not a size."""
+    cfg = dataclasses.replace(TINY, gibbs_markov_widths=TINY.markov_widths, gibbs_warmup=TINY.num_warmup,
+                              gibbs_samples=TINY.num_samples, gibbs_chains=TINY.num_chains)
+    records = ShippedRecords("validity", tmp_path, validity.SAMPLERS, validity.RECORDS.data)
+    for sampler in ("nuts", "gibbs"):
+        payload = {"provenance": records.provenance(cfg, "smoke", 1.0, sampler), "records": [sampler]}
+        (tmp_path / records.file_name("smoke", sampler)).write_text(json.dumps(payload))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["validity_gibbs_smoke.json", "validity_smoke.json"]
+    for sampler in ("nuts", "gibbs"):
+        found = records.shipped(cfg, sampler)
+        assert found["sampler"] == found["provenance"]["sampler"] == sampler and found["records"] == [sampler]
+    (tmp_path / "validity_smoke.json").unlink()
+    assert records.shipped(cfg, "nuts") is None and records.shipped(cfg, "gibbs")["records"] == ["gibbs"]
+    other = dataclasses.replace(cfg, markov_widths=(9,), time_limit=1.0)  # NUTS's widths and the time limit only
+    assert records.shipped(other, "gibbs")["records"] == ["gibbs"]
+    assert records.shipped(dataclasses.replace(cfg, gibbs_chains=3), "gibbs") is None
+    assert records.shipped(dataclasses.replace(cfg, markov_train=21), "gibbs") is None  # other data
+
+
+def test_the_shipped_nuts_file_does_not_serve_gibbs():
+    nuts = validity.shipped_samples("smoke")
+    assert nuts["provenance"]["sampler"] == "nuts" and "gibbs_markov_widths" not in nuts["provenance"]["config"]
+    gibbs_sized_as_nuts = dataclasses.replace(validity.settings("smoke"), gibbs_markov_widths=(10, 30, 100),
+                                              gibbs_omniglot_widths=(10, 20), gibbs_warmup=200, gibbs_samples=300)
+    assert validity.shipped_samples(sampler="gibbs", config=gibbs_sized_as_nuts) is None
+
+
+@pytest.mark.parametrize("call", [lambda: validity.samples("smoke", sampler="hmc"),
+                                  lambda: validity.sample_points(TINY, "NUTS"),
+                                  lambda: validity.shipped_samples("smoke", "metropolis"),
+                                  lambda: validity.write_samples("smoke", "x.json", sampler="hmc")])
+def test_a_bad_sampler_name_is_refused_before_any_work(call, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"sampler must be one of \('nuts', 'gibbs'\); got '"):
+        call()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_shipped_smoke_records_match_this_version():
@@ -140,3 +233,37 @@ def test_the_shipped_smoke_records_match_this_version():
         assert rec["complete"], rec["diagnostics"]
         assert rec["digest"] == validity.problem(rec["task"], cfg).digest
         assert len(rec["correct"]) == rec["n_test"]
+
+
+def test_the_shipped_gibbs_records_match_this_version_and_reach_the_theory_at_the_largest_width():
+    """The Gibbs file ships for the smoke sizes (python -m paththeory validity --profile smoke --sampler gibbs):
+    every point complete and sampled on this version's data; at the largest Markov width the theory's U lies
+    within the claims' tolerance of Gibbs's, beyond two Monte Carlo errors, with the chains mixed."""
+    payload = validity.shipped_samples("smoke", "gibbs")
+    assert payload is not None, "validity_gibbs_smoke.json ships (python -m paththeory validity --sampler gibbs)"
+    assert payload["provenance"]["sampler"] == "gibbs"
+    assert "--sampler gibbs" in payload["provenance"]["command"]
+    assert validity.shipped_samples("colab", "gibbs") == payload
+    cfg = validity.settings("smoke")
+    records = payload["records"]
+    assert [(r["sampler"], r["task"], r["width"]) for r in records] == (
+        [("gibbs", "markov", w) for w in cfg.gibbs_markov_widths]
+        + [("gibbs", "omniglot", w) for w in cfg.gibbs_omniglot_widths])
+    digests = {task: validity.problem(task, cfg).digest for task in validity.TASKS}
+    for rec in records:
+        assert rec["complete"], rec["diagnostics"]
+        assert rec["digest"] == digests[rec["task"]] and len(rec["correct"]) == rec["n_test"]
+    widest = max(cfg.gibbs_markov_widths)
+    (row,) = [r for r in validity.compare(payload, cfg) if r["task"] == "markov" and r["width"] == widest]
+    assert row["sampler"] == "gibbs" and row["r_hat"] <= validity.R_HAT_OK, row
+    assert row["distance"] + 2 * row["noise"] < U_TOLERANCE, row
+    # where NUTS sampled the same posterior (Markov, N = 100): the two samplers' U within three combined
+    # Monte Carlo errors (Frobenius, relative to Gibbs's; measured 1.3 % against 0.85 %)
+    nuts = {(r["task"], r["width"]): r for r in validity.shipped_samples("smoke")["records"]}
+    shared = [r for r in records if (r["task"], r["width"]) in nuts]
+    assert [(r["task"], r["width"]) for r in shared] == [("markov", 100)]
+    for rec in shared:
+        other = nuts[(rec["task"], rec["width"])]
+        a, b = np.asarray(other["U"]), np.asarray(rec["U"])
+        noise = np.linalg.norm(np.hypot(other["U_se"], rec["U_se"])) / np.linalg.norm(b)
+        assert np.linalg.norm(a - b) / np.linalg.norm(b) < 3 * noise
