@@ -49,6 +49,7 @@ import numpy as np
 
 from paththeory.experiments import stats
 from paththeory.sampling import diagnostics_summary
+from paththeory.sampling.diagnostics import SAMPLER_NAMES
 
 #: The ``source`` of a row that tests something the paper does not claim.
 OWN_TEST = "this book's own test"
@@ -341,7 +342,7 @@ SAMPLED_SOURCE = "§4.2, 'Agreement with sampled statistics'; Fig. 2c, e"
 
 
 def _sampled_u(tvs: dict | None, diagnostics: dict | None) -> tuple | None:
-    """``(value, noise, verdict, measured)`` of the claim that NUTS's ``U`` lies within
+    """``(value, noise, verdict, measured)`` of the claim that the sampled ``U`` (NUTS or Gibbs) lies within
     :data:`U_TOLERANCE` of the theory's, from a ``theory_vs_sampled`` entry
     (:func:`paththeory.experiments.sampled_vs_theory`); :data:`~paththeory.experiments.stats.NOT_ENOUGH_DRAWS`
     for a run cut by a time budget its caller asked for; ``None`` when there is nothing to report."""
@@ -381,9 +382,11 @@ def fig2_claims(results: dict) -> list[dict]:
       beat the good path alone (§4.1): paired differences of two GP predictors;
     * the top 10 PCs of the renormalised kernel hold more of the labels than the GP kernel's
       (Fig. 2d): no noise estimate (one training set);
-    * at each sampled width, NUTS's ``U`` lies within :data:`U_TOLERANCE` of the theory's (batch-means
-      Monte Carlo error) and the NUTS mean predictor's accuracy within :data:`COMPARABLE_TOLERANCE`
-      of the theory's (paired standard error).
+    * at each sampled width, the sampled ``U`` lies within :data:`U_TOLERANCE` of the theory's (batch-means
+      Monte Carlo error) and the sampled mean predictor's accuracy within :data:`COMPARABLE_TOLERANCE`
+      of the theory's (paired standard error); each row names the sampler that drew its width (the
+      results' ``samplers``, ``{width: "nuts" | "gibbs"}``; NUTS where absent, as in results written
+      before the Gibbs sampler).
     """
     rows = []
     width = str(min(results["widths"]))
@@ -420,14 +423,17 @@ def fig2_claims(results: dict) -> list[dict]:
             if u is None:
                 continue
             value, noise_text, verdict, measured = u
+            sampler = SAMPLER_NAMES[(part.get("samplers") or {}).get(w, "nuts")]
             rows.append(_row(f"u_sampled:{split or 'four_paths'}:{w}",
-                             f"NUTS's U matches the theory's at N = {w} (distance <= {U_TOLERANCE:.0%})", split,
+                             f"the {sampler} samples' U matches the theory's at N = {w} (distance <= "
+                             f"{U_TOLERANCE:.0%})", split,
                              value, noise_text, verdict, "good agreement of the theory with the sampled order "
                              "parameter", measured, SAMPLED_SOURCE))
             if comp is not None:
                 rows.append(_paired_row(
                     f"accuracy_sampled:{split or 'four_paths'}:{w}",
-                    f"NUTS's accuracy matches the theory's at N = {w} (within {100 * COMPARABLE_TOLERANCE:.0f} "
+                    f"the {sampler} samples' accuracy matches the theory's at N = {w} (within "
+                    f"{100 * COMPARABLE_TOLERANCE:.0f} "
                     "points)", split, comp["accuracy"], "good agreement of the theory with the sampled mean "
                     "predictor", SAMPLED_SOURCE, tolerance=COMPARABLE_TOLERANCE))
 

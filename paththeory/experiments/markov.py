@@ -7,14 +7,17 @@ the chapter ``book/markov.md``:
 * :func:`problem`: data set, architecture and path features of one variant (cached);
 * :func:`theory_curve`: order parameters and test accuracy of the theory over widths;
 * :func:`gp_accuracy`: the infinite-width (GP) accuracy, ``U = I``;
-* :func:`sample_at`: NUTS posterior samples at one width (:mod:`paththeory.sampling`);
+* :func:`samplers` and :func:`sample_at`: which sampler draws each sampled width (NUTS at the
+  small widths, the exact blocked Gibbs sampler at the wide ones) and its posterior samples at one
+  width (:mod:`paththeory.sampling`);
 * :func:`pc_overlaps`: overlaps of the training-kernel PCs with the labels;
 * :func:`finite_vs_gp` and ``sampled_vs_theory``: the noise of Fig. 2's comparisons (paired
   standard errors on the same test sequences, the Monte Carlo error of the sampled ``U``), which
   :func:`paththeory.experiments.claims.fig2_claims` turns into one verdict per claim;
 * figures :func:`plot_accuracy` (Fig. 2c), :func:`plot_order_parameters` (Fig. 2c, bottom),
   :func:`plot_sampled_order_parameters`, :func:`plot_pc_overlaps` (Fig. 2d),
-  :func:`plot_two_path` (Fig. 2e) and :func:`plot_kernels` (App. Fig. 5b).
+  :func:`plot_two_path` (Fig. 2e) and :func:`plot_kernels` (App. Fig. 5b), with
+  :func:`sampled_points`, the line under an accuracy figure that says where it draws samples.
 
 The readout token is the **last** one, as in the authors' code; the paper's text says first.
 """
@@ -43,6 +46,7 @@ from paththeory.display.plots import COLOURS, COLUMN_WIDTH, book_style, legend_b
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor
 from paththeory.profiles import choose, current_profile, time_limit
 from paththeory.sampling import PosteriorSamples, sample_posterior
+from paththeory.sampling.diagnostics import SAMPLER_NAMES
 from paththeory.solve import Solution, Theory
 from paththeory.tasks import markov
 
@@ -55,7 +59,10 @@ class Config:
 
     ``widths``: theory widths; ``sample_widths`` / ``two_path_sample_widths``: widths sampled
     with NUTS for the four-path and the noisier two-path experiment, each with ``num_chains`` chains
-    of ``num_warmup`` + ``num_samples`` iterations; ``time_limit``: a fail-safe against a stuck
+    of ``num_warmup`` + ``num_samples`` iterations; ``gibbs_widths``: widths of the four-path network
+    sampled with the exact blocked Gibbs sampler (``sample_posterior(..., method="gibbs")``), each with
+    ``gibbs_chains`` chains of ``gibbs_warmup`` + ``gibbs_samples`` sweeps (no width is sampled twice);
+    ``time_limit``: a fail-safe against a stuck
     sampling run, in seconds per run, far above an honest run's time (times
     ``$PATHTHEORY_TIME_LIMIT_SCALE``, :func:`paththeory.profiles.time_limit`): a run that reaches it
     fails with :class:`paththeory.sampling.results.TimeLimitReached` and the experiment gives no result.
@@ -70,18 +77,38 @@ class Config:
     num_samples: int
     num_chains: int
     time_limit: float
+    gibbs_widths: tuple[int, ...] = ()
+    gibbs_warmup: int = 200
+    gibbs_samples: int = 800
+    gibbs_chains: int = 4
     temperature: float = 0.01
     n_pcs: int = 30
 
+    def __post_init__(self):
+        twice = sorted(set(self.sample_widths) & set(self.gibbs_widths))
+        if twice:
+            raise ValueError(f"a width is sampled by one sampler only; N = {', '.join(map(str, twice))} "
+                             "is in both sample_widths (NUTS) and gibbs_widths (Gibbs).")
+        sampled = set(self.sample_widths) | set(self.gibbs_widths) | set(self.two_path_sample_widths)
+        unsolved = sorted(sampled - set(self.widths))
+        if unsolved:
+            raise ValueError(f"every sampled width is compared with the theory there, so it must be one of "
+                             f"widths {tuple(self.widths)}; N = {', '.join(map(str, unsolved))} is not.")
+
 
 SETTINGS: dict[str, Config] = {
-    # smoke: a chain takes 20-46 s on an unloaded 2-core CPU (P = 100, N = 30, compilation included;
-    # paththeory.sampling), so two take 40-90 s; the one-hour fail-safe is 40 times that
-    "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 3600.0),
+    # smoke: a NUTS chain takes 20-46 s on an unloaded 2-core CPU (P = 100, N = 30, compilation included;
+    # paththeory.sampling), so two take 40-90 s; the one-hour fail-safe is 40 times that. Gibbs at
+    # N = 100 and 300, two chains of 100 + 300 sweeps: about 10 s and 24 s on the same CPU.
+    "smoke": Config(100, 500, (10, 30, 100, 300, 1000), (10,), (), 100, 100, 2, 3600.0,
+                    gibbs_widths=(100, 300), gibbs_warmup=100, gibbs_samples=300, gibbs_chains=2),
     # colab: 4 chains x 100 draws give a bulk ESS of about 200 (0.5 per draw at N = 10 in the smoke
-    # runs), a Monte Carlo error of about 7 % of a posterior standard deviation.
-    "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30, 100), (10,), 150, 100, 4, 3600.0),
-    "paper": Config(100, 1000, PAPER_WIDTHS, (10, 30, 50, 100, 300, 500), (10, 30, 100), 300, 300, 4, 24 * 3600.0),
+    # runs), a Monte Carlo error of about 7 % of a posterior standard deviation. Gibbs: 4 chains
+    # x (200 + 800) sweeps, a few sweeps per effective draw of U at N >= 100 (paththeory.sampling.gibbs).
+    "colab": Config(100, 1000, PAPER_WIDTHS, (10, 30), (10,), 150, 100, 4, 3600.0,
+                    gibbs_widths=(100, 300, 1000), gibbs_warmup=200, gibbs_samples=800, gibbs_chains=4),
+    "paper": Config(100, 1000, PAPER_WIDTHS, (10, 30, 50), (10, 30, 100), 300, 300, 4, 24 * 3600.0,
+                    gibbs_widths=(100, 300, 500, 1000), gibbs_warmup=200, gibbs_samples=800, gibbs_chains=4),
 }
 
 # variant name -> (architecture factory, path names in matrix order, out-of-plane noise sigma_perp)
@@ -101,18 +128,22 @@ def settings(profile: str | None = None) -> Config:
 
 def sizes_table(cfg: Config) -> str:
     """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.display.tables.markdown_table`)."""
-    def nuts(widths: Sequence[int]) -> str:
+    def sampled(widths: Sequence[int], sampler: str) -> str:
         if not widths:
             return "not sampled"
-        return (f"N = {', '.join(map(str, widths))}: {cfg.num_chains} chain{'s' if cfg.num_chains > 1 else ''} of {cfg.num_samples} draws "
-                f"after {cfg.num_warmup} warm-up steps each")
+        s = schedule(cfg, sampler)
+        chains, step = s["num_chains"], "draws" if sampler == "nuts" else "sweeps"
+        warmup = "warm-up steps" if sampler == "nuts" else "warm-up sweeps"
+        return (f"N = {', '.join(map(str, widths))}: {chains} chain{'s' if chains > 1 else ''} of "
+                f"{s['num_samples']} {step} after {s['num_warmup']} {warmup} each")
 
     return markdown_table(["what", "size"], [
         ("training / test sequences", f"P = {cfg.n_train} / {cfg.n_test}"),
         ("temperature", f"T = {cfg.temperature:g}"),
         ("widths of the theory", ", ".join(f"{w}" for w in cfg.widths)),
-        ("NUTS samples, four paths", nuts(cfg.sample_widths)),
-        ("NUTS samples, noisier task", nuts(cfg.two_path_sample_widths)),
+        ("NUTS samples, four paths", sampled(cfg.sample_widths, "nuts")),
+        ("exact Gibbs samples, four paths", sampled(cfg.gibbs_widths, "gibbs")),
+        ("NUTS samples, noisier task", sampled(cfg.two_path_sample_widths, "nuts")),
     ])
 
 
@@ -187,18 +218,36 @@ def gp_accuracy(prob: Problem, temperature: float) -> float:
     return float(gp_correct(prob, temperature).mean())
 
 
-def sample_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progress: bool = True) -> PosteriorSamples:
-    """NUTS posterior samples at ``width`` with the profile's chain lengths and fail-safe time limit."""
+def schedule(cfg: Config, sampler: str = "nuts") -> dict[str, int]:
+    """``num_warmup``, ``num_samples`` and ``num_chains`` of ``sampler`` (``"nuts"`` or ``"gibbs"``) in ``cfg``."""
+    if sampler == "nuts":
+        return {"num_warmup": cfg.num_warmup, "num_samples": cfg.num_samples, "num_chains": cfg.num_chains}
+    if sampler == "gibbs":
+        return {"num_warmup": cfg.gibbs_warmup, "num_samples": cfg.gibbs_samples, "num_chains": cfg.gibbs_chains}
+    raise ValueError(f"sampler must be one of {sorted(SAMPLER_NAMES)}; got {sampler!r}.")
+
+
+def samplers(cfg: Config) -> dict[int, str]:
+    """The widths of the four-path network that ``cfg`` samples, smallest first, each with its sampler:
+    ``"nuts"`` for ``sample_widths``, ``"gibbs"`` for ``gibbs_widths``."""
+    return dict(sorted([(int(w), "nuts") for w in cfg.sample_widths] + [(int(w), "gibbs") for w in cfg.gibbs_widths]))
+
+
+def sample_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
+              progress: bool = True) -> PosteriorSamples:
+    """Posterior samples at ``width`` by ``sampler`` (``"nuts"`` or ``"gibbs"``,
+    :func:`paththeory.sampling.sample_posterior`) with the profile's schedule for it (:func:`schedule`)
+    and its fail-safe time limit."""
     return sample_posterior(
-        prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test,
-        num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
-        time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress,
+        prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test, method=sampler,
+        **schedule(cfg, sampler), time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress,
     )
 
 
 def variance_vs_samples(U, prob: Problem, temperature: float, f_draws) -> dict:
     """The theory's predictor variance (the paper's Eq. 30, :func:`paththeory.predict.predictor`)
-    against the variance of NUTS draws of the test outputs ``f_draws`` ``[chains, draws, P_test]``.
+    against the variance of posterior draws of the test outputs ``f_draws`` ``[chains, draws, P_test]``
+    (NUTS or Gibbs).
 
     Returns ``theory`` and ``sampled``, the variances averaged over the test sequences (the
     sampled one pools the chains, unbiased per sequence); ``relative_difference`` =
@@ -226,10 +275,12 @@ def variance_vs_samples(U, prob: Problem, temperature: float, f_draws) -> dict:
 
 def variance_sentence(width: int, v: dict) -> str:
     """One sentence on :func:`variance_vs_samples` at ``width``: the two averages, their relative
-    difference with its Monte Carlo error, and whether the difference is within two errors."""
+    difference with its Monte Carlo error, and whether the difference is within two errors. The
+    draws' sampler is ``v["sampler"]`` (as :func:`run` records it; NUTS when absent)."""
     noise = v["noise"]
     head = (f"At N = {width} the theory's predictor variance, averaged over the {v['n']} test "
-            f"sequences, is {v['theory']:.4g} and that of the {v['draws']} NUTS draws {v['sampled']:.4g}: "
+            f"sequences, is {v['theory']:.4g} and that of the {v['draws']} "
+            f"{SAMPLER_NAMES[v.get('sampler', 'nuts')]} draws {v['sampled']:.4g}: "
             f"the samples' is {100 * v['relative_difference']:+.1f} % off")
     if noise is None:
         return head + " (too few draws for a Monte Carlo error)."
@@ -250,13 +301,15 @@ def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, 
 # --------------------------------------------------------------------------- the pipeline
 
 
-def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: bool, timings: dict,
+def _experiment(prob: Problem, widths, sampled: dict[int, str], cfg: Config, progress: bool, timings: dict,
                 tag: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """Theory over ``widths`` and NUTS at ``sample_widths`` for one problem: a JSON-ready dict, and
-    the theory's per-sequence correctness ``{width: [P_test] bool}`` (for paired comparisons).
+    """Theory over ``widths`` and posterior samples at each width of ``sampled`` (``{width: sampler}``,
+    :func:`samplers`) for one problem: a JSON-ready dict, and the theory's per-sequence correctness
+    ``{width: [P_test] bool}`` (for paired comparisons).
 
-    The dict's ``sampled_vs_theory`` holds, per sampled width, the paired accuracy difference NUTS minus theory on the same test sequences
-    (:func:`paththeory.experiments.stats.paired_difference`) and the distance of the NUTS ``U`` from the
+    The dict's ``samplers`` says which sampler drew each sampled width; its ``sampled_vs_theory`` holds,
+    per sampled width, the paired accuracy difference samples minus theory on the same test sequences
+    (:func:`paththeory.experiments.stats.paired_difference`) and the distance of the sampled ``U`` from the
     theory's with its batch-means Monte Carlo error
     (:func:`paththeory.experiments.sampled_vs_theory`)."""
     t = time.perf_counter()
@@ -268,14 +321,15 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
         "accuracy": {"theory": {str(p.width): p.accuracy for p in curve}, "samples": {}},
         "order_parameter": {str(p.width): p.solution.U for p in curve},
         "solver": {str(p.width): p.solution.report for p in curve},
+        "samplers": {str(w): s for w, s in sampled.items()},
         "order_parameter_samples": {},
         "sampling_diagnostics": {},
         "sampled_vs_theory": {},
         "variance_vs_samples": {},
     }
-    for i, width in enumerate(sample_widths):
+    for i, (width, sampler) in enumerate(sampled.items()):
         t = time.perf_counter()
-        res = sample_at(prob, width, cfg, seed=i, progress=progress)
+        res = sample_at(prob, width, cfg, sampler=sampler, seed=i, progress=progress)
         timings[f"{tag}sampling_N{width}"] = time.perf_counter() - t
         if progress:
             print(res.summary(), flush=True)
@@ -286,7 +340,8 @@ def _experiment(prob: Problem, widths, sample_widths, cfg: Config, progress: boo
         out["sampled_vs_theory"][str(width)] = {
             "accuracy": stats.paired_difference(np.asarray(res.mean) * prob.y_test > 0, theory_correct[str(width)]),
             **sampled_vs_theory(theory_u, res.U, se, prob.arch.gp_scale)}
-        out["variance_vs_samples"][str(width)] = variance_vs_samples(theory_u, prob, cfg.temperature, res.f_draws)
+        out["variance_vs_samples"][str(width)] = {
+            **variance_vs_samples(theory_u, prob, cfg.temperature, res.f_draws), "sampler": sampler}
         summary = res.to_dict()
         out["sampling_diagnostics"][str(width)] = {**summary["diagnostics"], "chains": summary["chains"],
                                                    "settings": summary["settings"]}
@@ -307,7 +362,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
       profile: ``smoke``, ``colab`` or ``paper`` (default: :func:`paththeory.profiles.current_profile`).
       out_dir: output folder (created); nothing is written when ``None``.
       config: sizes overriding the profile's :data:`SETTINGS` entry.
-      progress: show NUTS progress bars and print sampling summaries.
+      progress: show the samplers' progress bars and print sampling summaries.
     Returns:
       the content of ``results.json`` (see the chapter for its keys).
     """
@@ -322,7 +377,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     main = problem("four_paths", cfg.n_train, cfg.n_test)
     results = {"profile": name, "config": asdict(cfg), "temperature": temp, "widths": list(cfg.widths),
                "display_order": list(markov.DISPLAY_ORDER), "readout": main.arch.readout}
-    four, theory_correct = _experiment(main, cfg.widths, cfg.sample_widths, cfg, progress, timings, "")
+    four, theory_correct = _experiment(main, cfg.widths, samplers(cfg), cfg, progress, timings, "")
     results.update(four)
     t = time.perf_counter()
     # the variants' test sets are the same sequences (same seed and noise), so every difference is paired
@@ -339,8 +394,8 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     timings["gp_and_pcs"] = time.perf_counter() - t
 
     noisy = problem("two_paths_noisy", cfg.n_train, cfg.n_test)
-    two, two_correct = _experiment(noisy, cfg.widths, cfg.two_path_sample_widths, cfg, progress, timings,
-                                   "two_path_")
+    two_sampled = {int(w): "nuts" for w in sorted(cfg.two_path_sample_widths)}
+    two, two_correct = _experiment(noisy, cfg.widths, two_sampled, cfg, progress, timings, "two_path_")
     two_gp = {"gp_good_denoising": gp_correct(noisy, temp),
               "gp_good": gp_correct(problem("good_path_noisy", cfg.n_train, cfg.n_test), temp)}
     two["accuracy"].update({k: float(c.mean()) for k, c in two_gp.items()})
@@ -408,22 +463,42 @@ def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
     return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
 
 
-def nuts_points(accuracy: dict) -> str:
+#: How an accuracy figure draws the samples of each sampler: marker, its name in a caption, legend label.
+SAMPLE_MARKERS = {"nuts": ("s", "squares", "NUTS samples"), "gibbs": ("D", "diamonds", "exact Gibbs samples")}
+
+
+def _by_sampler(accuracy: dict, sampled: dict | None) -> dict[str, dict[str, float]]:
+    """``accuracy["samples"]`` split by sampler, ``{sampler: {width: accuracy}}`` in the order of
+    :data:`SAMPLE_MARKERS` (``sampled``: a results ``samplers`` entry; a width it does not name, or
+    every width when it is ``None``, as in a ``results.json`` written before Gibbs, is NUTS's)."""
+    sampled = sampled or {}
+    groups: dict[str, dict[str, float]] = {}
+    for w, a in accuracy["samples"].items():
+        groups.setdefault(sampled.get(w, "nuts"), {})[w] = a
+    return {k: groups[k] for k in SAMPLE_MARKERS if k in groups}
+
+
+def sampled_points(accuracy: dict, sampled: dict | None = None) -> str:
     """The part of an accuracy figure's caption that depends on the run: where
-    :func:`plot_accuracy` or :func:`plot_two_path` drew NUTS squares (``accuracy``: a results
-    ``accuracy`` entry, whose ``samples`` maps widths to accuracies)."""
-    drawn = sorted(int(w) for w in accuracy["samples"])
-    if drawn:
-        return f"NUTS samples of the finite network: squares at N = {', '.join(map(str, drawn))}."
-    return "This build draws no NUTS points in this figure: its profile samples no network here."
+    :func:`plot_accuracy` or :func:`plot_two_path` drew samples of the finite network, and with which
+    sampler (``accuracy``: a results ``accuracy`` entry, whose ``samples`` maps widths to accuracies;
+    ``sampled``: the results' ``samplers`` entry, ``{width: "nuts" | "gibbs"}``, NUTS where absent)."""
+    groups = _by_sampler(accuracy, sampled)
+    if not groups:
+        return "This build draws no samples in this figure: its profile samples no network here."
+    parts = [f"{SAMPLE_MARKERS[k][2]} ({SAMPLE_MARKERS[k][1]}) at N = {', '.join(map(str, sorted(map(int, ws))))}"
+             for k, ws in groups.items()]
+    return f"Samples of the finite network: {'; '.join(parts)}."
 
 
-def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]]) -> None:
+def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]], sampled: dict | None = None) -> None:
     widths, theory = _curve(acc["theory"])
     ax.semilogx(widths, theory, "o-", color=COLOURS["theory"], label="theory (renormalised kernel)")
-    if acc["samples"]:
-        ws, sampled = _curve(acc["samples"])
-        ax.semilogx(ws, sampled, "s", color=COLOURS["nuts"], ms=8, mfc="none", mew=2, label="NUTS samples")
+    for sampler, points in _by_sampler(acc, sampled).items():
+        marker, _, label = SAMPLE_MARKERS[sampler]
+        ws, values = _curve(points)
+        ax.semilogx(ws, values, marker, color=COLOURS["nuts"], ms=8 if marker == "s" else 7, mfc="none", mew=2,
+                    label=label)
     for key, style, label in gp_lines:
         ax.axhline(acc[key], color=COLOURS["gp"], ls=style, label=label)
     ax.set_xlabel("width $N$")
@@ -432,10 +507,12 @@ def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]]) -> N
 
 @book_style
 def plot_accuracy(results: dict) -> Figure:
-    """Fig. 2c: test accuracy vs width; theory, NUTS points and GP lines (all, good, good + denoising)."""
+    """Fig. 2c: test accuracy vs width; theory, sampled points (NUTS squares, exact Gibbs diamonds, as
+    ``results["samplers"]`` says) and GP lines (all, good, good + denoising)."""
     fig, (ax,) = panel_grid(1, 3.8, width=0.75 * COLUMN_WIDTH)
     _accuracy_axes(ax, results["accuracy"], [("gp_all", "-", "GP, all paths"), ("gp_good", "--", "GP, good path"),
-                                             ("gp_good_denoising", ":", "GP, good + denoising")])
+                                             ("gp_good_denoising", ":", "GP, good + denoising")],
+                   results.get("samplers"))
     ax.set_title(f"Hidden Markov chain, P = {results['config']['n_train']}, T = {results['temperature']}")
     legend_below(fig, [ax])
     stamp_profile(fig, results["profile"])
@@ -468,15 +545,17 @@ def plot_order_parameters(results: dict, widths: Sequence[int] | None = None) ->
 
 @book_style
 def plot_sampled_order_parameters(results: dict) -> Figure:
-    """Theory ``U`` next to the NUTS estimate ``<w^pi . w^pi'> / n_0`` at every sampled width."""
+    """Theory ``U`` next to the sampled estimate ``<w^pi . w^pi'> / n_0`` at every sampled width, each
+    titled with its sampler (``results["samplers"]``; NUTS where absent)."""
     sampled = {w: u for w, u in results["order_parameter_samples"].items() if u is not None}
+    by = results.get("samplers") or {}
     order = results["display_order"]
     names = [results["paths"][i] for i in order]
     fig, flat = panel_grid(2 * max(1, len(sampled)), 3.2)
     axes = [flat[i:i + 2] for i in range(0, len(flat), 2)]
     for row, (w, u) in zip(axes, sampled.items()):
         matrix_heatmap(row[0], _display(results["order_parameter"][w], order), names, f"theory, N = {w}")
-        matrix_heatmap(row[1], _display(u, order), names, f"NUTS, N = {w}")
+        matrix_heatmap(row[1], _display(u, order), names, f"{SAMPLER_NAMES[by.get(w, 'nuts')]}, N = {w}")
     if not sampled:
         for ax in axes[0]:
             ax.text(0.5, 0.5, "no samples in this profile", ha="center", va="center")
@@ -520,7 +599,7 @@ def plot_two_path(results: dict) -> Figure:
     two = results["two_path"]
     fig, (ax, ax_u) = panel_grid(2, 3.6, width_ratios=[1.2, 1])
     _accuracy_axes(ax, two["accuracy"], [("gp_good_denoising", ":", "GP, good + denoising"),
-                                         ("gp_good", "--", "GP, good path")])
+                                         ("gp_good", "--", "GP, good path")], two.get("samplers"))
     ax.set_title(rf"noisier task, $\sigma_\perp$ = {two['sigma_perp']}" + f"\n{two['denoising']} denoising head")
     n_small = min(int(w) for w in two["order_parameter"])
     matrix_heatmap(ax_u, two["order_parameter"][str(n_small)], two["paths"], f"theory $U$, N = {n_small}")

@@ -264,6 +264,11 @@ def test_fig2_claims_follow_the_markov_results():
     assert "Not reproduced here" in reproduction_summary(bad) and "-5.0 points" in reproduction_summary(bad)
     assert "Not decided by this build's noise" in reproduction_summary(noisy)
     assert {r["id"]: r for r in good}["finite_vs_gp_good_denoising:two_path"]["source"] == "§4.1, Fig. 2e; App. G.2.2, Fig. 5c"
+    # each sampled row names its width's sampler: NUTS when the results do not say (written before Gibbs)
+    assert "the NUTS samples' U" in {r["id"]: r for r in good}["u_sampled:four_paths:10"]["claim"]
+    gibbs = {r["id"]: r for r in fig2_claims({**markov_results(0.05), "samplers": {"10": "gibbs"}})}
+    assert "the Gibbs samples' U" in gibbs["u_sampled:four_paths:10"]["claim"]
+    assert "the Gibbs samples' accuracy" in gibbs["accuracy_sampled:four_paths:10"]["claim"]
 
 
 def test_the_network_interpretation_follows_the_results():

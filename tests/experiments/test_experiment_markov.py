@@ -18,8 +18,10 @@ from paththeory.profiles import PROFILES
 from paththeory.sampling import TimeLimitReached
 
 # The time limit is a hang guard only: far above the few seconds an honest run takes on a busy machine.
-TINY = exp.Config(n_train=20, n_test=40, widths=(10, 1000), sample_widths=(10,), two_path_sample_widths=(),
-                  num_warmup=10, num_samples=10, num_chains=1, time_limit=3600.0)
+# N = 10 is sampled with NUTS, N = 30 with the exact Gibbs sampler.
+TINY = exp.Config(n_train=20, n_test=40, widths=(10, 30, 1000), sample_widths=(10,), two_path_sample_widths=(),
+                  num_warmup=10, num_samples=10, num_chains=1, time_limit=3600.0,
+                  gibbs_widths=(30,), gibbs_warmup=10, gibbs_samples=20, gibbs_chains=2)
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +36,12 @@ def test_files_and_keys(outputs):
     assert json.loads((out / "results.json").read_text()) == results
     for name in exp.FIGURES:
         assert (out / f"{name}.png").stat().st_size > 1000
-    assert results["profile"] == "smoke" and results["widths"] == [10, 1000]
+    assert results["profile"] == "smoke" and results["widths"] == [10, 30, 1000]
     assert results["paths"] == ["g", "a1", "d", "a2"] and results["readout"] == "last"
     acc = results["accuracy"]
     assert set(acc) >= {"theory", "gp_all", "gp_good", "gp_good_denoising", "samples"}
-    assert set(acc["theory"]) == {"10", "1000"} and set(acc["samples"]) == {"10"}
-    assert 0.0 <= acc["samples"]["10"] <= 1.0
+    assert set(acc["theory"]) == {"10", "30", "1000"} and set(acc["samples"]) == {"10", "30"}
+    assert 0.0 <= acc["samples"]["10"] <= 1.0 and 0.0 <= acc["samples"]["30"] <= 1.0
     diag = results["sampling_diagnostics"]["10"]
     assert {"r_hat_max", "ess_bulk_min", "divergences", "e_bfmi", "ess_per_second", "seconds"} <= set(diag)
     assert np.asarray(results["order_parameter"]["10"]).shape == (4, 4)
@@ -79,21 +81,69 @@ def test_profiles_and_bad_variant():
     assert set(exp.SETTINGS) == set(PROFILES)
     paper = exp.SETTINGS["paper"]
     assert (paper.n_train, paper.n_test, paper.temperature, paper.widths) == (100, 1000, 0.01, exp.PAPER_WIDTHS)
-    assert set(exp.SETTINGS["colab"].sample_widths) == {10, 30, 100}
+    # NUTS at the small widths, the exact Gibbs sampler at the wide ones, up to N = 1000 in colab and paper;
+    # smoke samples with Gibbs exactly the widths the chapter's Gibbs section sampled on its own before
+    expected = {"smoke": ({10}, {100, 300}), "colab": ({10, 30}, {100, 300, 1000}),
+                "paper": ({10, 30, 50}, {100, 300, 500, 1000})}
+    for name, (nuts, gibbs) in expected.items():
+        cfg = exp.SETTINGS[name]
+        assert (set(cfg.sample_widths), set(cfg.gibbs_widths)) == (nuts, gibbs), name
+        assert exp.samplers(cfg) == {**{w: "nuts" for w in nuts}, **{w: "gibbs" for w in gibbs}}
+        assert list(exp.samplers(cfg)) == sorted(nuts | gibbs)
+    smoke = exp.SETTINGS["smoke"]
+    assert exp.schedule(smoke, "gibbs") == {"num_warmup": 100, "num_samples": 300, "num_chains": 2}
+    assert exp.schedule(smoke, "nuts") == {"num_warmup": 100, "num_samples": 100, "num_chains": 2}
     with pytest.raises(ValueError, match="variant"):
         exp.problem("five_paths", 10, 10)
 
 
-def test_a_run_that_reaches_its_time_limit_fails_and_names_the_way_out(monkeypatch):
-    """The fail-safe raises instead of returning a shortened run; the scale variable multiplies it."""
+def test_a_config_samples_each_width_once_and_only_where_the_theory_is_solved():
+    with pytest.raises(ValueError, match="N = 10 is in both sample_widths"):
+        dataclasses.replace(TINY, gibbs_widths=(10, 30))
+    with pytest.raises(ValueError, match="N = 50 is not"):
+        dataclasses.replace(TINY, gibbs_widths=(50,))
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        exp.schedule(TINY, "hmc")
+
+
+@pytest.mark.parametrize("sampler, width", [("nuts", 10), ("gibbs", 30)])
+def test_a_run_that_reaches_its_time_limit_fails_and_names_the_way_out(monkeypatch, sampler, width):
+    """The fail-safe raises instead of returning a shortened run, with either sampler; the scale
+    variable multiplies it."""
     prob = exp.problem("four_paths", TINY.n_train, TINY.n_test)
     cfg = dataclasses.replace(TINY, time_limit=1e-3)
     with pytest.raises(TimeLimitReached, match=r"time limit of 0\.001 s .*raise the limit.*PATHTHEORY_TIME_LIMIT_SCALE") as err:
-        exp.sample_at(prob, 10, cfg, progress=False)
+        exp.sample_at(prob, width, cfg, sampler=sampler, progress=False)
     assert not err.value.partial.complete and err.value.partial.stopped["time_limit"] == 1e-3
+    assert err.value.partial.settings["method"] == sampler
     monkeypatch.setenv("PATHTHEORY_TIME_LIMIT_SCALE", "2")
     with pytest.raises(TimeLimitReached, match=r"time limit of 0\.002 s"):
-        exp.sample_at(prob, 10, cfg, progress=False)
+        exp.sample_at(prob, width, cfg, sampler=sampler, progress=False)
+
+
+def test_each_width_is_drawn_by_its_sampler_and_the_results_say_which(outputs):
+    """N = 10 by NUTS, N = 30 by Gibbs, with each sampler's schedule; the results record the sampler
+    of every sampled width, and the two-path experiment stays NUTS."""
+    results, out = outputs
+    assert results["samplers"] == {"10": "nuts", "30": "gibbs"}
+    assert json.loads((out / "results.json").read_text())["samplers"] == results["samplers"]
+    assert results["two_path"]["samplers"] == {}
+    for w, sampler in results["samplers"].items():
+        diag = results["sampling_diagnostics"][w]
+        assert diag["method"] == sampler and diag["settings"]["method"] == sampler
+        assert diag["complete"] and diag["draws_used"] == diag["draws_planned"]
+        assert results["variance_vs_samples"][w]["sampler"] == sampler
+        assert np.asarray(results["order_parameter_samples"][w]).shape == (4, 4)
+    gibbs = results["sampling_diagnostics"]["30"]["settings"]
+    assert (gibbs["num_warmup"], gibbs["num_samples"], gibbs["num_chains"]) == (
+        TINY.gibbs_warmup, TINY.gibbs_samples, TINY.gibbs_chains)
+    assert results["variance_vs_samples"]["30"]["draws"] == TINY.gibbs_chains * TINY.gibbs_samples
+    assert "Gibbs draws" in exp.variance_sentence(30, results["variance_vs_samples"]["30"])
+    assert "NUTS draws" in exp.variance_sentence(10, results["variance_vs_samples"]["10"])
+    rows = {r["id"]: r for r in results["claims"]}
+    assert "Gibbs" in rows["u_sampled:four_paths:30"]["claim"] and "NUTS" not in rows["u_sampled:four_paths:30"]["claim"]
+    assert "NUTS" in rows["u_sampled:four_paths:10"]["claim"] and "Gibbs" in rows["accuracy_sampled:four_paths:30"]["claim"]
+    assert results["config"]["gibbs_widths"] == [30]
 
 
 def test_results_carry_paired_errors_and_verdicts(outputs):
@@ -186,13 +236,40 @@ def test_results_compare_the_predictor_variance_with_nuts(outputs):
     assert results["two_path"]["variance_vs_samples"] == {}
 
 
-def test_captions_say_where_nuts_points_are_drawn(outputs):
+def test_captions_say_where_each_sampler_drew_points(outputs):
     results, _ = outputs
-    assert exp.nuts_points(results["accuracy"]) == "NUTS samples of the finite network: squares at N = 10."
-    assert exp.nuts_points(results["two_path"]["accuracy"]).startswith("This build draws no NUTS points")
+    assert exp.sampled_points(results["accuracy"], results["samplers"]) == (
+        "Samples of the finite network: NUTS samples (squares) at N = 10; exact Gibbs samples (diamonds) at N = 30.")
+    assert exp.sampled_points(results["two_path"]["accuracy"], results["two_path"]["samplers"]).startswith(
+        "This build draws no samples")
+    # a results.json written before the Gibbs sampler has no samplers: its points are NUTS's
+    assert exp.sampled_points({"samples": {"10": 0.7}}) == "Samples of the finite network: NUTS samples (squares) at N = 10."
+
+
+def test_the_figures_tell_the_samplers_apart(outputs):
+    """Fig. 2c draws NUTS as squares and Gibbs as diamonds, each named in the legend; the sampled
+    order parameters are titled with their sampler."""
+    import matplotlib.pyplot as plt
+
+    results, _ = outputs
+    fig = exp.plot_accuracy(results)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert lines["NUTS samples"].get_marker() == "s" and list(lines["NUTS samples"].get_xdata()) == [10]
+    assert lines["exact Gibbs samples"].get_marker() == "D" and list(lines["exact Gibbs samples"].get_xdata()) == [30]
+    legend = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert "NUTS samples" in legend and "exact Gibbs samples" in legend
+    plt.close(fig)
+    fig = exp.plot_sampled_order_parameters(results)
+    titles = {ax.get_title() for ax in fig.axes}
+    assert {"NUTS, N = 10", "Gibbs, N = 30"} <= titles
+    plt.close(fig)
+    fig = exp.plot_two_path(results)
+    assert not [line for line in fig.axes[0].get_lines() if "samples" in line.get_label()]
+    plt.close(fig)
 
 
 def test_sizes_table_is_markdown():
     table = exp.sizes_table(TINY)
     assert table.splitlines()[1] == "|---|---|"
     assert "P = 20 / 40" in table and "N = 10: 1 chain of 10 draws" in table and "not sampled" in table
+    assert "| exact Gibbs samples, four paths | N = 30: 2 chains of 20 sweeps after 10 warm-up sweeps each |" in table
