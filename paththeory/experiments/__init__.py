@@ -11,14 +11,15 @@ import os
 import time
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import jax
 import numpy as np
 
 from paththeory.sampling.diagnostics import SAMPLER_NAMES  # the samplers (``method``) and their names in text
 
-__all__ = ["SAMPLER_NAMES", "ShippedRecords", "jsonable", "provenance", "sampled_vs_theory"]
+__all__ = ["SAMPLER_NAMES", "ShippedRecords", "agreement_sentence", "jsonable", "provenance", "sampled_vs_theory",
+           "sampler_agreement"]
 
 
 def jsonable(obj):
@@ -61,6 +62,66 @@ def sampled_vs_theory(theory, sampled, sampled_se, gp_scale: float, seed: int = 
     return {"relative_distance": float(np.linalg.norm(sampled - th) / norm), "noise": noise,
             "gp_relative_distance": float(np.linalg.norm(sampled - gp_scale * np.eye(len(th))) / norm),
             "mantel": stats.mantel_test(th, sampled, seed=seed) if len(th) >= 3 else None}
+
+
+def sampler_agreement(first: Sequence[dict], second: Sequence[dict], key: Sequence[str], r_hat_ok: float) -> list[dict]:
+    """Two samplers' records of the same posteriors against each other, at every point (the record fields
+    ``key``) both sampled: the distance of their ``U`` relative to the second's norm with the combined Monte
+    Carlo error on the same scale (``|se_1^2 + se_2^2|^{1/2}``: the distance two agreeing samplers are expected to
+    show), the largest ``|z|`` over the upper-triangle entries of ``U`` with the largest expected from noise alone
+    (``sqrt(2 ln k)`` for ``k`` entries), whether both runs mixed (R-hat of ``U`` at most ``r_hat_ok``) and each
+    run's effective draws of ``U`` per second. Records without ``U_se`` (incomplete runs) are left out.
+
+    Example:
+      >>> a = {"task": "x", "width": 10, "U": [[1.0]], "U_se": [[0.1]], "diagnostics": {"r_hat_U_max": 1.0,
+      ...      "ess_per_second": 5.0}}
+      >>> b = {**a, "U": [[1.1]], "diagnostics": {"r_hat_U_max": 1.2, "ess_per_second": 50.0}}
+      >>> row = sampler_agreement([a], [b], ("task", "width"), 1.01)[0]
+      >>> round(row["distance"], 3), round(row["noise"], 3), row["mixed"]
+      (0.091, 0.129, False)
+    """
+    others = {tuple(r[k] for k in key): r for r in second if r.get("U_se") is not None}
+    rows = []
+    for a in first:
+        b = others.get(tuple(a[k] for k in key))
+        if b is None or a.get("U_se") is None:
+            continue
+        ua, ub = np.asarray(a["U"], float), np.asarray(b["U"], float)
+        se = np.hypot(np.asarray(a["U_se"], float), np.asarray(b["U_se"], float))
+        iu = np.triu_indices(len(ub))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.abs(ua - ub)[iu] / se[iu]
+        norm = float(np.linalg.norm(ub))
+        da, db = a["diagnostics"], b["diagnostics"]
+        rows.append({**{k: a[k] for k in key}, "distance": float(np.linalg.norm(ua - ub)) / norm,
+                     "noise": float(np.linalg.norm(se)) / norm, "max_z": float(np.nanmax(z)),
+                     "expected_max_z": math.sqrt(2 * math.log(max(len(z), 2))),
+                     "mixed": da["r_hat_U_max"] <= r_hat_ok and db["r_hat_U_max"] <= r_hat_ok,
+                     "ess_per_second": (da["ess_per_second"], db["ess_per_second"])})
+    return rows
+
+
+def agreement_sentence(rows: Sequence[dict], names: tuple[str, str], label: Callable[[dict], str]) -> str:
+    """:func:`sampler_agreement` in words: per point (named by ``label(row)``), whether the two samplers
+    (``names``) agree, i.e. their distance is within two combined Monte Carlo errors and the largest ``|z|``
+    within one of the largest expected from noise; points whose chains did not both mix are named apart."""
+    if not rows:
+        return f"No point was sampled by both {names[0]} and {names[1]}."
+    mixed = [r for r in rows if r["mixed"]]
+    agree = [r for r in mixed if r["distance"] <= 2 * r["noise"] and r["max_z"] <= r["expected_max_z"] + 1]
+    differ = [r for r in mixed if r not in agree]
+
+    def point(r):
+        return f"{label(r)} ({r['distance']:.3f} against {r['noise']:.3f}, max |z| {r['max_z']:.1f})"
+
+    text = (f"{names[0]} and {names[1]} agree within their Monte Carlo errors at {len(agree)} of the {len(mixed)} "
+            f"shared points whose chains mixed" + (f": {', '.join(point(r) for r in agree)}" if agree else ""))
+    if differ:
+        text += f"; they differ at {', '.join(point(r) for r in differ)}"
+    unmixed = [r for r in rows if not r["mixed"]]
+    if unmixed:
+        text += f"; not compared, a chain not mixed: {', '.join(label(r) for r in unmixed)}"
+    return text + "."
 
 
 def provenance(config, profile: str, seconds: float, command: str) -> dict:

@@ -20,6 +20,7 @@ paper's Fig. 2 (layer 1: the good head and a random head; layer 2: the uniform h
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -31,7 +32,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from paththeory import _io
-from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, stats
+from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, sampler_agreement, stats
 from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
 from paththeory.model import MLP, Architecture, Residual, path_features
@@ -199,7 +200,10 @@ def samples(profile: str | None = None, *, sampler: str = "nuts", progress: bool
 
 
 def provenance_text(payload: dict) -> str:
-    """A reader's sentence on where a sampler's records come from, and their sizes."""
+    """A reader's sentence on where a sampler's records come from, and their sizes (``payload["provenance"]``
+    ``None``: this profile samples nothing with that sampler)."""
+    if payload["provenance"] is None:
+        return "This profile samples no point with this sampler."
     prov, cfg = payload["provenance"], payload["provenance"]["config"]
     points, warmup, kept, chains = (cfg[name] for name in SAMPLERS[prov["sampler"]])
     steps = "warm-up steps" if prov["sampler"] == "nuts" else "warm-up sweeps"
@@ -235,16 +239,23 @@ def gp_mean(prob: Problem, temperature: float) -> np.ndarray:
     return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature))
 
 
-def _relative(a, b, se=None) -> tuple[float, float | None]:
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    norm = float(np.linalg.norm(b))
-    return float(np.linalg.norm(a - b) / norm), None if se is None else float(np.linalg.norm(np.asarray(se)) / norm)
+def _relative(sampled, theory, se=None) -> tuple[float, float | None]:
+    """``d = |sampled - theory|_F / |theory|_F`` (the scale of :func:`paththeory.experiments.sampled_vs_theory`)
+    and, from the entries' Monte Carlo errors ``se``, the noise floor ``s = |se|_F / |theory|_F``: the distance
+    that sampling noise alone gives (``E d^2 = d_true^2 + s^2``), and a bound on the standard deviation of ``d``
+    whatever the correlations between the entries (``g^T Sigma g <= Tr Sigma`` for a unit ``g``)."""
+    sampled, theory = np.asarray(sampled, float), np.asarray(theory, float)
+    norm = float(np.linalg.norm(theory))
+    noise = None if se is None else float(np.linalg.norm(np.asarray(se, float)) / norm)
+    return float(np.linalg.norm(sampled - theory) / norm), noise
 
 
 def compare(payload: dict, cfg: Config, curves: dict | None = None,
             problems: dict[str, Problem] | None = None) -> list[dict]:
-    """Every record against the theory at its width, on the same data: relative distances of ``U`` and of the
-    mean predictor (theory and GP point) with their Monte Carlo errors, and the accuracies of the theory, the
+    """Every record against the theory at its width, on the same data: relative distances of the sampled ``U``
+    and mean predictor from the theory's (and the GP point's), over the theory's norm, with their Monte Carlo
+    noise floors ``s`` (the distance sampling noise alone gives, ``E d^2 = d_true^2 + s^2``, and a bound on
+    the standard deviation of ``d``); and the accuracies of the theory, the
     samples, the GP and the attention-only theory (the same heads, no MLP and no skip) with paired standard
     errors of the differences. ``problems``: :func:`problem` of every network, and ``curves``:
     :func:`theory_curve` of every network at (at least) the sampled widths; each computed here when not given."""
@@ -262,17 +273,19 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None,
         sol = point["solution"]
         gp_u = np.diag(prob.arch.gp_path_variances())
         mean_gp = gp_means[rec["network"]]
-        u_dist, u_noise = _relative(sol.U, rec["U"], rec["U_se"])
-        f_dist, f_noise = _relative(point["mean"], rec["mean"], rec["mean_se"])
+        u_dist, u_noise = _relative(rec["U"], sol.U, rec["U_se"])
+        f_dist, f_noise = _relative(rec["mean"], point["mean"], rec["mean_se"])
         sampled_correct = np.asarray(rec["mean"]) * prob.y_test > 0
         gp = mean_gp * prob.y_test > 0
         plain = base["points"][width]["correct"]
         diag = rec["diagnostics"]
         rows.append({
             "network": rec["network"], "width": width, "paths": prob.arch.n_paths, "sampler": payload["sampler"],
-            "U_distance": u_dist, "U_noise": u_noise, "U_gp_distance": _relative(gp_u, rec["U"])[0],
-            "inner_distance": [_relative(t, s)[0] for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
-            "f_distance": f_dist, "f_noise": f_noise, "f_gp_distance": _relative(mean_gp, rec["mean"])[0],
+            "U_distance": u_dist, "U_noise": u_noise,
+            "U_gp_distance": float(np.linalg.norm(np.asarray(rec["U"]) - gp_u) / np.linalg.norm(sol.U)),
+            "inner_distance": [_relative(s, t)[0] for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
+            "f_distance": f_dist, "f_noise": f_noise,
+            "f_gp_distance": float(np.linalg.norm(np.asarray(rec["mean"]) - mean_gp) / np.linalg.norm(point["mean"])),
             "accuracy": {"theory": float(point["correct"].mean()), "sampled": float(sampled_correct.mean()),
                          "gp": float(gp.mean()), "attention_theory": float(plain.mean())},
             "theory_minus_sampled": stats.paired_difference(point["correct"], sampled_correct),
@@ -297,12 +310,14 @@ def distance_table(rows: Sequence[dict]) -> str:
     """The theory against the samples of one sampler, one row per record, with ``|Pi| / N`` (markdown)."""
     from paththeory.display.tables import markdown_table
 
+    if not rows:
+        return "No record to compare in this profile."
     _sampler_name(rows)
 
     def noise(x):
         return "" if x is None else f" ({x:.3f})"
 
-    body = [[NETWORK_NAMES[r["network"]], str(r["paths"]), str(r["width"]), f"{r['paths'] / r['width']:.2f}",
+    body = [[NETWORK_NAMES[r["network"]], str(r["paths"]), str(r["width"]), f"{r['paths'] / r['width']:.2g}",
              f"{r['U_distance']:.3f}{noise(r['U_noise'])}", f"{r['U_gp_distance']:.3f}",
              f"{r['f_distance']:.3f}{noise(r['f_noise'])}", f"{r['f_gp_distance']:.3f}",
              f"{r['r_hat']:.3f}", f"{r['ess']:.0f}"] for r in rows]
@@ -314,6 +329,8 @@ def accuracy_table(rows: Sequence[dict]) -> str:
     """Test accuracies with the paired standard errors of the differences (markdown)."""
     from paththeory.display.tables import markdown_table
 
+    if not rows:
+        return "No record to compare in this profile."
     def diff(d):
         return f"{d['difference']:+.3f} ± {d['se']:.3f}"
 
@@ -330,6 +347,8 @@ def inner_table(rows: Sequence[dict]) -> str:
     """Relative distances of the levels above, ``U^(2)`` to ``U_a``, from the sampled ones (markdown)."""
     from paththeory.display.tables import markdown_table
 
+    if not rows:
+        return "No record to compare in this profile."
     name = _sampler_name(rows)
     body = [[NETWORK_NAMES[r["network"]], str(r["width"]), ", ".join(f"{d:.3f}" for d in r["inner_distance"])]
             for r in rows]
@@ -419,76 +438,130 @@ def conclusion(results: dict) -> str:
     return " ".join(parts)
 
 
-def validity_sentence(rows: Sequence[dict]) -> str:
-    """The theory's distance ``d`` from one sampler's ``U`` in words, from the rows whose chains mixed: per
-    network, ``d`` with two Monte Carlo errors and ``N d`` at every width; whether ``N d`` agrees across widths
-    within noise (an error falling as ``1 / N``), and how its spread over the networks compares with their
-    numbers of paths; any point beyond :data:`~paththeory.experiments.claims.U_TOLERANCE`."""
-    name = _sampler_name(rows)
-    parts, prefactors, paths, flat = [], [], [], True
+def _resolved(r: dict) -> bool:
+    """Whether a row's distance exceeds twice its noise floor (a finite one): the run resolves it."""
+    s = r["U_noise"]
+    return s is not None and math.isfinite(s) and r["U_distance"] > 2 * s
+
+
+def debiased(r: dict) -> float:
+    """The distance with the noise floor taken out, ``sqrt(d^2 - s^2)`` (``E d^2 = d_true^2 + s^2``)."""
+    return math.sqrt(max(r["U_distance"] ** 2 - r["U_noise"] ** 2, 0.0))
+
+
+def error_scaling(rows: Sequence[dict]) -> dict[str, dict]:
+    """Per network, from the rows whose chains mixed and whose distance is resolved (beyond twice its noise
+    floor): the exponent ``b`` of ``d ~ N^-b`` with its standard error
+    (:func:`paththeory.experiments.stats.power_law`, two resolved widths at least; else ``None``), and the prefactor ``N d`` with its standard error, a weighted mean
+    over the resolved widths with ``N >= |Pi|``, where the Gram-matrix representation exists (else ``None``).
+    ``d`` is debiased (:func:`debiased`); its error is taken as the noise floor, a bound on its standard
+    deviation."""
+    out = {}
     for network in NETWORKS:
-        sel = sorted((r for r in rows if r["network"] == network and r["converged"]), key=lambda r: r["width"])
+        sel = sorted((r for r in rows if r["network"] == network and r["converged"] and _resolved(r)),
+                     key=lambda r: r["width"])
         if not sel:
             continue
-        nd = [(r["width"] * r["U_distance"], r["width"] * (r["U_noise"] or 0)) for r in sel]
-        flat &= all(abs(a - b) <= 2 * np.hypot(ea, eb) for i, (a, ea) in enumerate(nd) for b, eb in nd[i + 1:])
-        prefactors += [a for a, _ in nd]
-        paths.append(sel[0]["paths"])
-        parts.append(f"{SHORT_NAMES[network]} ({sel[0]['paths']} paths): " + ", ".join(
-            f"N = {r['width']}: {100 * r['U_distance']:.1f} ± {200 * (r['U_noise'] or 0):.1f} % (N·d = {a:.1f})"
-            for r, (a, _) in zip(sel, nd)))
+        n = np.array([r["width"] for r in sel], float)
+        d = np.array([debiased(r) for r in sel])
+        sd = np.array([r["U_noise"] for r in sel])
+        exponent = stats.power_law(n, d, sd) if len(set(n)) > 1 else None
+        regime = n >= sel[0]["paths"]
+        prefactor = None
+        if regime.any():
+            w = 1.0 / (n[regime] * sd[regime]) ** 2
+            prefactor = (float(np.sum(w * n[regime] * d[regime]) / np.sum(w)), float(1.0 / math.sqrt(np.sum(w))))
+        out[network] = {"paths": sel[0]["paths"], "exponent": exponent, "prefactor": prefactor}
+    return out
+
+
+def validity_sentence(rows: Sequence[dict]) -> str:
+    """Where the theory stops being accurate, from one sampler's rows, in words: per network the distance
+    ``d`` at every width (debiased, with its noise floor as its error, where it is resolved; else against its
+    noise floor), the exponent of ``d ~ N^-b`` and the ``1 / N`` prefactor ``N d`` (:func:`error_scaling`), how that
+    prefactor compares between networks with different numbers of paths, the points whose chains did not mix
+    or whose error cannot be judged, and any point beyond
+    :data:`~paththeory.experiments.claims.U_TOLERANCE`."""
+    if not rows:
+        return "No record was sampled here."
+    name = _sampler_name(rows)
+    parts = []
+    for network in NETWORKS:
+        sel = sorted((r for r in rows if r["network"] == network and r["converged"]), key=lambda r: r["width"])
+        items = []
+        for r in sel:
+            if r["U_noise"] is None or not math.isfinite(r["U_noise"]):
+                items.append(f"N = {r['width']}: {100 * r['U_distance']:.1f} %, its noise not known")
+            elif _resolved(r):
+                items.append(f"N = {r['width']}: {100 * debiased(r):.1f} ± {100 * r['U_noise']:.1f} %")
+            else:
+                items.append(f"N = {r['width']}: not resolved ({100 * r['U_distance']:.1f} % against a noise floor "
+                             f"of {100 * r['U_noise']:.1f} %)")
+        if items:
+            parts.append(f"{SHORT_NAMES[network]} ({sel[0]['paths']} paths): " + ", ".join(items))
     if not parts:
         return f"No {name} record mixed (R-hat of U at most {R_HAT_OK})."
-    text = f"The theory's relative distance d from {name}'s U (± two Monte Carlo errors): " + "; ".join(parts) + "."
+    text = (f"The theory's distance d from {name}'s U, debiased where the run resolves it (beyond twice its noise "
+            "floor): " + "; ".join(parts) + ".")
     unmixed = [r for r in rows if not r["converged"]]
     if unmixed:
         text += (f" Left out, their chains not mixed (R-hat of U above {R_HAT_OK}): "
                  + ", ".join(f"{SHORT_NAMES[r['network']]} at N = {r['width']}" for r in unmixed) + ".")
-    far = [r for r in rows if r["converged"] and r["U_distance"] - 2 * (r["U_noise"] or 0) > U_TOLERANCE]
+    far = [r for r in rows if r["converged"] and _resolved(r) and debiased(r) - 2 * r["U_noise"] > U_TOLERANCE]
     if far:
         text += " Beyond the claims' tolerance: " + ", ".join(f"{SHORT_NAMES[r['network']]} at N = {r['width']}"
                                                              for r in far) + "."
-    lo, hi = min(prefactors), max(prefactors)
-    text += (f" Within each network N·d {'agrees' if flat else 'does not agree'} across the widths within two "
-             f"Monte Carlo errors{', as for an error that falls as 1/N' if flat else ''}; over the networks it "
-             f"runs from {lo:.1f} to {hi:.1f} while the number of paths runs from {min(paths)} to {max(paths)}")
-    if max(paths) > min(paths):
-        slower = hi / max(lo, 1e-12) < 0.5 * max(paths) / min(paths)
-        text += (": the error grows far more slowly with the number of paths than |Π|/N would say." if slower else
-                 ": the error grows about as fast as the number of paths.")
-    else:
-        text += "."
-    return text
+    scaling = error_scaling(rows)
+    fits = []
+    for network, f in scaling.items():
+        if f["exponent"] is not None:
+            b, se = f["exponent"]
+            within = {label: abs(b - b0) <= 2 * se for label, b0 in (("1/N", 1.0), ("1/√N", 0.5))}
+            reads = ("both 1/N and 1/√N within two errors" if all(within.values()) else
+                     "neither 1/N nor 1/√N within two errors" if not any(within.values()) else
+                     " within two errors, ".join(k for k, v in within.items() if v) + " within two errors, "
+                     + ", ".join(k for k, v in within.items() if not v) + " beyond")
+            fits.append(f"{SHORT_NAMES[network]} b = {b:.2f} ± {se:.2f} ({reads})")
+    text += (" Fitted d ~ N^-b over the resolved widths: " + "; ".join(fits) + "." if fits else
+             " No network is resolved at two widths, so how d falls with N is not measured here.")
+    pre = {n: f for n, f in scaling.items() if f["prefactor"] is not None}
+    if pre:
+        text += (" The prefactor N·d at resolved widths with N ≥ |Π|: "
+                 + "; ".join(f"{SHORT_NAMES[n]} {f['prefactor'][0]:.2f} ± {f['prefactor'][1]:.2f}" for n, f in pre.items())
+                 + ".")
+    counts = sorted({f["paths"] for f in pre.values()})
+    if len(counts) < 2:
+        missing = [NETWORK_NAMES[n] for n in NETWORKS if n not in pre and any(r["network"] == n for r in rows)]
+        text += (" How the error grows with the number of paths is undetermined here: "
+                 + (f"no resolved width with N ≥ |Π| for: {', '.join(missing)}." if missing else
+                    "every network with a prefactor has the same number of paths."))
+        return text
 
+    def pooled(paths):
+        fs = [f["prefactor"] for f in pre.values() if f["paths"] == paths]
+        w = np.array([1.0 / se**2 for _, se in fs])
+        return float(np.sum(w * np.array([m for m, _ in fs])) / np.sum(w)), float(1.0 / math.sqrt(np.sum(w)))
 
-def sampler_agreement(nuts: dict, gibbs: dict) -> list[dict]:
-    """The two samplers against each other at the points both sampled: the relative distance of their ``U``
-    (over Gibbs's norm) with the combined Monte Carlo error on the same scale, and the largest ``|z|`` of
-    ``U``'s entries (the difference over the entries' combined batch-means errors)."""
-    by_point = {(r["network"], r["width"]): r for r in gibbs["records"]}
-    out = []
-    for a in nuts["records"]:
-        b = by_point.get((a["network"], a["width"]))
-        if b is None:
-            continue
-        ua, ub = np.asarray(a["U"]), np.asarray(b["U"])
-        se = np.hypot(np.asarray(a["U_se"]), np.asarray(b["U_se"]))
-        norm = float(np.linalg.norm(ub))
-        out.append({"network": a["network"], "width": a["width"], "paths": a["paths"],
-                    "distance": float(np.linalg.norm(ua - ub)) / norm, "noise": float(np.linalg.norm(se)) / norm,
-                    "max_z": float(np.max(np.abs(ua - ub) / se)),
-                    "seconds": {"nuts": a["diagnostics"]["seconds"], "gibbs": b["diagnostics"]["seconds"]}})
-    return out
+    (lo, lo_se), (hi, hi_se) = pooled(counts[0]), pooled(counts[-1])
+    ratio = hi / lo
+    ratio_se = ratio * math.hypot(lo_se / lo, hi_se / hi)
+    paths = counts[-1] / counts[0]
+    verdict = ("grows more slowly than the number of paths" if ratio + 2 * ratio_se < paths else
+               "grows faster than the number of paths" if ratio - 2 * ratio_se > paths else
+               "is consistent with growth in proportion to the number of paths")
+    return text + (f" From {counts[0]} to {counts[-1]} paths the prefactor changes by {ratio:.2f} ± {ratio_se:.2f} "
+                   f"against {paths:.2f} for the paths: the error {verdict}.")
 
 
 def agreement_table(rows: Sequence[dict]) -> str:
-    """:func:`sampler_agreement` as markdown."""
+    """:func:`paththeory.experiments.sampler_agreement` of NUTS against Gibbs as markdown."""
     from paththeory.display.tables import markdown_table
 
     body = [[NETWORK_NAMES[r["network"]], str(r["width"]), f"{r['distance']:.3f}", f"{r['noise']:.3f}",
-             f"{r['max_z']:.1f}", f"{r['seconds']['nuts']:.0f}", f"{r['seconds']['gibbs']:.0f}"] for r in rows]
-    return markdown_table(["network", "N", "U: NUTS vs Gibbs", "MC error", "max |z| (entries)", "NUTS (s)",
-                           "Gibbs (s)"], body)
+             f"{r['max_z']:.1f} ({r['expected_max_z']:.1f})", "yes" if r["mixed"] else "no",
+             f"{r['ess_per_second'][0]:.1f}", f"{r['ess_per_second'][1]:.1f}"] for r in rows]
+    return markdown_table(["network", "N", "U: NUTS vs Gibbs", "MC error", "max |z| (noise alone)", "both mixed",
+                           "ESS/s NUTS", "ESS/s Gibbs"], body)
 
 
 def residual_claims(rows: Sequence[dict]) -> list[dict]:
@@ -590,27 +663,35 @@ def plot_order_parameters(results: dict, network: str = "skip", widths: Sequence
 
 @book_style
 def plot_validity(results: dict) -> Figure:
-    """Left: the theory's relative distance ``d`` from the sampled ``U`` against the paths per unit width
-    ``|Pi| / N``; right: ``N d``, the prefactor of an error that falls as ``1 / N``, against ``N``. Per network,
-    Gibbs (filled, with two Monte Carlo errors; on the left the lower bar is cut at 90 % of the value, a log
-    axis has no zero) and NUTS (open), points whose chains mixed; dashed, the claims' tolerance."""
+    """Left: the theory's distance ``d`` from the sampled ``U`` against the paths per unit width ``|Pi| / N``;
+    right: ``N d``, the prefactor of an error that falls as ``1 / N``, against ``N``. Per network, Gibbs (filled)
+    and NUTS (open) at the points whose chains mixed: a resolved distance debiased (:func:`debiased`) with two
+    noise floors (a bound on its standard deviation), an unresolved one as an upper bound (a triangle at twice its noise floor, left only)."""
     fig, (left, right) = panel_grid(2, height=3.0)
     for colour, network in zip(("C0", "C2", "C1", "C3"), NETWORKS):
         for rows, filled in ((results["gibbs_rows"], True), (results["rows"], False)):
-            sel = sorted((r for r in rows if r["network"] == network and r["converged"]), key=lambda r: r["width"])
-            if not sel:
-                continue
-            n = np.array([r["width"] for r in sel], float)
-            d = np.array([r["U_distance"] for r in sel])
-            err = np.array([2 * (r["U_noise"] or 0) for r in sel])
-            style = ({"marker": "o"} if filled else {"marker": "s", "markerfacecolor": "white", "ls": "none"})
-            label = SHORT_NAMES[network] if filled else None
-            left.errorbar(np.array([r["paths"] for r in sel]) / n, d, yerr=[np.minimum(err, 0.9 * d), err],
-                          color=colour, capsize=2, ms=6, label=label, **style)
-            right.errorbar(n, n * d, yerr=n * err, color=colour, capsize=2, ms=6, **style)
+            sel = sorted((r for r in rows if r["network"] == network and r["converged"] and r["U_noise"] is not None),
+                         key=lambda r: r["width"])
+            face = colour if filled else "white"
+            marker = "o" if filled else "s"
+            resolved = [r for r in sel if _resolved(r)]
+            if resolved:
+                n = np.array([r["width"] for r in resolved], float)
+                d = np.array([debiased(r) for r in resolved])
+                sd = 2 * np.array([r["U_noise"] for r in resolved])
+                left.errorbar(np.array([r["paths"] for r in resolved]) / n, d, yerr=[np.minimum(sd, 0.9 * d), sd],
+                              color=colour, mfc=face, marker=marker, ls="-" if filled else "none", capsize=2, ms=6,
+                              label=SHORT_NAMES[network] if filled else None)
+                right.errorbar(n, n * d, yerr=n * sd, color=colour, mfc=face, marker=marker,
+                               ls="-" if filled else "none", capsize=2, ms=6)
+            bounds = [r for r in sel if not _resolved(r)]
+            if bounds:
+                left.plot([r["paths"] / r["width"] for r in bounds], [2 * r["U_noise"] for r in bounds], "v",
+                          color=colour, mfc=face, ms=6, alpha=0.6)
     left.axhline(U_TOLERANCE, color="0.4", ls="--", lw=1.2, label=f"tolerance ({U_TOLERANCE:.0%})")
     left.plot([], [], "o", color="0.3", label="Gibbs (filled)")
     left.plot([], [], "s", color="0.3", markerfacecolor="white", label="NUTS (open)")
+    left.plot([], [], "v", color="0.3", alpha=0.6, label="not resolved: below")
     for ax in (left, right):
         ax.set_xscale("log")
     left.set_yscale("log")
@@ -740,7 +821,8 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results = jsonable({
         "profile": name, "config": asdict(cfg), "provenance": payload["provenance"], "rows": rows,
         "gibbs_provenance": exact["provenance"] if exact else None, "gibbs_rows": gibbs_rows,
-        "sampler_agreement": sampler_agreement(payload, exact) if exact else [],
+        "sampler_agreement": sampler_agreement(payload["records"], exact["records"], ("network", "width"), R_HAT_OK)
+        if exact else [],
         "solve_seconds": {n: {"paths": c["n_paths"], "seconds_per_width": c["seconds_per_width"]}
                           for n, c in curves.items()},
         "shares": {n: {str(w): path_shares(p["solution"].U, problems[n].train).tolist()

@@ -233,3 +233,24 @@ def batch_means_se(draws, n_batches: int = 10) -> np.ndarray:
     means = d[:, : b * size].reshape(d.shape[0], b, size, *d.shape[2:]).mean(axis=2)
     means = means.reshape(-1, *d.shape[2:])
     return means.std(axis=0, ddof=1) / math.sqrt(means.shape[0])
+
+
+def power_law(x, y, y_sd) -> tuple[float, float]:
+    """The exponent ``b`` of ``y = a x^(-b)`` fitted by weighted least squares of ``ln y`` on ``ln x`` with the
+    known errors ``sd(ln y) = y_sd / y`` (at least two distinct ``x``), and its standard error from those
+    errors (not from the residuals, so two points give one too).
+
+    Example:
+      >>> b, se = power_law([10, 100], [0.1, 0.01], [0.01, 0.001])
+      >>> round(b, 6), round(se, 3)
+      (1.0, 0.061)
+    """
+    x, y, y_sd = (as_float_array(v, name, ndim=1) for v, name in ((x, "x"), (y, "y"), (y_sd, "y_sd")))
+    if len(x) != len(y) or len(y) != len(y_sd) or len(np.unique(x)) < 2 or np.any(x <= 0) or np.any(y <= 0) \
+            or np.any(y_sd <= 0):
+        raise ValueError("power_law needs positive x, y and y_sd of one length, with two distinct x at least.")
+    design = np.stack([np.ones_like(x), np.log(x)], axis=1)
+    weight = (y / y_sd) ** 2
+    cov = np.linalg.inv(design.T @ (design * weight[:, None]))
+    coef = cov @ (design.T @ (weight * np.log(y)))
+    return float(-coef[1]), float(math.sqrt(cov[1, 1]))

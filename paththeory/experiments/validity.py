@@ -22,6 +22,7 @@ NUTS samples the narrow networks; the exact blocked Gibbs sampler
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from functools import partial
@@ -321,13 +322,11 @@ def table(rows: Sequence[dict]) -> str:
         [(short[r["task"]], SAMPLER_NAMES[r["sampler"]], r["width"], f"{r['ratio']:.2g}",
           f"{r['distance']:.3f} ({r['noise']:.3f})", f"{r['gp_distance']:.3f}",
           f"{100 * r['accuracy']['difference']:+.1f} ± {100 * r['accuracy']['se']:.1f} pts",
-          f"{r['r_hat']:.2f} / {r['ess']:.0f}") for r in rows])
+          "n/a" if r["r_hat"] is None or r["ess"] is None else f"{r['r_hat']:.2f} / {r['ess']:.0f}") for r in rows])
 
 
 #: The figure's marker of each (task, sampler): circles and squares NUTS, diamonds and triangles Gibbs.
 MARKERS = {("markov", "nuts"): "o", ("omniglot", "nuts"): "s", ("markov", "gibbs"): "D", ("omniglot", "gibbs"): "^"}
-#: The colour of each sampler's accuracy difference (NUTS the book's NUTS red, Gibbs a second series).
-SAMPLER_COLOURS = {"nuts": COLOURS["nuts"], "gibbs": COLOURS["second"]}
 
 
 @book_style
@@ -335,24 +334,25 @@ def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
     """Left: the relative distance of the sampled ``U`` from the theory's (filled, with two Monte Carlo
     errors) and from the GP point (open) against ``|Pi| / N``, on log scales. Right: the paired
     accuracy difference sampled minus theory with two standard errors. One marker per task and sampler
-    (:data:`MARKERS`)."""
+    (:data:`MARKERS`); the legend names the markers once and the three kinds of points once."""
     fig, (left, right) = panel_grid(2, height=3.0)
     short = {"markov": "Markov", "omniglot": "Omniglot"}
     for (task, sampler), marker in MARKERS.items():
         sel = [r for r in rows if r["task"] == task and r["sampler"] == sampler]
         if not sel:
             continue
-        label = f"{short[task]}, {SAMPLER_NAMES[sampler]}"
         x = np.array([r["ratio"] for r in sel])
         d = np.array([r["distance"] for r in sel])
         noise = 2 * np.array([r["noise"] for r in sel])
         left.errorbar(x, d, yerr=[np.minimum(noise, 0.9 * d), noise],  # a log axis has no zero
-                      fmt=marker, color=COLOURS["theory"], capsize=3, label=f"{label}: to the theory")
-        left.plot(x, [r["gp_distance"] for r in sel], marker, mfc="none", color=COLOURS["gp"],
-                  label=f"{label}: to the GP point")
+                      fmt=marker, color=COLOURS["theory"], capsize=3)
+        left.plot(x, [r["gp_distance"] for r in sel], marker, mfc="none", color=COLOURS["gp"])
         right.errorbar(x, [100 * r["accuracy"]["difference"] for r in sel],
-                       yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=marker, color=SAMPLER_COLOURS[sampler],
-                       capsize=3, label=f"{label}: accuracy − theory")
+                       yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=marker, color=COLOURS["nuts"], capsize=3)
+        left.plot([], [], marker, color="0.3", ls="none", label=f"{short[task]}, {SAMPLER_NAMES[sampler]}")
+    left.plot([], [], "o", color=COLOURS["theory"], label="distance to the theory")
+    left.plot([], [], "o", mfc="none", color=COLOURS["gp"], label="distance to the GP point")
+    left.plot([], [], "o", color=COLOURS["nuts"], label="accuracy, sampled − theory")
     for ax in (left, right):
         ax.set_xscale("log")
         ax.set_xlabel("paths per unit width |Π|/N")
@@ -363,6 +363,30 @@ def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
     legend_below(fig, [left, right], columns=3)
     stamp_profile(fig, profile)
     return fig
+
+
+def same_ratio(rows: Sequence[dict]) -> str:
+    """The conjecture's direct test in words: at every ``|Pi| / N`` where both tasks have a point, the two
+    distances with their Monte Carlo errors and whether the 16-path point lies above, below or within noise of
+    the 4-path one (the tasks differ in data, temperature and, possibly, sampler too)."""
+    by_ratio: dict[float, dict[str, dict]] = {}
+    for r in rows:
+        by_ratio.setdefault(round(r["ratio"], 9), {}).setdefault(r["task"], r)
+    parts = []
+    for ratio, pair in sorted(by_ratio.items()):
+        if len(pair) < 2:
+            continue
+        a, b = pair["markov"], pair["omniglot"]
+        gap, noise = b["distance"] - a["distance"], math.hypot(a["noise"], b["noise"])
+        where = ("above" if gap > 2 * noise else "below" if gap < -2 * noise else "within two Monte Carlo errors of")
+        parts.append(f"at |Π|/N = {ratio:.2g} the 16-path Omniglot point (N = {b['width']}, "
+                     f"{SAMPLER_NAMES[b['sampler']]}) lies {where} the 4-path Markov one (N = {a['width']}, "
+                     f"{SAMPLER_NAMES[a['sampler']]}): {b['distance']:.3f} ± {b['noise']:.3f} against "
+                     f"{a['distance']:.3f} ± {a['noise']:.3f}")
+    if not parts:
+        return "No value of |Π|/N is sampled for both tasks in this profile."
+    return ("Compared at equal |Π|/N: " + "; ".join(parts) + ". The two tasks differ in data, temperature and "
+            "training set size per width too, so a gap does not by itself separate |Π|/N from the mode count.")
 
 
 def summary(rows: Sequence[dict]) -> str:

@@ -100,6 +100,22 @@ def test_the_summary_is_generated_from_the_numbers():
     assert "Gibbs" not in text + table  # "NUTS" only where it is NUTS, and Gibbs only where it is Gibbs
 
 
+def test_the_two_tasks_are_compared_at_equal_paths_per_width():
+    """Oracle: rows built by hand. At |Pi|/N = 0.4 (Markov N = 10, Omniglot N = 40) the 16-path point is below,
+    above or within noise of the 4-path one by two combined errors; no shared ratio is said so; a point without
+    R-hat or ESS tables as n/a."""
+    markov = _row("markov", 10, 0.10, 0.01, 1.0, 0.0, 0.01)
+    below = [markov, _row("omniglot", 40, 0.02, 0.01, 0.8, 0.0, 0.01, sampler="gibbs")]
+    text = validity.same_ratio(below)
+    assert "at |Π|/N = 0.4 the 16-path Omniglot point (N = 40, Gibbs) lies below the 4-path Markov one" in text
+    assert "0.020 ± 0.010 against 0.100 ± 0.010" in text
+    assert "lies above" in validity.same_ratio([markov, _row("omniglot", 40, 0.2, 0.01, 0.8, 0.0, 0.01)])
+    assert "within two Monte Carlo errors of" in validity.same_ratio(
+        [markov, _row("omniglot", 40, 0.12, 0.01, 0.8, 0.0, 0.01)])
+    assert validity.same_ratio([markov]).startswith("No value of |Π|/N is sampled for both tasks")
+    assert "n/a" in validity.table([{**markov, "r_hat": None, "ess": None}])
+
+
 def test_the_summary_and_table_name_each_points_sampler():
     rows = [_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),
             _row("markov", 1000, 0.004, 0.002, 0.05, 0.0, 0.002, sampler="gibbs")]
@@ -120,9 +136,10 @@ def test_the_figure_has_both_panels_and_one_marker_per_task_and_sampler():
     assert left.get_xscale() == "log" and left.get_yscale() == "log" and "distance" in left.get_ylabel()
     assert "points" in right.get_ylabel()
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "Markov, NUTS: to the theory" in labels and "Markov, Gibbs: to the theory" in labels
+    assert "Markov, NUTS" in labels and "Markov, Gibbs" in labels and "Omniglot, NUTS" not in labels  # drawn only
+    assert {"distance to the theory", "distance to the GP point", "accuracy, sampled − theory"} <= set(labels)
     markers = {line.get_label(): line.get_marker() for line in left.get_lines() if not line.get_label().startswith("_")}
-    assert markers["Markov, NUTS: to the GP point"] != markers["Markov, Gibbs: to the GP point"]
+    assert markers["Markov, NUTS"] != markers["Markov, Gibbs"]
     assert len(set(validity.MARKERS.values())) == len(validity.MARKERS)
     plt.close(fig)
 
