@@ -400,41 +400,53 @@ def accuracy_sentence(results: dict) -> str:
 
 
 def conclusion(results: dict) -> str:
-    """What this page's numbers say about the residual stream on this task, each statement with its noise: the
-    GP with and without skips, finite width's gain over the GP, NUTS with a residual stream against NUTS without
-    one at the same width, MLP blocks against the attention-only theory, and the theory's bias with skips."""
-    rows = {(r["network"], r["width"]): r for r in results["rows"] if r["converged"]}
+    """What this page's numbers say about the residual stream on this task, each statement with its noise and
+    its sampler, from every record whose chains mixed (NUTS and Gibbs): the GP with and without skips, finite
+    width's gain over the GP, the samples with a residual stream against those without one at the same width,
+    MLP blocks against the attention-only theory (the largest effect, and whether it is beyond two paired
+    SEs), and, with skips, where the theory's accuracy and predictor stand against the samples."""
+    rows = {(r["network"], r["width"], r["sampler"]): r
+            for r in [*results["rows"], *results.get("gibbs_rows", [])] if r["converged"]}
     gp = results["gp_accuracy"]
     parts = [f"The all-skip path carries kernel weight in the GP limit but no information about this task's label "
              f"(it reads the last token alone): the GP of the network with skips scores {gp['skip']:.3f} against "
              f"{gp['attention']:.3f} without them."]
     for network in ("skip", "residual"):
-        for (n, w), r in sorted(rows.items()):
+        for (n, w, sampler), r in sorted(rows.items()):
             if n != network:
                 continue
-            g = r["sampled_minus_gp"]
+            name, g = SAMPLER_NAMES[sampler], r["sampled_minus_gp"]
             text = (f"With {NETWORK_NAMES[network]} at N = {w}, finite width gains {100 * g['difference']:+.1f} ± "
-                    f"{100 * g['se']:.1f} points over that GP (NUTS)")
-            plain = rows.get(("attention", w))
+                    f"{100 * g['se']:.1f} points over that GP ({name})")
+            plain = rows.get(("attention", w, sampler))
             if plain is not None:
                 gap = r["accuracy"]["sampled"] - plain["accuracy"]["sampled"]
                 text += (f", and the finite network scores {r['accuracy']['sampled']:.3f} against "
                          f"{plain['accuracy']['sampled']:.3f} for the paper's network without a residual stream "
-                         f"(NUTS both, {100 * gap:+.1f} points)")
+                         f"({name} both, {100 * gap:+.1f} points)")
             parts.append(text + ".")
-    mlp = [r for (n, _), r in sorted(rows.items()) if n == "mlp"]
+    mlp = [r for (n, _, _), r in sorted(rows.items()) if n == "mlp"]
     if mlp:
         worst = max(mlp, key=lambda r: abs(r["sampled_minus_attention_theory"]["difference"]))
         d = worst["sampled_minus_attention_theory"]
-        parts.append(f"MLP blocks move the accuracy by at most {100 * abs(d['difference']):.1f} ± {100 * d['se']:.1f} "
-                     "points (NUTS against the attention-only theory): they add order parameters, not paths.")
-    skips = [r for (n, _), r in sorted(rows.items()) if n in ("skip", "residual")]
+        beyond = [r for r in mlp if abs(r["sampled_minus_attention_theory"]["difference"])
+                  > 2 * r["sampled_minus_attention_theory"]["se"]]
+        parts.append(f"MLP blocks move the accuracy by at most {100 * d['difference']:+.1f} ± {100 * d['se']:.1f} "
+                     f"points ({SAMPLER_NAMES[worst['sampler']]} at N = {worst['width']} against the attention-only "
+                     f"theory), beyond two paired SEs at {len(beyond)} of {len(mlp)} points: they add order "
+                     "parameters, not paths.")
+    skips = [r for (n, _, _), r in sorted(rows.items()) if n in ("skip", "residual")]
     if skips:
         signs = [r["theory_minus_sampled"]["difference"] for r in skips]
-        parts.append(f"With skips, the theory's accuracy lies above NUTS's at {sum(x > 0 for x in signs)} of "
-                     f"{len(signs)} points (by {100 * min(signs):+.1f} to {100 * max(signs):+.1f} points), and its "
-                     "predictor is further from NUTS's than without skips at the same width: a finite-size bias "
-                     "of the saddle point, at the edge of the claims' 2-point tolerance.")
+        above = [r for r in skips if r["theory_minus_sampled"]["difference"] > 2 * r["theory_minus_sampled"]["se"]]
+        pairs = [(r, rows[("attention", r["width"], r["sampler"])]) for r in skips
+                 if ("attention", r["width"], r["sampler"]) in rows]
+        further = [r for r, a in pairs if r["f_distance"] - a["f_distance"]
+                   > 2 * math.hypot(r["f_noise"] or 0, a["f_noise"] or 0)]
+        parts.append(f"With skips, the theory's accuracy lies above the samples' at {sum(x > 0 for x in signs)} of "
+                     f"{len(signs)} points (by {100 * min(signs):+.1f} to {100 * max(signs):+.1f} points; beyond two "
+                     f"paired SEs at {len(above)}), and its predictor is further from the samples' than without skips "
+                     f"at the same width, beyond two Monte Carlo errors, at {len(further)} of {len(pairs)} points.")
     return " ".join(parts)
 
 

@@ -174,3 +174,18 @@ def test_the_validity_sentence_follows_the_numbers():
     assert "No Gibbs record mixed" in exp.validity_sentence([_row("skip", 9, 30, 0.1, 0.01, converged=False)])
     assert exp.validity_sentence([]) == "No record was sampled here."
     assert exp.distance_table([]) == exp.accuracy_table([]) == "No record to compare in this profile."
+
+
+def test_the_conclusion_reads_both_samplers(shipped, shipped_gibbs):
+    """Oracle: the rows themselves. Every mixed record of both samplers enters; the MLP sentence quotes the
+    largest |difference| against the attention-only theory over both, with its sampler and width."""
+    gibbs = exp.compare(shipped_gibbs, exp.settings("smoke"))
+    results = {"rows": shipped, "gibbs_rows": gibbs, "gp_accuracy": {"skip": 0.67, "attention": 0.79}}
+    text = exp.conclusion(results)
+    assert "(NUTS)" in text and "(Gibbs)" in text
+    mlp = [r for r in shipped + gibbs if r["network"] == "mlp" and r["converged"]]
+    worst = max(mlp, key=lambda r: abs(r["sampled_minus_attention_theory"]["difference"]))
+    d = worst["sampled_minus_attention_theory"]
+    assert (f"at most {100 * d['difference']:+.1f} ± {100 * d['se']:.1f} points "
+            f"({exp.SAMPLER_NAMES[worst['sampler']]} at N = {worst['width']}") in text
+    assert f"of {len(mlp)} points: they add order parameters" in text
