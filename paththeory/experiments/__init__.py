@@ -19,7 +19,13 @@ import numpy as np
 from paththeory.sampling.diagnostics import SAMPLER_NAMES  # the samplers (``method``) and their names in text
 
 __all__ = ["SAMPLER_NAMES", "ShippedRecords", "agreement_sentence", "jsonable", "provenance", "sampled_vs_theory",
-           "sampler_agreement"]
+           "relative_distance", "sampler_agreement", "schedule"]
+
+#: Per sampler, the fields of every experiment's configuration that hold its schedule, by the argument of
+#: :func:`paththeory.sampling.sample_posterior` that each fills.
+_SCHEDULE_FIELDS = {"nuts": {"num_warmup": "num_warmup", "num_samples": "num_samples", "num_chains": "num_chains"},
+                    "gibbs": {"num_warmup": "gibbs_warmup", "num_samples": "gibbs_samples",
+                              "num_chains": "gibbs_chains"}}
 
 
 def jsonable(obj):
@@ -39,15 +45,48 @@ def jsonable(obj):
     return obj
 
 
+def schedule(config, sampler: str = "nuts") -> dict[str, int]:
+    """``num_warmup``, ``num_samples`` and ``num_chains`` of ``sampler`` (``"nuts"`` or ``"gibbs"``) in an
+    experiment's ``config`` (a dataclass or its JSON dictionary), as :func:`paththeory.sampling.sample_posterior`
+    takes them.
+
+    Example:
+      >>> schedule({"num_warmup": 100, "num_samples": 300, "num_chains": 2, "gibbs_warmup": 200,
+      ...           "gibbs_samples": 800, "gibbs_chains": 4}, "gibbs")
+      {'num_warmup': 200, 'num_samples': 800, 'num_chains': 4}
+    """
+    if not isinstance(sampler, str) or sampler not in _SCHEDULE_FIELDS:
+        raise ValueError(f"sampler must be one of {sorted(_SCHEDULE_FIELDS)}; got {sampler!r}.")
+    config = asdict(config) if is_dataclass(config) else config
+    return {arg: config[name] for arg, name in _SCHEDULE_FIELDS[sampler].items()}
+
+
+def relative_distance(sampled, theory, se=None) -> tuple[float, float | None]:
+    """``d = |sampled - theory|_F / |theory|_F`` and, from the entries' Monte Carlo errors ``se``, its noise floor
+    ``s = |se|_F / |theory|_F`` (``None`` when ``se`` is): the distance that sampling noise alone gives
+    (``E d^2 = d_true^2 + s^2``), and a bound on the standard deviation of ``d`` whatever the correlations between
+    the entries (``g^T Sigma g <= Tr Sigma`` for a unit ``g``).
+
+    Example:
+      >>> d, s = relative_distance(1.1 * np.eye(3), np.eye(3), np.full((3, 3), 0.01))
+      >>> round(d, 3), round(s, 3)
+      (0.1, 0.017)
+    """
+    sampled, theory = np.asarray(sampled, dtype=float), np.asarray(theory, dtype=float)
+    norm = float(np.linalg.norm(theory))
+    noise = None if se is None else float(np.linalg.norm(np.asarray(se, dtype=float)) / norm)
+    return float(np.linalg.norm(sampled - theory) / norm), noise
+
+
 def sampled_vs_theory(theory, sampled, sampled_se, gp_scale: float, seed: int = 0) -> dict:
     """How far a sampled estimate of ``U`` (NUTS or Gibbs) lies from the theory's, shared by Fig. 2, Fig. 3
     and the validity figure.
 
     ``relative_distance = |U_sampled - U_theory|_F / |U_theory|_F``; its Monte Carlo ``noise`` is the
     Frobenius norm of the per-entry batch-means errors ``sampled_se`` on the same scale (``None``
-    when ``sampled_se`` is); ``gp_relative_distance`` is the distance of the sample from the GP
-    point ``gp_scale I`` (for scale); ``mantel`` a Mantel test of the two patterns (``None`` below
-    three paths, too few to permute).
+    when ``sampled_se`` is; both by :func:`relative_distance`); ``gp_relative_distance`` is the distance
+    of the sample from the GP point ``gp_scale I`` (for scale); ``mantel`` a Mantel test of the two
+    patterns (``None`` below three paths, too few to permute).
 
     Example:
       >>> d = sampled_vs_theory(np.eye(3), 1.1 * np.eye(3), np.full((3, 3), 0.01), 1.0)
@@ -57,10 +96,9 @@ def sampled_vs_theory(theory, sampled, sampled_se, gp_scale: float, seed: int = 
     from paththeory.experiments import stats
 
     th, sampled = np.asarray(theory, dtype=float), np.asarray(sampled, dtype=float)
-    norm = float(np.linalg.norm(th))
-    noise = None if sampled_se is None else float(np.linalg.norm(np.asarray(sampled_se, dtype=float)) / norm)
-    return {"relative_distance": float(np.linalg.norm(sampled - th) / norm), "noise": noise,
-            "gp_relative_distance": float(np.linalg.norm(sampled - gp_scale * np.eye(len(th))) / norm),
+    distance, noise = relative_distance(sampled, th, sampled_se)
+    return {"relative_distance": distance, "noise": noise,
+            "gp_relative_distance": float(np.linalg.norm(sampled - gp_scale * np.eye(len(th))) / np.linalg.norm(th)),
             "mantel": stats.mantel_test(th, sampled, seed=seed) if len(th) >= 3 else None}
 
 
@@ -105,10 +143,13 @@ def agreement_sentence(rows: Sequence[dict], names: tuple[str, str], label: Call
     """:func:`sampler_agreement` in words: per point (named by ``label(row)``), whether the two samplers
     (``names``) agree, i.e. their distance is within two combined Monte Carlo errors and the largest ``|z|``
     within one of the largest expected from noise; points whose chains did not both mix are named apart."""
+    from paththeory.experiments import stats
+
     if not rows:
         return f"No point was sampled by both {names[0]} and {names[1]}."
     mixed = [r for r in rows if r["mixed"]]
-    agree = [r for r in mixed if r["distance"] <= 2 * r["noise"] and r["max_z"] <= r["expected_max_z"] + 1]
+    agree = [r for r in mixed
+             if not stats.resolved(r["distance"], r["noise"]) and r["max_z"] <= r["expected_max_z"] + 1]
     differ = [r for r in mixed if r not in agree]
 
     def point(r):

@@ -38,7 +38,7 @@ import paththeory
 from paththeory import _io
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import jsonable, sampled_vs_theory
+from paththeory.experiments import jsonable, sampled_vs_theory, schedule
 from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
@@ -218,15 +218,6 @@ def gp_accuracy(prob: Problem, temperature: float) -> float:
     return float(gp_correct(prob, temperature).mean())
 
 
-def schedule(cfg: Config, sampler: str = "nuts") -> dict[str, int]:
-    """``num_warmup``, ``num_samples`` and ``num_chains`` of ``sampler`` (``"nuts"`` or ``"gibbs"``) in ``cfg``."""
-    if sampler == "nuts":
-        return {"num_warmup": cfg.num_warmup, "num_samples": cfg.num_samples, "num_chains": cfg.num_chains}
-    if sampler == "gibbs":
-        return {"num_warmup": cfg.gibbs_warmup, "num_samples": cfg.gibbs_samples, "num_chains": cfg.gibbs_chains}
-    raise ValueError(f"sampler must be one of {sorted(SAMPLER_NAMES)}; got {sampler!r}.")
-
-
 def samplers(cfg: Config) -> dict[int, str]:
     """The widths of the four-path network that ``cfg`` samples, smallest first, each with its sampler:
     ``"nuts"`` for ``sample_widths``, ``"gibbs"`` for ``gibbs_widths``."""
@@ -236,8 +227,8 @@ def samplers(cfg: Config) -> dict[int, str]:
 def sample_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
               progress: bool = True) -> PosteriorSamples:
     """Posterior samples at ``width`` by ``sampler`` (``"nuts"`` or ``"gibbs"``,
-    :func:`paththeory.sampling.sample_posterior`) with the profile's schedule for it (:func:`schedule`)
-    and its fail-safe time limit."""
+    :func:`paththeory.sampling.sample_posterior`) with the profile's schedule for it
+    (:func:`paththeory.experiments.schedule`) and its fail-safe time limit."""
     return sample_posterior(
         prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test, method=sampler,
         **schedule(cfg, sampler), time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress,
@@ -284,8 +275,8 @@ def variance_sentence(width: int, v: dict) -> str:
             f"the samples' is {100 * v['relative_difference']:+.1f} % off")
     if noise is None:
         return head + " (too few draws for a Monte Carlo error)."
-    verdict = ("within two Monte Carlo errors" if abs(v["relative_difference"]) <= 2 * noise
-               else "beyond two Monte Carlo errors")
+    verdict = ("beyond two Monte Carlo errors" if stats.resolved(abs(v["relative_difference"]), noise)
+               else "within two Monte Carlo errors")
     return (f"{head}, with a Monte Carlo error of {100 * noise:.1f} %, {verdict}; across sequences "
             f"the two variances correlate with r = {v['r']:.2f}.")
 

@@ -32,7 +32,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from paththeory import _io
-from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, sampler_agreement, stats
+from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, relative_distance, sampler_agreement,
+                                    schedule, stats)
 from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
 from paththeory.model import MLP, Architecture, Residual, path_features
@@ -151,11 +152,6 @@ def problem(network: str, cfg: Config) -> Problem:
 # --------------------------------------------------------------------------- sampling
 
 
-def _schedule(cfg: Config, sampler: str) -> tuple[tuple[tuple[str, int], ...], int, int, int]:
-    """``(points, warmup, kept draws, chains)`` of ``sampler`` in ``cfg``."""
-    return tuple(getattr(cfg, name) for name in SAMPLERS[RECORDS.check(sampler)])
-
-
 def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
     """``sampler`` (``"nuts"`` or ``"gibbs"``) at every ``(network, width)`` of its points in ``cfg``: one
     JSON-ready record per point, with the sampled ``U`` and its batch-means error ``U_se``, the levels above
@@ -163,13 +159,13 @@ def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False)
     diagnostics."""
     from paththeory.sampling import sample_posterior
 
-    points, warmup, kept, chains = _schedule(cfg, sampler)
+    points = getattr(cfg, SAMPLERS[RECORDS.check(sampler)][0])  # its (network, width) pairs, its first field
     problems: dict[str, Problem] = {}
     records = []
     for i, (network, width) in enumerate(points):
         prob = problems.setdefault(network, problem(network, cfg))
         res = sample_posterior(prob.arch, prob.train, prob.y_train, width, cfg.temperature, method=sampler,
-                               features_test=prob.test, num_warmup=warmup, num_samples=kept, num_chains=chains,
+                               features_test=prob.test, **schedule(cfg, sampler),
                                time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i, progress_bar=progress)
         if progress:
             print(f"{network} N = {width}:\n{res.summary()}", flush=True)
@@ -205,14 +201,14 @@ def provenance_text(payload: dict) -> str:
     if payload["provenance"] is None:
         return "This profile samples no point with this sampler."
     prov, cfg = payload["provenance"], payload["provenance"]["config"]
-    points, warmup, kept, chains = (cfg[name] for name in SAMPLERS[prov["sampler"]])
+    sched = schedule(cfg, prov["sampler"])
     steps = "warm-up steps" if prov["sampler"] == "nuts" else "warm-up sweeps"
     where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
              f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
              f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as the page is built")
-    return (f"The {SAMPLER_NAMES[prov['sampler']]} samples ({prov['profile']} sizes) {where}. Each point is {chains} "
-            f"chains of {kept} draws after {warmup} {steps}; P = {cfg['n_train']} training and "
-            f"{cfg['n_test']} test sequences, T = {cfg['temperature']:g}.")
+    return (f"The {SAMPLER_NAMES[prov['sampler']]} samples ({prov['profile']} sizes) {where}. Each point is "
+            f"{sched['num_chains']} chains of {sched['num_samples']} draws after {sched['num_warmup']} {steps}; "
+            f"P = {cfg['n_train']} training and {cfg['n_test']} test sequences, T = {cfg['temperature']:g}.")
 
 
 # --------------------------------------------------------------------------- the theory against the samples
@@ -239,33 +235,24 @@ def gp_mean(prob: Problem, temperature: float) -> np.ndarray:
     return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature))
 
 
-def _relative(sampled, theory, se=None) -> tuple[float, float | None]:
-    """``d = |sampled - theory|_F / |theory|_F`` (the scale of :func:`paththeory.experiments.sampled_vs_theory`)
-    and, from the entries' Monte Carlo errors ``se``, the noise floor ``s = |se|_F / |theory|_F``: the distance
-    that sampling noise alone gives (``E d^2 = d_true^2 + s^2``), and a bound on the standard deviation of ``d``
-    whatever the correlations between the entries (``g^T Sigma g <= Tr Sigma`` for a unit ``g``)."""
-    sampled, theory = np.asarray(sampled, float), np.asarray(theory, float)
-    norm = float(np.linalg.norm(theory))
-    noise = None if se is None else float(np.linalg.norm(np.asarray(se, float)) / norm)
-    return float(np.linalg.norm(sampled - theory) / norm), noise
-
-
-def compare(payload: dict, cfg: Config, curves: dict | None = None,
-            problems: dict[str, Problem] | None = None) -> list[dict]:
+def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: dict[str, Problem] | None = None,
+            gp_means: dict[str, np.ndarray] | None = None) -> list[dict]:
     """Every record against the theory at its width, on the same data: relative distances of the sampled ``U``
     and mean predictor from the theory's (and the GP point's), over the theory's norm, with their Monte Carlo
     noise floors ``s`` (the distance sampling noise alone gives, ``E d^2 = d_true^2 + s^2``, and a bound on
     the standard deviation of ``d``); and the accuracies of the theory, the
     samples, the GP and the attention-only theory (the same heads, no MLP and no skip) with paired standard
-    errors of the differences. ``problems``: :func:`problem` of every network, and ``curves``:
-    :func:`theory_curve` of every network at (at least) the sampled widths; each computed here when not given."""
+    errors of the differences. ``problems``: :func:`problem` of every network, ``curves``: :func:`theory_curve` of
+    every network at (at least) the sampled widths, and ``gp_means``: :func:`gp_mean` of every network (at least
+    the sampled ones); each computed here when not given."""
     if problems is None:
         problems = {n: problem(n, cfg) for n in NETWORKS}
     widths = sorted({rec["width"] for rec in payload["records"]})
     if curves is None or any(w not in c["points"] for c in curves.values() for w in widths):
         curves = {n: theory_curve(problems[n], widths, cfg.temperature) for n in NETWORKS}
     base = curves["attention"]
-    gp_means = {n: gp_mean(problems[n], cfg.temperature) for n in {rec["network"] for rec in payload["records"]}}
+    if gp_means is None:
+        gp_means = {n: gp_mean(problems[n], cfg.temperature) for n in {rec["network"] for rec in payload["records"]}}
     rows = []
     for rec in payload["records"]:
         prob, width = problems[rec["network"]], rec["width"]
@@ -273,8 +260,8 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None,
         sol = point["solution"]
         gp_u = np.diag(prob.arch.gp_path_variances())
         mean_gp = gp_means[rec["network"]]
-        u_dist, u_noise = _relative(rec["U"], sol.U, rec["U_se"])
-        f_dist, f_noise = _relative(rec["mean"], point["mean"], rec["mean_se"])
+        u_dist, u_noise = relative_distance(rec["U"], sol.U, rec["U_se"])
+        f_dist, f_noise = relative_distance(rec["mean"], point["mean"], rec["mean_se"])
         sampled_correct = np.asarray(rec["mean"]) * prob.y_test > 0
         gp = mean_gp * prob.y_test > 0
         plain = base["points"][width]["correct"]
@@ -283,7 +270,8 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None,
             "network": rec["network"], "width": width, "paths": prob.arch.n_paths, "sampler": payload["sampler"],
             "U_distance": u_dist, "U_noise": u_noise,
             "U_gp_distance": float(np.linalg.norm(np.asarray(rec["U"]) - gp_u) / np.linalg.norm(sol.U)),
-            "inner_distance": [_relative(s, t)[0] for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
+            "inner_distance": [relative_distance(s, t)[0]
+                               for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
             "f_distance": f_dist, "f_noise": f_noise,
             "f_gp_distance": float(np.linalg.norm(np.asarray(rec["mean"]) - mean_gp) / np.linalg.norm(point["mean"])),
             "accuracy": {"theory": float(point["correct"].mean()), "sampled": float(sampled_correct.mean()),
@@ -451,9 +439,8 @@ def conclusion(results: dict) -> str:
 
 
 def _resolved(r: dict) -> bool:
-    """Whether a row's distance exceeds twice its noise floor (a finite one): the run resolves it."""
-    s = r["U_noise"]
-    return s is not None and math.isfinite(s) and r["U_distance"] > 2 * s
+    """Whether the run resolves a row's distance of ``U`` (:func:`paththeory.experiments.stats.resolved`)."""
+    return stats.resolved(r["U_distance"], r["U_noise"])
 
 
 def debiased(r: dict) -> float:
@@ -827,8 +814,9 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     problems = {n: problem(n, cfg) for n in NETWORKS}
     widths = sorted(set(cfg.theory_widths) | {w for _, w in cfg.sampled} | {w for _, w in cfg.gibbs})
     curves = {n: theory_curve(problems[n], widths, cfg.temperature) for n in NETWORKS}
-    rows = compare(payload, cfg, curves, problems)
-    gibbs_rows = compare(exact, cfg, curves, problems) if exact else []
+    gp_means = {n: gp_mean(problems[n], cfg.temperature) for n in NETWORKS}
+    rows = compare(payload, cfg, curves, problems, gp_means)
+    gibbs_rows = compare(exact, cfg, curves, problems, gp_means) if exact else []
     skip = problems["skip"]
     results = jsonable({
         "profile": name, "config": asdict(cfg), "provenance": payload["provenance"], "rows": rows,
@@ -843,8 +831,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
                       for n in NETWORKS},
         "path_classes": {n: {k: m.tolist() for k, m in path_classes(problems[n].arch).items()} for n in NETWORKS},
         "path_names": {n: problems[n].arch.path_names() for n in NETWORKS},
-        "gp_accuracy": {n: float((gp_mean(problems[n], cfg.temperature) * problems[n].y_test > 0).mean())
-                        for n in NETWORKS},
+        "gp_accuracy": {n: float((gp_means[n] * problems[n].y_test > 0).mean()) for n in NETWORKS},
         "gp_path_variances": {n: problems[n].arch.gp_path_variances() for n in NETWORKS},
         "U": {n: {str(w): p["solution"].U for w, p in c["points"].items()} for n, c in curves.items()},
         "accuracy_curves": {n: {str(w): p["accuracy"] for w, p in c["points"].items()} for n, c in curves.items()},

@@ -94,6 +94,17 @@ def verdict(estimate: float, se: float, threshold: float = 0.0, z: float = 2.0) 
     return "within noise"
 
 
+def resolved(distance: float, noise: float | None) -> bool:
+    """Whether a measured ``distance`` is resolved: a distance is resolved only if it exceeds twice its noise
+    floor ``noise`` (a known, finite one; ``None`` or NaN resolves nothing).
+
+    Example:
+      >>> resolved(0.05, 0.02), resolved(0.04, 0.02), resolved(0.05, None)
+      (True, False, False)
+    """
+    return noise is not None and math.isfinite(noise) and bool(distance > 2 * noise)
+
+
 def verdict_from_p(p_greater: float, p_less: float, alpha: float = 0.05) -> str:
     """Verdict on a claim of a positive effect from its two one-sided p-values.
 

@@ -34,7 +34,7 @@ from matplotlib.figure import Figure
 
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, sampled_vs_theory
+from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, sampled_vs_theory, schedule
 from paththeory.experiments import markov as markov_experiment
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
@@ -168,10 +168,9 @@ def problem(task: str, cfg: Config) -> Problem:
     raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
 
 
-def _schedule(cfg: Config, sampler: str) -> tuple[dict[str, tuple[int, ...]], int, int, int]:
-    """``({task: widths}, warmup, kept draws, chains)`` of ``sampler`` in ``cfg``."""
-    markov, omniglot, warmup, kept, chains = (getattr(cfg, name) for name in SAMPLERS[RECORDS.check(sampler)])
-    return {"markov": tuple(markov), "omniglot": tuple(omniglot)}, warmup, kept, chains
+def _widths(cfg: Config, sampler: str) -> dict[str, tuple[int, ...]]:
+    """``{task: widths}`` that ``sampler`` samples in ``cfg``: its first :data:`SAMPLERS` fields, one per task."""
+    return {task: tuple(getattr(cfg, name)) for task, name in zip(TASKS, SAMPLERS[RECORDS.check(sampler)])}
 
 
 def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
@@ -184,7 +183,7 @@ def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False)
     and ``complete`` (``False`` when a chain has fewer than 4 draws, too few for a batch-means
     error; such a record's numbers are not used).
     """
-    widths, warmup, kept, chains = _schedule(cfg, sampler)
+    widths = _widths(cfg, sampler)
     records = []
     for task in TASKS:
         if not widths[task]:
@@ -192,9 +191,8 @@ def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False)
         prob = problem(task, cfg)
         for i, width in enumerate(widths[task]):
             res = sample_posterior(prob.arch, prob.train, prob.y_train, width, prob.temperature, method=sampler,
-                                   features_test=prob.test, num_warmup=warmup, num_samples=kept,
-                                   num_chains=chains, time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i,
-                                   progress_bar=progress)
+                                   features_test=prob.test, **schedule(cfg, sampler),
+                                   time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i, progress_bar=progress)
             if progress:
                 print(f"{task} N = {width} ({SAMPLER_NAMES[sampler]}):\n{res.summary()}", flush=True)
             complete = res.U_draws.shape[1] >= 4
@@ -248,7 +246,7 @@ def provenance_text(payload: dict) -> str:
     prov = payload["provenance"]
     sampler = prov["sampler"]
     cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in prov["config"].items()})
-    widths, warmup, kept, chains = _schedule(cfg, sampler)
+    widths, sched = _widths(cfg, sampler), schedule(cfg, sampler)
     where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
              f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
              f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as "
@@ -263,7 +261,8 @@ def provenance_text(payload: dict) -> str:
                      f"{cfg.omniglot_test} test sequences (held-out characters), T = {cfg.omniglot_temperature:g}, "
                      f"N = {_widths_text(widths['omniglot'])}.")
     return " ".join([f"The {SAMPLER_NAMES[sampler]} samples ({prov['profile']} sizes) {where}. Each point is "
-                     f"{chains} chains of {kept} draws after {warmup} {steps}.", *tasks])
+                     f"{sched['num_chains']} chains of {sched['num_samples']} draws after {sched['num_warmup']} "
+                     f"{steps}.", *tasks])
 
 
 def compare(runs: dict | Sequence[dict], cfg: Config) -> list[dict]:
@@ -403,7 +402,7 @@ def summary(rows: Sequence[dict]) -> str:
                 continue
             parts = []
             for r in sel:
-                within = "within" if r["distance"] <= 2 * r["noise"] else "beyond"
+                within = "beyond" if stats.resolved(r["distance"], r["noise"]) else "within"
                 mixing = "" if r["r_hat"] is None or r["r_hat"] <= R_HAT_OK else (
                     f"; R-hat {r['r_hat']:.2f}: the chains have not fully mixed, so the error is itself uncertain")
                 parts.append(f"{r['distance']:.3f} ± {r['noise']:.3f} at |Π|/N = {r['ratio']:.2g} (N = {r['width']}, "

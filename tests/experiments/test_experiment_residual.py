@@ -44,6 +44,13 @@ def shipped():
     return exp.compare(payload, exp.settings("smoke"))
 
 
+def test_gp_means_passed_in_give_the_rows_computed_without_them(shipped):
+    cfg = exp.settings("smoke")
+    problems = {n: exp.problem(n, cfg) for n in exp.NETWORKS}
+    gp_means = {n: exp.gp_mean(problems[n], cfg.temperature) for n in exp.NETWORKS}
+    assert exp.compare(exp.samples("smoke"), cfg, problems=problems, gp_means=gp_means) == shipped
+
+
 def test_the_theory_lies_near_the_shipped_nuts_records(shipped):
     """Where the chains mixed and |Pi| / N <= 0.4, U within U_TOLERANCE of NUTS's (beyond two Monte Carlo
     errors) and at most a third of the GP point's distance; the predictor closer to the theory than the GP."""

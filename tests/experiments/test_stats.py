@@ -96,6 +96,12 @@ def test_paired_difference_and_verdicts():
         stats.paired_difference([1, 0], [1])
 
 
+def test_a_distance_is_resolved_only_beyond_twice_its_noise_floor():
+    assert stats.resolved(0.05, 0.02) and not stats.resolved(0.04, 0.02) and not stats.resolved(0.03, 0.02)
+    for unknown in (None, float("nan"), float("inf")):
+        assert not stats.resolved(1.0, unknown)
+
+
 def test_batch_means_se_for_correlated_draws(rng):
     """AR(1) chains x_t = phi x_{t-1} + e_t: the variance of the mean is ~ 1 / ((1 - phi)^2 n)."""
     phi, n, chains = 0.8, 4000, 4

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from paththeory.cli import main
-from paththeory.experiments import ShippedRecords, validity
+from paththeory.experiments import ShippedRecords, schedule, validity
 from paththeory.experiments.claims import U_TOLERANCE
 from paththeory.predict import mean_predictor
 from paththeory.solve import Theory
@@ -226,6 +226,13 @@ def test_the_shipped_nuts_file_does_not_serve_gibbs():
     gibbs_sized_as_nuts = dataclasses.replace(validity.settings("smoke"), gibbs_markov_widths=(10, 30, 100),
                                               gibbs_omniglot_widths=(10, 20), gibbs_warmup=200, gibbs_samples=300)
     assert validity.shipped_samples(sampler="gibbs", config=gibbs_sized_as_nuts) is None
+
+
+def test_each_sampler_reads_its_own_schedule_from_a_config_or_its_json():
+    cfg = validity.settings("paper")
+    assert schedule(cfg, "nuts") == {"num_warmup": 300, "num_samples": 300, "num_chains": 4}
+    assert schedule(cfg, "gibbs") == schedule(dataclasses.asdict(cfg), "gibbs") == {
+        "num_warmup": 500, "num_samples": 2000, "num_chains": 4}
 
 
 @pytest.mark.parametrize("call", [lambda: validity.samples("smoke", sampler="hmc"),
