@@ -7,9 +7,12 @@ Used by the chapter ``book/many_outputs.md`` and ``paththeory reproduce multicla
 * :func:`independent_order_parameter`: ``C`` single-output theories, one per label column, as one
   block-diagonal ``U``; :func:`nearest_kronecker`: the Kronecker product ``A (x) B`` (outputs x
   paths) nearest to a ``U`` in Frobenius norm (Van Loan and Pitsianis 1993);
-* :func:`compare_at`: the theory against NUTS at one width, with the GP, the independent and the
-  Kronecker order parameters; :func:`decoupling`: two classes with two outputs; :func:`class_scaling`:
-  finite width against the GP for ``C = 2, 3, 5`` at matched ``P / N``;
+* :func:`samplers`: which sampler draws each sampled width (NUTS at the small widths, the exact blocked
+  Gibbs sampler from ``N = 30``, where it gives several times NUTS's effective draws per second:
+  :data:`SAMPLER_SPEED`);
+* :func:`compare_at`: the theory against the posterior samples at one width, with the GP, the independent
+  and the Kronecker order parameters; :func:`decoupling`: two classes with two outputs;
+  :func:`class_scaling`: finite width against the GP for ``C = 2, 3, 5`` at matched ``P / N``;
 * :func:`multiclass_claims`: one verdict row per comparison (:mod:`paththeory.experiments.claims`);
 * tables and figures for the chapter.
 
@@ -35,7 +38,7 @@ from paththeory import _io
 from paththeory.experiments import stats
 from paththeory._checks import check_flag
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import jsonable
+from paththeory.experiments import SAMPLER_NAMES, jsonable, schedule
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.model import Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
@@ -49,11 +52,12 @@ from paththeory.tasks import multiclass as task
 @dataclass(frozen=True)
 class Config:
     """Sizes of one profile: the task (``n_features``, ``seq_len``, ``n_train``, ``n_test`` sequences of
-    ``n_classes`` classes), the temperature, the widths sampled with NUTS (``num_chains`` chains of
-    ``num_warmup`` + ``num_samples`` iterations; ``time_limit`` seconds per run is a fail-safe against a
-    stuck run, far above an honest run's time, :func:`paththeory.profiles.time_limit`), and the
-    class scaling: ``C`` in ``scaling_classes`` with ``per_class`` training sequences per class at
-    width ``N = P / p_over_n``."""
+    ``n_classes`` classes), the temperature, the widths sampled with NUTS (``sample_widths``, each with
+    ``num_chains`` chains of ``num_warmup`` + ``num_samples`` iterations) and with the exact blocked Gibbs
+    sampler (``gibbs_widths``, each with ``gibbs_chains`` chains of ``gibbs_warmup`` + ``gibbs_samples``
+    sweeps; no width is sampled twice), ``time_limit`` seconds per run (a fail-safe against a stuck run, far
+    above an honest run's time, :func:`paththeory.profiles.time_limit`), and the class scaling: ``C`` in
+    ``scaling_classes`` with ``per_class`` training sequences per class at width ``N = P / p_over_n``."""
 
     n_features: int
     seq_len: int
@@ -69,12 +73,47 @@ class Config:
     scaling_classes: tuple[int, ...]
     per_class: int
     p_over_n: float
+    gibbs_widths: tuple[int, ...] = ()
+    gibbs_warmup: int = 100
+    gibbs_samples: int = 400
+    gibbs_chains: int = 2
 
+    def __post_init__(self):
+        twice = sorted(set(self.sample_widths) & set(self.gibbs_widths))
+        if twice:
+            raise ValueError(f"a width is sampled by one sampler only; N = {', '.join(map(str, twice))} "
+                             "is in both sample_widths (NUTS) and gibbs_widths (Gibbs).")
+
+
+#: Per width and sampler, ``(ess, r_hat, seconds)`` of one measurement on the ``smoke`` problem (P = 60,
+#: C = 3, T = 0.01), seed 0: the effective draws of ``U``'s slowest entry (the least bulk ESS over its
+#: entries), the largest R-hat over them, and the seconds of the run in each of two runs (one at N = 300),
+#: compilation included; NUTS with 2 chains of 60 + 80 iterations (the smoke schedule), Gibbs with 2 chains
+#: of 100 + 400 sweeps; one process on a 2-core CPU shared with other jobs, so the seconds move with the
+#: load while the draws are the same in both runs. :func:`sampler_speed_table` shows it; :data:`SETTINGS`
+#: follows it: NUTS below N = 30, Gibbs from N = 30, where it gives four or more times NUTS's draws per
+#: second, a lead that grows with the width.
+SAMPLER_SPEED = {
+    15: {"nuts": (55.9, 1.045, (17.5, 17.4)), "gibbs": (39.3, 1.061, (13.6, 12.3))},
+    20: {"nuts": (58.6, 1.051, (19.4, 14.8)), "gibbs": (55.5, 1.045, (12.1, 11.3))},
+    30: {"nuts": (73.9, 1.025, (20.4, 18.3)), "gibbs": (195.6, 1.019, (13.5, 11.4))},
+    60: {"nuts": (76.3, 1.041, (29.2, 30.9)), "gibbs": (359.2, 1.012, (8.4, 12.4))},
+    120: {"nuts": (75.3, 1.039, (40.1, 49.3)), "gibbs": (381.5, 1.009, (10.2, 14.7))},
+    300: {"nuts": (34.2, 1.058, (411.4,)), "gibbs": (569.3, 1.009, (23.0,))},
+}
 
 SETTINGS = {
-    "smoke": Config(30, 20, 3, 60, 300, 0.01, (30, 15), 60, 80, 2, 3600.0, (2, 3, 5), 20, 1.5),
-    "colab": Config(60, 20, 3, 90, 1500, 0.01, (60, 30, 20), 200, 300, 4, 3 * 3600.0, (2, 3, 5), 30, 1.5),
-    "paper": Config(60, 20, 3, 90, 3000, 0.01, (120, 60, 30, 20), 300, 500, 4, 24 * 3600.0, (2, 3, 5), 40, 1.5),
+    # smoke: Gibbs at N = 30 and 120 (10-17 s each on a busy 2-core CPU, compilation included), in less time
+    # than NUTS took at N = 15 and 30 (12-18 s and 20-22 s); a third width would cost 15 s more. No width
+    # below 30, where NUTS would be the sampler, is sampled: the colab and paper profiles sample N = 20.
+    "smoke": Config(30, 20, 3, 60, 300, 0.01, (), 60, 80, 2, 3600.0, (2, 3, 5), 20, 1.5,
+                    gibbs_widths=(30, 120), gibbs_warmup=100, gibbs_samples=400, gibbs_chains=2),
+    # colab and paper: NUTS at N = 20, Gibbs from N = 30 up to C |Pi| / N = 0.04 (colab) and 0.012 (paper),
+    # 4 chains x (200 + 800) sweeps: a few sweeps per effective draw of U from N = 30 (SAMPLER_SPEED).
+    "colab": Config(60, 20, 3, 90, 1500, 0.01, (20,), 200, 300, 4, 3 * 3600.0, (2, 3, 5), 30, 1.5,
+                    gibbs_widths=(30, 60, 120, 300), gibbs_warmup=200, gibbs_samples=800, gibbs_chains=4),
+    "paper": Config(60, 20, 3, 90, 3000, 0.01, (20,), 300, 500, 4, 24 * 3600.0, (2, 3, 5), 40, 1.5,
+                    gibbs_widths=(30, 60, 120, 300, 1000), gibbs_warmup=200, gibbs_samples=800, gibbs_chains=4),
 }
 
 
@@ -161,13 +200,28 @@ def _noise(draws: np.ndarray, reference) -> float:
     return float(np.linalg.norm(stats.batch_means_se(draws)) / np.linalg.norm(np.asarray(reference)))
 
 
-def compare_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progress: bool = False) -> dict:
-    """The theory against NUTS at one width, and four other order parameters against both.
+def samplers(cfg: Config) -> dict[int, str]:
+    """The widths that ``cfg`` samples, smallest first, each with its sampler: ``"nuts"`` for
+    ``sample_widths``, ``"gibbs"`` for ``gibbs_widths``.
 
-    Returns a dict with ``ratio`` (``C |Pi| / N``), the theory's ``U`` (and whether it converged),
-    ``errors`` (per order parameter: ``U`` and mean-predictor distances to NUTS, relative to the
-    theory's), ``noise`` (Monte-Carlo noise of NUTS's ``U``, mean and covariance), ``diagnostics``,
-    ``accuracy`` and ``correct`` (argmax, per test sequence) of every predictor.
+    Example:
+      >>> samplers(settings("colab"))
+      {20: 'nuts', 30: 'gibbs', 60: 'gibbs', 120: 'gibbs', 300: 'gibbs'}
+    """
+    return dict(sorted([(int(w), "nuts") for w in cfg.sample_widths] + [(int(w), "gibbs") for w in cfg.gibbs_widths]))
+
+
+def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
+               progress: bool = False) -> dict:
+    """The theory against posterior samples at one width, drawn by ``sampler`` (``"nuts"`` or ``"gibbs"``,
+    :func:`paththeory.sampling.sample_posterior`) with the profile's schedule for it
+    (:func:`paththeory.experiments.schedule`), and four other order parameters against both.
+
+    Returns a dict with ``sampler``, ``ratio`` (``C |Pi| / N``), the theory's ``U`` (and whether it
+    converged), ``errors`` (per order parameter: ``U`` and mean-predictor distances to the samples', relative
+    to the theory's), ``theory_vs_sampled`` (the samples' ``U``, mean and covariance against the theory's),
+    ``noise`` (Monte-Carlo noise of the samples' ``U`` and mean), ``diagnostics``, ``accuracy`` and
+    ``correct`` (argmax, per test sequence) of every predictor, the samples' under ``"sampled"``.
     """
     t, arch = cfg.temperature, prob.arch
     sol = Theory(arch, prob.train, prob.y_train).solve(width, t)
@@ -176,20 +230,19 @@ def compare_at(prob: Problem, width: int, cfg: Config, *, seed: int = 0, progres
                   "kronecker": nearest_kronecker(sol.U, prob.n_classes)}
     preds = {k: predictor(U, prob.train, prob.y_train, prob.test, t) for k, U in candidates.items()}
     samples: PosteriorSamples = sample_posterior(
-        arch, prob.train, prob.y_train, width, t, features_test=prob.test, num_warmup=cfg.num_warmup,
-        num_samples=cfg.num_samples, num_chains=cfg.num_chains, time_limit=time_limit(cfg.time_limit), seed=seed,
-        progress_bar=progress)
+        arch, prob.train, prob.y_train, width, t, features_test=prob.test, method=sampler,
+        **schedule(cfg, sampler), time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress)
     mean_th, cov_th = (np.asarray(a) for a in preds["theory"])
-    out = {"width": int(width), "ratio": prob.n_classes * arch.n_paths / width, "U_theory": sol.U,
-           "U_sampled": samples.U, "converged": bool(sol.report["converged"]),
+    out = {"width": int(width), "sampler": sampler, "ratio": prob.n_classes * arch.n_paths / width,
+           "U_theory": sol.U, "U_sampled": samples.U, "converged": bool(sol.report["converged"]),
            "diagnostics": samples.diagnostics}
     right = {k: task.correct(p[0], prob.classes_test) for k, p in preds.items()}
-    right["nuts"] = task.correct(samples.mean, prob.classes_test)
-    # every distance to NUTS relative to the theory's norm, as its Monte-Carlo noise is
+    right["sampled"] = task.correct(samples.mean, prob.classes_test)
+    # every distance to the samples relative to the theory's norm, as their Monte-Carlo noise is
     out["errors"] = {k: {"U": relative(candidates[k], samples.U, sol.U),
                          "mean": relative(preds[k][0], samples.mean, mean_th)} for k in candidates}
-    out["theory_vs_nuts"] = {"U": relative(samples.U, sol.U), "mean": relative(samples.mean, mean_th),
-                             "cov": relative(samples.var, cov_th)}
+    out["theory_vs_sampled"] = {"U": relative(samples.U, sol.U), "mean": relative(samples.mean, mean_th),
+                                "cov": relative(samples.var, cov_th)}
     out["noise"] = {"U": _noise(samples.U_draws, sol.U), "mean": _noise(samples.f_draws, mean_th)}
     out["accuracy"] = {k: float(v.mean()) for k, v in right.items()}
     out["correct"] = {k: v.astype(int) for k, v in right.items()}
@@ -261,14 +314,16 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results = {"profile": name, "config": asdict(cfg), "paths": list(task.PATH_NAMES),
                "n_paths": prob.arch.n_paths, "transition_probs": task.transition_probs(cfg.n_classes)}
     timings = {"problem": time.perf_counter() - start}
+    sampled = samplers(cfg)
+    results["samplers"] = {str(w): s for w, s in sampled.items()}
     results["widths"] = {}
-    for i, w in enumerate(cfg.sample_widths):
+    for i, (w, sampler) in enumerate(sampled.items()):
         t = time.perf_counter()
-        results["widths"][str(w)] = compare_at(prob, w, cfg, seed=i, progress=progress)
-        timings[f"width {w}"] = time.perf_counter() - t
+        results["widths"][str(w)] = compare_at(prob, w, cfg, sampler=sampler, seed=i, progress=progress)
+        timings[f"width {w} ({sampler})"] = time.perf_counter() - t
     t = time.perf_counter()
     two = problem(2, cfg.per_class * 2, cfg.n_test // 2 * 2, cfg.n_features, cfg.seq_len)
-    results["decoupling"] = decoupling(two, min(cfg.sample_widths), cfg.temperature)
+    results["decoupling"] = decoupling(two, min(sampled), cfg.temperature)
     timings["decoupling"] = time.perf_counter() - t
     t = time.perf_counter()
     results["scaling"] = class_scaling(cfg)
@@ -302,27 +357,36 @@ def valid_widths(results: dict) -> list[str]:
 
 #: The order parameters compared with the theory's, as the claims name them.
 COMPETITORS = {"gp": "the GP", "independent": "independent outputs", "kronecker": "the nearest Kronecker U"}
-#: Row labels of the tables.
-LABELS = {"theory": "theory", "nuts": "NUTS", "gp": "GP", "independent": "independent", "kronecker": "Kronecker"}
+#: Row labels of the tables (the samples' row also names its sampler).
+LABELS = {"theory": "theory", "sampled": "samples", "gp": "GP", "independent": "independent",
+          "kronecker": "Kronecker"}
+
+
+def sampler_name(record: dict) -> str:
+    """The name of the sampler that drew one width's record (``results["widths"][w]``; NUTS where the
+    record names none)."""
+    return SAMPLER_NAMES[record.get("sampler", "nuts")]
 
 
 def multiclass_claims(results: dict) -> list[dict]:
     """Verdict rows, all :data:`~paththeory.experiments.claims.OWN_TEST`: per valid width, the theory's
-    ``U`` within :data:`~paththeory.experiments.claims.U_TOLERANCE` of NUTS's; the theory's mean
-    predictor closer to NUTS's than the GP's, the independent outputs' and the Kronecker ``U``'s
+    ``U`` within :data:`~paththeory.experiments.claims.U_TOLERANCE` of the samples'; the samples' mean
+    predictor closer to the theory's than to the GP's, the independent outputs' and the Kronecker ``U``'s
     (distance difference against the Monte-Carlo noise); argmax accuracy of the theory against each
-    (paired); and finite width's gain over the GP larger at ``C = max`` than at ``C = min``."""
+    (paired); and finite width's gain over the GP larger at ``C = max`` than at ``C = min``. Each row on
+    samples names their sampler."""
     rows = []
     for w in valid_widths(results):
         r = results["widths"][w]
-        split = f"N = {w}"
-        rel, noise = r["theory_vs_nuts"]["U"], r["noise"]["U"]
-        rows.append(_row("u_nuts", "the theory's U matches NUTS's", split, rel,
+        split, name = f"N = {w}", sampler_name(r)
+        rel, noise = r["theory_vs_sampled"]["U"], r["noise"]["U"]
+        rows.append(_row("u_sampled", f"the theory's U matches the {name} samples'", split, rel,
                          f"Monte Carlo {noise:.1%}", stats.verdict(U_TOLERANCE - rel, noise),
                          f"relative error at most {U_TOLERANCE:.0%}", f"{rel:.1%}", OWN_TEST))
         for k, label in COMPETITORS.items():
             gap = r["errors"][k]["mean"] - r["errors"]["theory"]["mean"]
-            rows.append(_row(f"mean_vs_{k}", f"NUTS's mean predictor lies closer to the theory than to {label}",
+            rows.append(_row(f"mean_vs_{k}", f"the {name} samples' mean predictor lies closer to the theory than "
+                             f"to {label}",
                              split, gap, f"Monte Carlo {r['noise']['mean']:.1%}",
                              stats.verdict(gap, r["noise"]["mean"]), "not in the paper",
                              f"{r['errors'][k]['mean']:.1%} vs {r['errors']['theory']['mean']:.1%}", OWN_TEST))
@@ -339,38 +403,89 @@ def multiclass_claims(results: dict) -> list[dict]:
     return rows
 
 
-def nuts_table(results: dict) -> str:
-    """Per sampled width: ``C |Pi| / N``, relative errors of the theory's ``U``, mean and covariance
-    against NUTS (with the Monte-Carlo noise), R-hat, the smallest bulk ESS, time."""
+def sampled_table(results: dict) -> str:
+    """Per sampled width: its sampler, ``C |Pi| / N``, relative errors of the theory's ``U``, mean and
+    covariance against the samples' (with the Monte-Carlo noise), R-hat, the smallest bulk ESS, the effective
+    draws of ``U``'s slowest entry per second and the sampler's time."""
     rows = []
     for w, r in results["widths"].items():
         d = r["diagnostics"]
-        e, n = r["theory_vs_nuts"], r["noise"]
-        rows.append([w, f"{r['ratio']:.2f}", f"{e['U']:.1%} ({n['U']:.1%})", f"{e['mean']:.1%} ({n['mean']:.1%})",
-                     f"{e['cov']:.1%}", f"{d['r_hat_max']:.3f}", f"{d['ess_bulk_min']:.0f}", f"{d['seconds']:.0f} s"])
-    return markdown_table(["N", "C|Π|/N", "U error (noise)", "mean error (noise)", "cov. error", "R-hat max",
-                           "ESS min", "NUTS time"], rows)
+        e, n = r["theory_vs_sampled"], r["noise"]
+        rows.append([w, sampler_name(r), f"{r['ratio']:.2f}", f"{e['U']:.1%} ({n['U']:.1%})",
+                     f"{e['mean']:.1%} ({n['mean']:.1%})", f"{e['cov']:.1%}", f"{d['r_hat_max']:.3f}",
+                     f"{d['ess_bulk_min']:.0f}", f"{d['ess_per_second']:.1f}", f"{d['seconds']:.0f} s"])
+    return markdown_table(["N", "sampler", "C|Π|/N", "U error (noise)", "mean error (noise)", "cov. error",
+                           "R-hat max", "ESS min", "ESS/s of U", "time"], rows)
+
+
+def _range(values) -> str:
+    """``"a"`` or ``"a–b"``, smallest to largest: whole numbers from 10, one decimal from 1, two decimals from
+    0.1, two significant figures below."""
+    def fmt(v: float) -> str:
+        return f"{v:.0f}" if v >= 10 else f"{v:.1f}" if v >= 1 else f"{v:.2f}" if v >= 0.1 else f"{v:.2g}"
+
+    lo, hi = min(values), max(values)
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}–{fmt(hi)}"
+
+
+def sampler_speed_table(results: dict | None = None) -> str:
+    """:data:`SAMPLER_SPEED` for a reader: per width, each sampler's effective draws of ``U``'s slowest entry
+    (with their R-hat) and per second (over the repeated runs), Gibbs's lead, and, given ``results``, the
+    sampler its profile uses there."""
+    chosen = {} if results is None else results.get("samplers", {})
+    rows = []
+    for w, m in SAMPLER_SPEED.items():
+        rate = {k: [m[k][0] / s for s in m[k][2]] for k in m}
+        lead = [g / n for g, n in zip(rate["gibbs"], rate["nuts"])]
+        row = [w, *(f"{m[k][0]:.0f} ({m[k][1]:.3f})" for k in ("nuts", "gibbs")),
+               *(_range(rate[k]) for k in ("nuts", "gibbs")), f"{_range(lead)}×"]
+        if results is not None:
+            row.append(SAMPLER_NAMES[chosen[str(w)]] if str(w) in chosen else "not sampled")
+        rows.append(row)
+    head = ["N", "NUTS: ESS of U (R-hat)", "Gibbs: ESS of U (R-hat)", "NUTS: ESS/s", "Gibbs: ESS/s", "Gibbs/NUTS"]
+    return markdown_table(head + (["this profile"] if results is not None else []), rows)
+
+
+def sampler_sentence(results: dict) -> str:
+    """Which sampler drew each width of ``results``, with the profile's chains for each
+    (:func:`paththeory.experiments.schedule`)."""
+    by: dict[str, list[str]] = {}
+    for w, s in results.get("samplers", {}).items():
+        by.setdefault(s, []).append(w)
+    parts = []
+    for s, widths in by.items():
+        sch = schedule(results["config"], s)
+        step, warm = ("draws", "warm-up steps") if s == "nuts" else ("sweeps", "warm-up sweeps")
+        chains = sch["num_chains"]
+        name = "NUTS" if s == "nuts" else "the exact Gibbs sampler"
+        parts.append(f"N = {', '.join(widths)} with {name} ({chains} chain{'s' if chains > 1 else ''} of "
+                     f"{sch['num_samples']} {step} after {sch['num_warmup']} {warm})")
+    if not parts:
+        return "This run samples no width."
+    return "This run samples " + " and ".join(parts) + "."
 
 
 def comparison_table(results: dict) -> str:
-    """Per width and order parameter: distance of its ``U`` and of its mean predictor from NUTS's
-    (relative to the theory's), and its argmax accuracy."""
+    """Per width and order parameter: distance of its ``U`` and of its mean predictor from the samples'
+    (relative to the theory's), and its argmax accuracy; the samples' row names their sampler."""
     rows = []
     for w, r in results["widths"].items():
         for k in ("theory", *COMPETITORS):
             e = r["errors"][k]
             rows.append([w, LABELS[k], f"{e['U']:.1%}", f"{e['mean']:.1%}", f"{r['accuracy'][k]:.3f}"])
-        rows.append([w, "NUTS", "", "", f"{r['accuracy']['nuts']:.3f}"])
-    return markdown_table(["N", "U from", "U vs NUTS", "mean vs NUTS", "accuracy"], rows)
+        rows.append([w, f"{LABELS['sampled']} ({sampler_name(r)})", "", "", f"{r['accuracy']['sampled']:.3f}"])
+    return markdown_table(["N", "U from", "U vs samples", "mean vs samples", "accuracy"], rows)
 
 
 def accuracy_table(results: dict) -> str:
-    """Argmax accuracy of every predictor and its paired difference from the theory's, per width."""
+    """Argmax accuracy of every predictor and its paired difference from the theory's, per width (the
+    samples' row names their sampler)."""
     rows = []
     for w, r in results["widths"].items():
-        for k in ("nuts", *COMPETITORS):
+        for k in ("sampled", *COMPETITORS):
             d = stats.paired_difference(r["correct"]["theory"], r["correct"][k])
-            rows.append([w, LABELS[k], f"{r['accuracy'][k]:.3f}", f"{r['accuracy']['theory']:.3f}",
+            label = f"{LABELS[k]} ({sampler_name(r)})" if k == "sampled" else LABELS[k]
+            rows.append([w, label, f"{r['accuracy'][k]:.3f}", f"{r['accuracy']['theory']:.3f}",
                          f"{100 * d['difference']:+.1f} ± {100 * d['se']:.1f}"])
     return markdown_table(["N", "other", "its accuracy", "theory's", "theory − other (points, paired SE)"], rows)
 
@@ -396,31 +511,41 @@ def scaling_sentence(results: dict) -> str:
 
 
 def comparison_sentence(results: dict) -> str:
-    """What the comparisons against NUTS say, from the verdict rows."""
+    """What the comparisons against the samples say, from the verdict rows."""
     rows = [r for r in results["claims"] if r["id"].startswith("mean_vs_")]
     if not rows:
-        return "No NUTS run at C|Π|/N ≤ 0.4: no comparison has a verdict."
+        return "No sampled width at C|Π|/N ≤ 0.4: no comparison has a verdict."
     held = [r for r in rows if r["verdict"] == "holds"]
-    others = [f"{COMPETITORS[r['id'][len('mean_vs_'):]]} at {r['split']} ({r['verdict']}: {r['measured']} from NUTS, "
-              f"noise {r['noise'].split()[-1]})" for r in rows if r not in held]
+    others = [f"{COMPETITORS[r['id'][len('mean_vs_'):]]} at {r['split']} ({r['verdict']}: {r['measured']} from the "
+              f"samples, noise {r['noise'].split()[-1]})" for r in rows if r not in held]
     return (f"Of {len(rows)} comparisons of mean predictors (the GP, independent outputs and the nearest "
-            f"Kronecker U, at {len(valid_widths(results))} width(s) with C|Π|/N ≤ 0.4), NUTS lies closer to the "
-            f"full multi-output theory beyond twice the Monte-Carlo noise in {len(held)}"
+            f"Kronecker U, at {len(valid_widths(results))} width(s) with C|Π|/N ≤ 0.4), the samples lie closer to "
+            f"the full multi-output theory beyond twice the Monte-Carlo noise in {len(held)}"
             + ("." if not others else "; not beyond it against " + "; ".join(others) + "."))
 
 
 # --------------------------------------------------------------------------- figures
 
 
+def structure_width(results: dict) -> str:
+    """The width (key of ``results["widths"]``) whose ``U`` the chapter draws: the narrowest with
+    ``C |Pi| / N <= 0.4`` (:func:`valid_widths`), where the finite-width structure is largest while the
+    theory is expected to hold; the widest sampled width when none is."""
+    valid = valid_widths(results)
+    return min(valid, key=int) if valid else max(results["widths"], key=int)
+
+
 @book_style
-def plot_order_parameter(results: dict) -> Figure:
-    """The theory's ``U*`` and NUTS's ``U`` at the first sampled width, with the ``C x C`` output blocks."""
-    w = next(iter(results["widths"]))
+def plot_order_parameter(results: dict, width: str | None = None) -> Figure:
+    """The theory's ``U*`` and the samples' ``U`` (titled with their sampler) at ``width`` (default
+    :func:`structure_width`), with the ``C x C`` output blocks."""
+    w = structure_width(results) if width is None else str(width)
     r = results["widths"][w]
     n_out = results["config"]["n_classes"]
     fig, axes = panel_grid(2, 3.6)
     labels = [f"c={c}" for c in range(n_out)]
-    for ax, key, title in ((axes[0], "U_theory", f"theory, N = {w}"), (axes[1], "U_sampled", f"NUTS, N = {w}")):
+    for ax, key, title in ((axes[0], "U_theory", f"theory, N = {w}"),
+                           (axes[1], "U_sampled", f"{sampler_name(r)}, N = {w}")):
         U = np.asarray(r[key], dtype=float)
         matrix_heatmap(ax, U, labels, title, xlabel="output block $c'$ (4 paths each)",
                        ylabel="output block $c$")
@@ -430,8 +555,9 @@ def plot_order_parameter(results: dict) -> Figure:
 
 @book_style
 def plot_errors(results: dict) -> Figure:
-    """Distance from NUTS of each order parameter's ``U`` (left) and mean predictor (right) against
-    ``C |Pi| / N``, relative to the theory's; bars: two Monte-Carlo errors on the theory's points."""
+    """Distance from the samples of each order parameter's ``U`` (left) and mean predictor (right) against
+    ``C |Pi| / N`` (log scale), relative to the theory's; bars: two Monte-Carlo errors on the theory's points;
+    open markers where NUTS drew the samples, filled where the exact Gibbs sampler did."""
     fig, axes = panel_grid(2, 3.2)
     done = list(results["widths"].values())
     x = [r["ratio"] for r in done]
@@ -439,14 +565,22 @@ def plot_errors(results: dict) -> Figure:
               ("kronecker", "d-.", "nearest Kronecker"))
     colours = {"theory": COLOURS["theory"], "gp": COLOURS["gp"], "independent": COLOURS["contrast"],
                "kronecker": COLOURS["second"]}
+    gibbs = [r.get("sampler") == "gibbs" for r in done]
     for ax, q in zip(axes, ("U", "mean")):
         for k, style, label in styles:
             y = [r["errors"][k][q] for r in done]
             yerr = [2 * r["noise"][q] for r in done] if k == "theory" else None
-            ax.errorbar(x, y, yerr=yerr, fmt=style, color=colours[k], label=label, capsize=3)
+            ax.errorbar(x, y, yerr=yerr, fmt=style, color=colours[k], label=label, capsize=3, mfc="none")
+            filled = [(xi, yi) for xi, yi, g in zip(x, y, gibbs) if g]
+            if filled:
+                ax.plot(*zip(*filled), style[0], color=colours[k])
         ax.axvline(0.4, color=COLOURS["chance"], lw=0.8)
+        ax.set_xscale("log")
+        ax.minorticks_off()
+        ticks = sorted(set(x))
+        ax.set_xticks(ticks, [f"{t:.2g}" for t in ticks])
         ax.set_xlabel("C|Π| / N")
-        ax.set_ylabel("relative distance from NUTS")
+        ax.set_ylabel("relative distance from the samples")
         ax.set_title("order parameter U" if q == "U" else "mean predictor")
         ax.set_ylim(bottom=0)
     legend_below(fig, [axes[0]], columns=4)
@@ -493,10 +627,12 @@ def decoupling_sentence(d: dict) -> str:
 
 
 def block_sentence(results: dict, width: str) -> str:
-    """How large the theory's and NUTS's off-diagonal output blocks of ``U`` are against the diagonal ones."""
+    """How large the theory's and the samples' off-diagonal output blocks of ``U`` are against the diagonal
+    ones."""
     n_out, n = results["config"]["n_classes"], results["n_paths"]
     parts = []
-    for key, name in (("U_theory", "the theory's"), ("U_sampled", "NUTS's")):
+    sampled = f"the {sampler_name(results['widths'][str(width)])} samples'"
+    for key, name in (("U_theory", "the theory's"), ("U_sampled", sampled)):
         blocks = np.asarray(results["widths"][width][key], dtype=float).reshape(n_out, n, n_out, n)
         mask = ~np.eye(n_out, dtype=bool)
         off = np.linalg.norm(blocks.transpose(0, 2, 1, 3)[mask])

@@ -143,8 +143,9 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     from paththeory.experiments import omniglot_nway
 
     cfg = ex.Config(n_features=6, seq_len=4, n_classes=3, n_train=12, n_test=30, temperature=0.1,
-                    sample_widths=(30, 10), num_warmup=20, num_samples=20, num_chains=2, time_limit=3600.0,
-                    scaling_classes=(2, 3), per_class=4, p_over_n=0.5)
+                    sample_widths=(10,), num_warmup=20, num_samples=20, num_chains=2, time_limit=3600.0,
+                    scaling_classes=(2, 3), per_class=4, p_over_n=0.5, gibbs_widths=(30,), gibbs_warmup=20,
+                    gibbs_samples=40, gibbs_chains=2)
     with pytest.raises(TypeError, match="nway must be True or False"):
         ex.run("smoke", config=cfg, nway="yes")
     monkeypatch.setattr(omniglot_nway, "images", lambda network: {"chars": None})
@@ -152,15 +153,52 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     results = ex.run("smoke", tmp_path, config=cfg, progress=False)
     assert results["nway"] == {"profile": "smoke", "ways": {}, "chars": None}
     assert (tmp_path / "results.json").exists() and (tmp_path / "order_parameter.png").exists()
-    assert ex.valid_widths(results) == ["30"]  # C |Pi| / N = 0.4 and 1.2
+    assert ex.valid_widths(results) == ["30"]  # C |Pi| / N = 1.2 and 0.4
+    # each width records its sampler, and its diagnostics are that sampler's
+    assert results["samplers"] == {"10": "nuts", "30": "gibbs"} and list(results["widths"]) == ["10", "30"]
+    for w, sampler in results["samplers"].items():
+        r = results["widths"][w]
+        assert r["sampler"] == r["diagnostics"]["method"] == sampler
+        assert set(r["accuracy"]) == set(r["correct"]) == {"theory", "sampled", *ex.COMPETITORS}
+        assert set(r["theory_vs_sampled"]) == {"U", "mean", "cov"}
+    assert results["widths"]["30"]["diagnostics"]["draws_used"] == 2 * 40
     ids = {r["id"] for r in results["claims"]}
-    assert {"u_nuts", "mean_vs_gp", "acc_vs_independent", "acc_vs_kronecker", "gain_vs_classes"} <= ids
+    assert {"u_sampled", "mean_vs_gp", "acc_vs_independent", "acc_vs_kronecker", "gain_vs_classes"} <= ids
     assert all(r["source"] == "this book's own test" for r in results["claims"])
+    assert all("Gibbs samples" in r["claim"] for r in results["claims"] if r["id"] in ("u_sampled", "mean_vs_gp"))
     d = results["decoupling"]
+    assert d["width"] == 10.0
     assert d["off_block_max"] < 1e-6 * d["live_trace"] and d["first_block_vs_single"] < 1e-6 * d["live_trace"]
-    for text in (ex.nuts_table(results), ex.accuracy_table(results), ex.scaling_table(results),
-                 ex.scaling_sentence(results), ex.comparison_sentence(results), ex.decoupling_sentence(d)):
+    assert ex.structure_width(results) == "30"
+    for text in (ex.sampled_table(results), ex.comparison_table(results), ex.accuracy_table(results),
+                 ex.scaling_table(results), ex.scaling_sentence(results), ex.comparison_sentence(results),
+                 ex.decoupling_sentence(d), ex.block_sentence(results, "30"), ex.sampler_sentence(results),
+                 ex.sampler_speed_table(results)):
         assert text and "nan" not in text.lower()
+    assert "| 10 | NUTS |" in ex.sampled_table(results) and "| 30 | Gibbs |" in ex.sampled_table(results)
+    assert ex.sampler_sentence(results) == ("This run samples N = 10 with NUTS (2 chains of 20 draws after 20 "
+                                            "warm-up steps) and N = 30 with the exact Gibbs sampler (2 chains of "
+                                            "40 sweeps after 20 warm-up sweeps).")
+    assert "Gibbs samples'" in ex.block_sentence(results, "30")
+
+
+def test_profiles_sample_each_width_with_the_sampler_that_wins():
+    """Every profile samples with NUTS only below the widths where the measured Gibbs lead (SAMPLER_SPEED) is
+    at least twofold, and with Gibbs only from there on; a width in both lists is refused."""
+    from paththeory.experiments import multiclass as ex
+
+    def lead(w):
+        m = ex.SAMPLER_SPEED[w]
+        return min(m["gibbs"][0] / g / (m["nuts"][0] / n) for g, n in zip(m["gibbs"][2], m["nuts"][2]))
+
+    first_win = min(w for w in ex.SAMPLER_SPEED if all(lead(v) >= 2 for v in ex.SAMPLER_SPEED if v >= w))
+    for name, cfg in ex.SETTINGS.items():
+        assert max(cfg.sample_widths, default=0) < first_win <= min(cfg.gibbs_widths), name
+        assert list(ex.samplers(cfg)) == sorted({*cfg.sample_widths, *cfg.gibbs_widths}), name
+    table = ex.sampler_speed_table()
+    assert "| 30 |" in table and "×" in table
+    with pytest.raises(ValueError, match="one sampler only; N = 30"):
+        ex.Config(6, 4, 3, 12, 30, 0.1, (30,), 20, 20, 2, 3600.0, (2, 3), 4, 0.5, gibbs_widths=(30,))
 
 
 def test_cli_reproduce_accepts_multiclass(tmp_path):
