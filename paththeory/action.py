@@ -467,13 +467,28 @@ def check_energy_result(value, K: Array, temperature, what: str):
                      "(paththeory.kernels.kernel_matrix) and T >= 0, or raise T.")
 
 
+def plus_diagonal(K: Array, value) -> Array:
+    """``K + value I`` without forming ``I``: a broadcast identity is loop-invariant, so XLA hoists it out of the
+    solver's loops and keeps it for the whole solve (288 MB at ``C P = 6000`` in float64).
+
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
+    Example:
+      >>> print(np.asarray(plus_diagonal(jnp.ones((2, 2)), 0.5)))
+      [[1.5 1. ]
+       [1.  1.5]]
+    """
+    i = jnp.arange(K.shape[0])
+    return K.at[i, i].add(value)
+
+
 @jax.custom_vjp
 def _energy(K: Array, y: Array, temperature) -> Array:
     return _energy_factor(K, y, temperature)[0]
 
 
 def _energy_factor(K: Array, y: Array, temperature) -> tuple[Array, tuple[Array, Array]]:
-    chol = jnp.linalg.cholesky(K + temperature * jnp.eye(K.shape[0], dtype=K.dtype))
+    chol = jnp.linalg.cholesky(plus_diagonal(K, temperature))
     alpha = jax.scipy.linalg.solve_triangular(chol, y, lower=True)
     value = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol))) + alpha @ alpha
     return value, (chol, alpha)

@@ -78,6 +78,15 @@ def test_factored_inverse_is_the_inverse_shifts_negative_curvature_and_survives_
     np.testing.assert_array_equal(slv._factored_inverse(jnp.full((2, 2), jnp.nan)) @ x[:2], x[:2])
 
 
+def test_factored_inverse_reads_only_the_upper_triangle():
+    """The streamed C > 1 Hessian is exact in its upper triangle only: what lies below the diagonal is ignored."""
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(6, 6))
+    H, x = A @ A.T + np.eye(6), jnp.asarray(rng.normal(size=(6, 2)))
+    junk = np.triu(H) + np.tril(rng.normal(size=(6, 6)) * 50, -1)
+    np.testing.assert_allclose(slv._factored_inverse(jnp.asarray(junk)) @ x, np.linalg.solve(H, x), rtol=1e-12)
+
+
 def test_solver_with_and_without_hessian_reaches_the_same_minimum(small_problem):
     arch, feats, y, *_ = small_problem
     plain = slv.Theory(arch, feats, y, hessian=False)
