@@ -13,8 +13,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 
@@ -37,28 +38,40 @@ def trim_heap() -> bool:
 
 
 def signature(args: tuple) -> tuple:
-    """The tree structure and each leaf's type (shape, dtype, weak type) of ``args``: the key under which a
+    """The tree structure, each leaf's type (shape, dtype, weak type) and placement of ``args``, and the JAX
+    settings a compilation depends on (64-bit mode, default device, matmul precision): the key under which a
     compiled program can run them."""
     leaves, tree = jax.tree.flatten(args)
-    return tree, tuple(jax.typeof(leaf) for leaf in leaves)
+    config = (jax.config.jax_enable_x64, str(jax.config.jax_default_device),
+              str(jax.config.jax_default_matmul_precision))
+    return tree, tuple((jax.typeof(leaf), getattr(leaf, "sharding", None)) for leaf in leaves), config
 
 
 class Precompiled:
-    """``jitted(*args, **static)`` through an executable compiled for the signature of ``args`` and the static
-    arguments, the heap trimmed after each compilation; the ``size`` most recently used executables are kept."""
+    """``function(*args, **static)``, jitted with ``static_argnames``, through an executable compiled for the
+    signature of ``args`` and the static arguments, the heap trimmed after each compilation; the ``size`` most
+    recently used executables are kept."""
 
-    def __init__(self, jitted: Any, size: int = 16):
-        self.jitted = jitted
+    def __init__(self, function: Callable, static_argnames: tuple[str, ...] = (), size: int = 16):
+        self.jitted = jax.jit(function, static_argnames=static_argnames)
+        self.static_argnames = frozenset(static_argnames)
         self.size = size
         self.executables: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
 
     def __call__(self, *args, **static):
+        """Run ``jitted(*args, **static)``: ``args`` positional (traced), ``static`` by keyword."""
+        unknown = sorted(set(static) - self.static_argnames)
+        if unknown:
+            raise TypeError(f"{unknown} are not static arguments ({sorted(self.static_argnames)}): pass them "
+                            "positionally.")
         key = (signature(args), tuple(sorted(static.items())))
-        executable = self.executables.pop(key, None)
-        if executable is None:
-            executable = self.jitted.lower(*args, **static).compile()
-            trim_heap()
-        self.executables[key] = executable
-        while len(self.executables) > self.size:
-            self.executables.popitem(last=False)
+        with self.lock:
+            executable = self.executables.pop(key, None)
+            if executable is None:
+                executable = self.jitted.lower(*args, **static).compile()
+                trim_heap()
+            self.executables[key] = executable
+            while len(self.executables) > self.size:
+                self.executables.popitem(last=False)
         return executable(*args)

@@ -479,7 +479,7 @@ def plus_diagonal(K: Array, value) -> Array:
        [1.  1.5]]
     """
     i = jnp.arange(K.shape[0])
-    return K.at[i, i].add(value)
+    return K.at[i, i].add(jnp.asarray(value, K.dtype))
 
 
 @jax.custom_vjp

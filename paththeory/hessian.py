@@ -156,8 +156,9 @@ def energy_hessian_cholesky(features: Array, K: Array, y: Array, temperature, L:
                             block: int | None = None) -> Array:
     r"""``out`` plus ``weight`` times the energy's Hessian in the Cholesky coordinates of ``U = s L L^T``
     (``theta_k``, ``k = (i, j)``, ``i >= j`` row-major, log-diagonal: ``paththeory.solve.theta_to_matrices``),
-    added to the leading ``m x m`` block of ``out`` (``m = C n (C n + 1) / 2``; exact in its upper triangle), without
-    the ``(C n)^4`` tensor.
+    added to the leading ``m x m`` block of ``out`` (``m = C n (C n + 1) / 2``), without the ``(C n)^4`` tensor.
+    Only the upper triangle of that block is the Hessian (below it lies part of it): symmetrise with
+    ``jnp.triu(H) + jnp.triu(H, 1).T`` before any use that reads the lower triangle (``numpy.linalg.eigh`` does).
 
     With ``dU/dtheta_k = s f_k (e_i l_j^T + l_j e_i^T)`` (``l_j = L e_j``, ``f_k = L_ii`` on the diagonal, else
     1), ``u_j = sum_b L_bj v_b`` and the blocks ``M~_xy = M_xy - v_x v_y^T`` (``M``, ``v`` as in

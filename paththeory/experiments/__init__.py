@@ -148,8 +148,8 @@ def agreement_sentence(rows: Sequence[dict], names: tuple[str, str], label: Call
     if not rows:
         return f"No point was sampled by both {names[0]} and {names[1]}."
     mixed = [r for r in rows if r["mixed"]]
-    agree = [r for r in mixed
-             if not stats.resolved(r["distance"], r["noise"]) and r["max_z"] <= r["expected_max_z"] + 1]
+    agree = [r for r in mixed if r["noise"] is not None and math.isfinite(r["noise"])
+             and not stats.resolved(r["distance"], r["noise"]) and r["max_z"] <= r["expected_max_z"] + 1]
     differ = [r for r in mixed if r not in agree]
 
     def point(r):

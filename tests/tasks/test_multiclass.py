@@ -182,7 +182,7 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     assert "Gibbs samples'" in ex.block_sentence(results, "30")
 
 
-def test_profiles_sample_each_width_with_the_sampler_that_wins():
+def test_profiles_sample_with_gibbs_exactly_where_its_measured_lead_is_at_least_twofold():
     """Every profile samples with NUTS only below the widths where the measured Gibbs lead (SAMPLER_SPEED) is
     at least twofold, and with Gibbs only from there on; a width in both lists is refused."""
     from paththeory.experiments import multiclass as ex
