@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import hypothesis.configuration
@@ -12,6 +14,15 @@ from hypothesis import settings
 # turn a slow example into a failure (sizes decide what a test computes, never the clock).
 settings.register_profile("paththeory", database=None, deadline=None)
 settings.load_profile("paththeory")
+
+# Every compiled program goes into JAX's persistent compilation cache (``import paththeory`` turns it on), not
+# only those whose compilation took a second or more (JAX's default, a choice that follows the machine's
+# speed): the other test process, the busy-machine run of .ci/busy and a second run load the programs the first
+# compiled instead of compiling them again. A loaded program is the compiled one: no result changes.
+if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+    import jax
+
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's tmp_path plugin has set up its session folder

@@ -68,6 +68,7 @@ def test_all_runs_every_case_and_the_table_shows_first_order_rows(monkeypatch):
         {"device": "cpu", "cases": [row]})
 
 
+@pytest.mark.clock
 def test_compare_survives_a_diverging_baseline(small_problem, monkeypatch):
     """Adam diverging (NaN gradient, as at lr 0.1 with three outputs) is reported, not a crash."""
     arch, feats, y, *_ = small_problem

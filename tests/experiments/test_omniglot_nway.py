@@ -149,6 +149,7 @@ def test_control_sentences_follow_the_numbers():
     assert "(not converged)" in nway.controls_table(results)
 
 
+@pytest.mark.clock
 def test_controls_pair_the_same_sequences_across_formats():
     """A tiny real run of controls(): every format scores the same items (paired), and the changed
     formats' differences are those of the per-item correctness."""

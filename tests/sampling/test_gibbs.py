@@ -142,6 +142,7 @@ def test_diagnostics_are_those_of_the_draws_and_say_gibbs():
     np.testing.assert_allclose(batched.U_draws, res.U_draws, rtol=1e-9, atol=1e-12)  # same keys, same draws
 
 
+@pytest.mark.clock
 def test_an_interrupted_run_claims_nothing_and_bad_options_are_named():
     arch, _, x = model_problem("mean")
     feats, y = pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0])

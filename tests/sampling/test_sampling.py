@@ -102,6 +102,7 @@ def test_same_seed_same_draws(tiny_runs):
     np.testing.assert_array_equal(again.U, integrated.U)
 
 
+@pytest.mark.clock
 def test_a_run_that_reaches_its_time_limit_raises_instead_of_returning():
     """The fail-safe never hands back a shortened run as if it were the result: it raises, names the
     limit and where the run stood, says how to raise the limit, and keeps the cut run apart."""
@@ -116,6 +117,7 @@ def test_a_run_that_reaches_its_time_limit_raises_instead_of_returning():
         sampling.sample_posterior(arch, feats, y, 2, 0.5, time_limit=1.0, on_time_limit="truncate")
 
 
+@pytest.mark.clock
 def test_a_budget_the_caller_asked_for_stops_cleanly_and_says_so():
     arch, feats, y, test = _tiny_problem(p=4)
     res = sampling.sample_posterior(arch, feats, y, 2, 0.5, num_warmup=50, num_samples=50, num_chains=2,
@@ -129,6 +131,7 @@ def test_a_budget_the_caller_asked_for_stops_cleanly_and_says_so():
     assert res.settings["chain_method"] == ("vectorized" if jax.default_backend() == "gpu" else "sequential")  # auto
 
 
+@pytest.mark.clock
 def test_the_claim_of_a_stopped_run_gets_no_number_and_no_verdict():
     from paththeory.experiments.claims import fig3_claims
     from paththeory.experiments.stats import NOT_ENOUGH_DRAWS

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 
@@ -241,19 +242,24 @@ def _gated(text: str) -> tuple[list[str], str]:
     return lines, outside
 
 
-def answer_values() -> dict[str, list[str]]:
+def answer_values(chapters: Iterable[str] | None = None) -> dict[str, list[str]]:
     """``{exercise id: [the answer's value as the book would print it]}`` for the exercises whose answer is
     one number: its 3- and 4-significant-digit forms (integers, and numbers with fewer digits, are left
     out: they occur in ordinary text; an array's entries are left out too: one of many entries matching
-    a number on the page is chance, and the code that computes the array is checked instead)."""
+    a number on the page is chance, and the code that computes the array is checked instead). With
+    ``chapters``, only the exercises of those chapters (an exercise id starts with its chapter): an answer
+    can take seconds to compute, and a check of one chapter needs its own only."""
     import numpy as np
 
     from paththeory.exercises.checking import _truth
     from paththeory.exercises.keys import EXERCISES
 
+    chapters = None if chapters is None else set(chapters)
     out = {}
     for ex, spec in EXERCISES.items():
         if spec.expects.kind not in ("number", "integer"):
+            continue
+        if chapters is not None and ex.split(".")[0] not in chapters:
             continue
         forms = set()
         for v in np.ravel(_truth(ex)[0]):
@@ -300,7 +306,7 @@ def artefact_leaks(root: str | Path, files: list[tuple[Path, str]], fragments: d
 
     root = Path(root)
     fragments = solution_fragments(root) if fragments is None else fragments
-    values = answer_values() if values is None else values
+    values = answer_values({f[1] for f in files}) if values is None else values
     problems = []
     for path, chapter, *shown in files:
         path = Path(path)

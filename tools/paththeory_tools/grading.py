@@ -435,7 +435,7 @@ def _leak_material(root: Path, name: str, questions: list[dict], arrays: dict) -
     from paththeory_tools.edition import answer_values, solution_fragments
 
     fragments = solution_fragments(root).get(name, []) if (root / "book").is_dir() else []
-    values = {ex: forms for ex, forms in answer_values().items() if ex.split(".")[0] == name}
+    values = {ex: forms for ex, forms in answer_values([name]).items() if ex.split(".")[0] == name}
     for q in questions:
         if q["kind"] != "implement":
             continue
