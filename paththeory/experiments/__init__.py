@@ -22,7 +22,7 @@ __all__ = ["SAMPLER_NAMES", "ShippedRecords", "agreement_sentence", "jsonable", 
            "relative_distance", "sampler_agreement", "schedule"]
 
 #: Per sampler, the fields of every experiment's configuration that hold its schedule, by the argument of
-#: :func:`paththeory.sampling.sample_posterior` that each fills.
+#: :func:`paththeory.sampling.posterior.sample_posterior` that each fills.
 _SCHEDULE_FIELDS = {"nuts": {"num_warmup": "num_warmup", "num_samples": "num_samples", "num_chains": "num_chains"},
                     "gibbs": {"num_warmup": "gibbs_warmup", "num_samples": "gibbs_samples",
                               "num_chains": "gibbs_chains"}}
@@ -47,7 +47,7 @@ def jsonable(obj):
 
 def schedule(config, sampler: str = "nuts") -> dict[str, int]:
     """``num_warmup``, ``num_samples`` and ``num_chains`` of ``sampler`` (``"nuts"`` or ``"gibbs"``) in an
-    experiment's ``config`` (a dataclass or its JSON dictionary), as :func:`paththeory.sampling.sample_posterior`
+    experiment's ``config`` (a dataclass or its JSON dictionary), as :func:`paththeory.sampling.posterior.sample_posterior`
     takes them.
 
     Example:

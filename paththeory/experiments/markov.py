@@ -227,7 +227,7 @@ def samplers(cfg: Config) -> dict[int, str]:
 def sample_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
               progress: bool = True) -> PosteriorSamples:
     """Posterior samples at ``width`` by ``sampler`` (``"nuts"`` or ``"gibbs"``,
-    :func:`paththeory.sampling.sample_posterior`) with the profile's schedule for it
+    :func:`paththeory.sampling.posterior.sample_posterior`) with the profile's schedule for it
     (:func:`paththeory.experiments.schedule`) and its fail-safe time limit."""
     return sample_posterior(
         prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test, method=sampler,

@@ -219,7 +219,7 @@ def samplers(cfg: Config) -> dict[int, str]:
 def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
                progress: bool = False) -> dict:
     """The theory against posterior samples at one width, drawn by ``sampler`` (``"nuts"`` or ``"gibbs"``,
-    :func:`paththeory.sampling.sample_posterior`) with the profile's schedule for it
+    :func:`paththeory.sampling.posterior.sample_posterior`) with the profile's schedule for it
     (:func:`paththeory.experiments.schedule`), and four other order parameters against both.
 
     Returns a dict with ``sampler``, ``ratio`` (``C |Pi| / N``), the theory's ``U`` (and whether it
