@@ -232,13 +232,15 @@ def toc_entries(toc: dict) -> list[str]:
 
 def sampler_agreement_z(a, b):
     """Per-quantity z-scores between two posterior runs (:class:`paththeory.sampling.PosteriorSamples`): every
-    entry of ``U``, the test predictor and its second moment, as ``|m_a - m_b| / sqrt(se_a^2 + se_b^2)`` with
-    each run's Monte Carlo standard error from its chains' ESS."""
+    entry of ``U``, the test predictor and its second moment (every output's, ``f_draws`` flattened over the
+    outputs: ``[chains, draws, P_test]`` or ``[chains, draws, P_test, C]``), as
+    ``|m_a - m_b| / sqrt(se_a^2 + se_b^2)`` with each run's Monte Carlo standard error from its chains' ESS."""
     from paththeory import sampling
 
     def moments(res):
         iu = np.triu_indices(res.U.shape[0])
-        draws = np.concatenate([res.U_draws[:, :, iu[0], iu[1]], res.f_draws, res.f_draws**2], axis=2)
+        f = res.f_draws.reshape(*res.f_draws.shape[:2], -1)  # one output: unchanged
+        draws = np.concatenate([res.U_draws[:, :, iu[0], iu[1]], f, f**2], axis=2)
         ess = sampling.effective_sample_size(draws)
         flat = draws.reshape(-1, draws.shape[-1])
         return flat.mean(0), flat.std(0) / np.sqrt(ess)

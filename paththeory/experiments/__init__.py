@@ -19,10 +19,11 @@ import numpy as np
 from paththeory.sampling.diagnostics import SAMPLER_NAMES  # the samplers (``method``) and their names in text
 
 __all__ = ["SAMPLER_NAMES", "ShippedRecords", "agreement_sentence", "jsonable", "provenance", "sampled_vs_theory",
-           "relative_distance", "sampler_agreement", "schedule"]
+           "relative_distance", "sampler_agreement", "samplers", "schedule", "schedule_fields"]
 
 #: Per sampler, the fields of every experiment's configuration that hold its schedule, by the argument of
-#: :func:`paththeory.sampling.posterior.sample_posterior` that each fills.
+#: :func:`paththeory.sampling.posterior.sample_posterior` that each fills: the one table of them, which
+#: :func:`schedule` reads and :func:`schedule_fields` lends to the experiments' tables of shipped records.
 _SCHEDULE_FIELDS = {"nuts": {"num_warmup": "num_warmup", "num_samples": "num_samples", "num_chains": "num_chains"},
                     "gibbs": {"num_warmup": "gibbs_warmup", "num_samples": "gibbs_samples",
                               "num_chains": "gibbs_chains"}}
@@ -59,6 +60,31 @@ def schedule(config, sampler: str = "nuts") -> dict[str, int]:
         raise ValueError(f"sampler must be one of {sorted(_SCHEDULE_FIELDS)}; got {sampler!r}.")
     config = asdict(config) if is_dataclass(config) else config
     return {arg: config[name] for arg, name in _SCHEDULE_FIELDS[sampler].items()}
+
+
+def schedule_fields(sampler: str) -> tuple[str, ...]:
+    """The fields of an experiment's configuration that hold ``sampler``'s schedule (``"nuts"`` or ``"gibbs"``):
+    its warm-up, kept draws and chains, in that order, as :func:`schedule` reads them.
+
+    Example:
+      >>> schedule_fields("nuts"), schedule_fields("gibbs")
+      (('num_warmup', 'num_samples', 'num_chains'), ('gibbs_warmup', 'gibbs_samples', 'gibbs_chains'))
+    """
+    if not isinstance(sampler, str) or sampler not in _SCHEDULE_FIELDS:
+        raise ValueError(f"sampler must be one of {sorted(_SCHEDULE_FIELDS)}; got {sampler!r}.")
+    return tuple(_SCHEDULE_FIELDS[sampler].values())
+
+
+def samplers(cfg) -> dict[int, str]:
+    """The widths that an experiment's ``cfg`` (a dataclass with ``sample_widths`` and ``gibbs_widths``) samples,
+    smallest first, each with its sampler: ``"nuts"`` for ``sample_widths``, ``"gibbs"`` for ``gibbs_widths``.
+
+    Example:
+      >>> from paththeory.experiments import multiclass
+      >>> samplers(multiclass.settings("colab"))
+      {20: 'nuts', 30: 'gibbs', 60: 'gibbs', 120: 'gibbs', 300: 'gibbs'}
+    """
+    return dict(sorted([(int(w), "nuts") for w in cfg.sample_widths] + [(int(w), "gibbs") for w in cfg.gibbs_widths]))
 
 
 def relative_distance(sampled, theory, se=None) -> tuple[float, float | None]:

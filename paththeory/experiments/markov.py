@@ -7,9 +7,9 @@ the chapter ``book/markov.md``:
 * :func:`problem`: data set, architecture and path features of one variant (cached);
 * :func:`theory_curve`: order parameters and test accuracy of the theory over widths;
 * :func:`gp_accuracy`: the infinite-width (GP) accuracy, ``U = I``;
-* :func:`samplers` and :func:`sample_at`: which sampler draws each sampled width (NUTS at the
-  small widths, the exact blocked Gibbs sampler at the wide ones) and its posterior samples at one
-  width (:mod:`paththeory.sampling`);
+* :func:`paththeory.experiments.samplers` and :func:`sample_at`: which sampler draws each sampled
+  width (NUTS at the small widths, the exact blocked Gibbs sampler at the wide ones) and its
+  posterior samples at one width (:mod:`paththeory.sampling`);
 * :func:`pc_overlaps`: overlaps of the training-kernel PCs with the labels;
 * :func:`finite_vs_gp` and ``sampled_vs_theory``: the noise of Fig. 2's comparisons (paired
   standard errors on the same test sequences, the Monte Carlo error of the sampled ``U``), which
@@ -38,7 +38,7 @@ import paththeory
 from paththeory import _io
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import jsonable, sampled_vs_theory, schedule
+from paththeory.experiments import jsonable, sampled_vs_theory, samplers, schedule
 from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
@@ -218,12 +218,6 @@ def gp_accuracy(prob: Problem, temperature: float) -> float:
     return float(gp_correct(prob, temperature).mean())
 
 
-def samplers(cfg: Config) -> dict[int, str]:
-    """The widths of the four-path network that ``cfg`` samples, smallest first, each with its sampler:
-    ``"nuts"`` for ``sample_widths``, ``"gibbs"`` for ``gibbs_widths``."""
-    return dict(sorted([(int(w), "nuts") for w in cfg.sample_widths] + [(int(w), "gibbs") for w in cfg.gibbs_widths]))
-
-
 def sample_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
               progress: bool = True) -> PosteriorSamples:
     """Posterior samples at ``width`` by ``sampler`` (``"nuts"`` or ``"gibbs"``,
@@ -295,7 +289,7 @@ def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, 
 def _experiment(prob: Problem, widths, sampled: dict[int, str], cfg: Config, progress: bool, timings: dict,
                 tag: str) -> tuple[dict, dict[str, np.ndarray]]:
     """Theory over ``widths`` and posterior samples at each width of ``sampled`` (``{width: sampler}``,
-    :func:`samplers`) for one problem: a JSON-ready dict, and the theory's per-sequence correctness
+    :func:`paththeory.experiments.samplers`) for one problem: a JSON-ready dict, and the theory's per-sequence correctness
     ``{width: [P_test] bool}`` (for paired comparisons).
 
     The dict's ``samplers`` says which sampler drew each sampled width; its ``sampled_vs_theory`` holds,

@@ -7,9 +7,9 @@ Used by the chapter ``book/many_outputs.md`` and ``paththeory reproduce multicla
 * :func:`independent_order_parameter`: ``C`` single-output theories, one per label column, as one
   block-diagonal ``U``; :func:`nearest_kronecker`: the Kronecker product ``A (x) B`` (outputs x
   paths) nearest to a ``U`` in Frobenius norm (Van Loan and Pitsianis 1993);
-* :func:`samplers`: which sampler draws each sampled width (NUTS at the small widths, the exact blocked
-  Gibbs sampler from ``N = 30``, where it gives several times NUTS's effective draws per second:
-  :data:`SAMPLER_SPEED`);
+* :func:`paththeory.experiments.samplers`: which sampler draws each sampled width (NUTS at the small
+  widths, the exact blocked Gibbs sampler from ``N = 30``, where it gives several times NUTS's
+  effective draws per second: :data:`SAMPLER_SPEED`);
 * :func:`compare_at`: the theory against the posterior samples at one width, with the GP, the independent
   and the Kronecker order parameters; :func:`decoupling`: two classes with two outputs;
   :func:`class_scaling`: finite width against the GP for ``C = 2, 3, 5`` at matched ``P / N``;
@@ -38,7 +38,7 @@ from paththeory import _io
 from paththeory.experiments import stats
 from paththeory._checks import check_flag
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import SAMPLER_NAMES, jsonable, schedule
+from paththeory.experiments import SAMPLER_NAMES, jsonable, samplers, schedule
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.model import Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
@@ -203,17 +203,6 @@ def _noise(draws: np.ndarray, reference) -> float:
     """Frobenius norm of the batch-means errors of the mean of ``draws [chains, draws, ...]`` over
     ``|reference|_F``."""
     return float(np.linalg.norm(stats.batch_means_se(draws)) / np.linalg.norm(np.asarray(reference)))
-
-
-def samplers(cfg: Config) -> dict[int, str]:
-    """The widths that ``cfg`` samples, smallest first, each with its sampler: ``"nuts"`` for
-    ``sample_widths``, ``"gibbs"`` for ``gibbs_widths``.
-
-    Example:
-      >>> samplers(settings("colab"))
-      {20: 'nuts', 30: 'gibbs', 60: 'gibbs', 120: 'gibbs', 300: 'gibbs'}
-    """
-    return dict(sorted([(int(w), "nuts") for w in cfg.sample_widths] + [(int(w), "gibbs") for w in cfg.gibbs_widths]))
 
 
 def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,

@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 
 from paththeory import _io
 from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, relative_distance, sampler_agreement,
-                                    schedule, stats)
+                                    schedule, schedule_fields, stats)
 from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
 from paththeory.model import MLP, Architecture, Residual, path_features
@@ -84,9 +84,9 @@ class Config:
     gibbs_chains: int = 4
 
 
-#: The samplers of the chapter and, for each, the fields of :class:`Config` that fix its records.
-SAMPLERS = {"nuts": ("sampled", "num_warmup", "num_samples", "num_chains"),
-            "gibbs": ("gibbs", "gibbs_warmup", "gibbs_samples", "gibbs_chains")}
+#: The samplers of the chapter and, for each, the fields of :class:`Config` that fix its records: its points and
+#: its schedule (:func:`paththeory.experiments.schedule_fields`).
+SAMPLERS = {"nuts": ("sampled", *schedule_fields("nuts")), "gibbs": ("gibbs", *schedule_fields("gibbs"))}
 #: The shipped records, one file per sampler and profile (``python -m paththeory residual [--sampler gibbs]``).
 RECORDS = ShippedRecords("residual", SHIPPED, SAMPLERS, ("n_train", "n_test", "temperature", "seed"),
                          "the residual-stream records")

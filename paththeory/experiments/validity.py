@@ -34,7 +34,8 @@ from matplotlib.figure import Figure
 
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import SAMPLER_NAMES, ShippedRecords, jsonable, sampled_vs_theory, schedule
+from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, sampled_vs_theory, schedule,
+                                    schedule_fields)
 from paththeory.experiments import markov as markov_experiment
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
@@ -86,10 +87,9 @@ class Config:
 
 
 #: The samplers and, for each, the fields of :class:`Config` that fix its records: the Markov and Omniglot
-#: widths, warm-up, kept draws and chains.
-SAMPLERS = {"nuts": ("markov_widths", "omniglot_widths", "num_warmup", "num_samples", "num_chains"),
-            "gibbs": ("gibbs_markov_widths", "gibbs_omniglot_widths", "gibbs_warmup", "gibbs_samples",
-                      "gibbs_chains")}
+#: widths, warm-up, kept draws and chains (the last three: :func:`paththeory.experiments.schedule_fields`).
+SAMPLERS = {"nuts": ("markov_widths", "omniglot_widths", *schedule_fields("nuts")),
+            "gibbs": ("gibbs_markov_widths", "gibbs_omniglot_widths", *schedule_fields("gibbs"))}
 #: The shipped records, one file per sampler and profile (``python -m paththeory validity [--sampler gibbs]``):
 #: a file serves a :class:`Config` that agrees on its sampler's fields and the data's.
 RECORDS = ShippedRecords("validity", SHIPPED, SAMPLERS,

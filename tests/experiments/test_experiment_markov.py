@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from paththeory.experiments import markov as exp
+from paththeory.experiments import samplers
 from paththeory.predict import accuracy, predictor
 from paththeory.profiles import PROFILES
 from paththeory.sampling import TimeLimitReached
@@ -88,8 +89,8 @@ def test_profiles_and_bad_variant():
     for name, (nuts, gibbs) in expected.items():
         cfg = exp.SETTINGS[name]
         assert (set(cfg.sample_widths), set(cfg.gibbs_widths)) == (nuts, gibbs), name
-        assert exp.samplers(cfg) == {**{w: "nuts" for w in nuts}, **{w: "gibbs" for w in gibbs}}
-        assert list(exp.samplers(cfg)) == sorted(nuts | gibbs)
+        assert samplers(cfg) == {**{w: "nuts" for w in nuts}, **{w: "gibbs" for w in gibbs}}
+        assert list(samplers(cfg)) == sorted(nuts | gibbs)
     smoke = exp.SETTINGS["smoke"]
     assert exp.schedule(smoke, "gibbs") == {"num_warmup": 100, "num_samples": 300, "num_chains": 2}
     assert exp.schedule(smoke, "nuts") == {"num_warmup": 100, "num_samples": 100, "num_chains": 2}
@@ -106,6 +107,7 @@ def test_a_config_samples_each_width_once_and_only_where_the_theory_is_solved():
         exp.schedule(TINY, "hmc")
 
 
+@pytest.mark.clock  # the fail-safe of both samplers through an experiment, with the scale variable
 @pytest.mark.parametrize("sampler, width", [("nuts", 10), ("gibbs", 30)])
 def test_a_run_that_reaches_its_time_limit_fails_and_names_the_way_out(monkeypatch, sampler, width):
     """The fail-safe raises instead of returning a shortened run, with either sampler; the scale

@@ -112,6 +112,7 @@ def test_the_sampled_skip_blocks_are_the_level_above(shipped):
         assert len(rec["inner"]) == levels and np.shape(rec["inner"][-1]) == (1, 1)
 
 
+@pytest.mark.clock  # residual.run: both samplers under the time limit (experiments.sample), the timed theory curve
 def test_a_tiny_run_writes_everything(tmp_path):
     results = exp.run("smoke", tmp_path, config=TINY)
     assert results["sampled_in_this_run"]

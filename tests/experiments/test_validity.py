@@ -144,6 +144,7 @@ def test_the_figure_has_both_panels_and_one_marker_per_task_and_sampler():
     plt.close(fig)
 
 
+@pytest.mark.clock  # the sampler under the time limit, from the command line
 def test_a_short_nuts_run_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setitem(validity.SETTINGS, "smoke", TINY)
     out = tmp_path / "validity.json"
@@ -157,6 +158,7 @@ def test_a_short_nuts_run_from_the_command_line(tmp_path, monkeypatch):
     assert "were drawn by `python -m paththeory validity --profile smoke`" in validity.provenance_text(payload)
 
 
+@pytest.mark.clock  # each sampler under the time limit, from the command line
 @pytest.mark.parametrize("sampler", ["nuts", "gibbs"])
 def test_a_short_run_of_each_sampler_goes_through_the_command_line_and_the_comparison(sampler, tmp_path,
                                                                                        monkeypatch, capsys):
@@ -181,6 +183,7 @@ def test_a_short_run_of_each_sampler_goes_through_the_command_line_and_the_compa
     assert f"N = {', '.join(map(str, widths))}." in text
 
 
+@pytest.mark.clock  # each sampler under the time limit, as a fresh run
 def test_a_fresh_run_of_each_sampler_when_nothing_ships_for_its_sizes():
     nuts, gibbs = (validity.samples("smoke", sampler=s, config=TINY) for s in ("nuts", "gibbs"))
     assert nuts["provenance"]["command"] == gibbs["provenance"]["command"] == "sampled in this run"

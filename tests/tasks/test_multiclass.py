@@ -186,6 +186,7 @@ def test_profiles_sample_with_gibbs_exactly_where_its_measured_lead_is_at_least_
     """Every profile samples with NUTS only below the widths where the measured Gibbs lead (SAMPLER_SPEED) is
     at least twofold, and with Gibbs only from there on; a width in both lists is refused."""
     from paththeory.experiments import multiclass as ex
+    from paththeory.experiments import samplers
 
     def lead(w):
         m = ex.SAMPLER_SPEED[w]
@@ -194,7 +195,7 @@ def test_profiles_sample_with_gibbs_exactly_where_its_measured_lead_is_at_least_
     first_win = min(w for w in ex.SAMPLER_SPEED if all(lead(v) >= 2 for v in ex.SAMPLER_SPEED if v >= w))
     for name, cfg in ex.SETTINGS.items():
         assert max(cfg.sample_widths, default=0) < first_win <= min(cfg.gibbs_widths), name
-        assert list(ex.samplers(cfg)) == sorted({*cfg.sample_widths, *cfg.gibbs_widths}), name
+        assert list(samplers(cfg)) == sorted({*cfg.sample_widths, *cfg.gibbs_widths}), name
     table = ex.sampler_speed_table()
     assert "| 30 |" in table and "×" in table
     with pytest.raises(ValueError, match="one sampler only; N = 30"):

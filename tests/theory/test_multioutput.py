@@ -21,7 +21,7 @@ from paththeory import solve as slv
 from paththeory.hessian import energy_derivatives, energy_hessian_cholesky
 from paththeory._labels import as_labels, stacked
 from paththeory.predict import predictor
-from tests.conftest import assert_gradient_matches_central_differences, random_qk_arch
+from tests.conftest import assert_gradient_matches_central_differences, random_qk_arch, sampler_agreement_z
 
 T = 0.05
 
@@ -549,16 +549,7 @@ def test_gibbs_and_nuts_agree_with_two_outputs():
     gibbs = sampling.sample_posterior(arch, ft, train.y, 20, 0.2, method="gibbs", num_samples=3000, num_chains=4,
                                       seed=1, **common)
     assert nuts.complete and gibbs.complete and gibbs.U.shape == (8, 8) and gibbs.mean.shape == (4, 2)
-
-    def moments(res):
-        iu = np.triu_indices(res.U.shape[0])
-        f = res.f_draws.reshape(*res.f_draws.shape[:2], -1)
-        draws = np.concatenate([res.U_draws[:, :, iu[0], iu[1]], f, f**2], axis=2)
-        flat = draws.reshape(-1, draws.shape[-1])
-        return flat.mean(0), flat.std(0) / np.sqrt(sampling.effective_sample_size(draws))
-
-    (m1, se1), (m2, se2) = moments(nuts), moments(gibbs)
-    z = np.abs(m1 - m2) / np.sqrt(se1**2 + se2**2)
+    z = sampler_agreement_z(nuts, gibbs)
     assert z.size == 36 + 2 * 8 and z.max() < 4.5, z
 
 
