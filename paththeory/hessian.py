@@ -139,9 +139,9 @@ def stream_bytes(n_examples: int, size: int, n_features: int, n_parameters: int,
     Cholesky factor): the ``D x D`` Hessian of ``D = n_parameters`` with either its factor (kept apart, for the
     shifted retry) or, during the stream, ``G`` and its factors (three ``C P x C P``), the chunk's four
     ``[chunk N0, C n, C n]`` arrays and the largest row block's products (three ``b i1 x (C n - i0) C n``; each row
-    block waits for the previous one's update). XLA's own count for the restart alone (its temporaries and the factor
-    it returns), at the Omniglot size in float32 (P = 600, 16 paths of N0 = 192), is 0.179, 0.278 and 1.398 GiB at
-    C = 3, 5 and 10, against 0.156, 0.288 and 1.398 here.
+    block waits for the previous one's update). XLA's memory analysis of the restart alone (the solver's Hessian and
+    its factor, jitted in float32: the temporaries and the factor it returns), at the Omniglot size (P = 600, 16 paths
+    of N0 = 192), counts 0.179, 0.278 and 1.398 GiB at C = 3, 5 and 10, against 0.156, 0.288 and 1.398 here.
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
     """

@@ -11,7 +11,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import jax
 import numpy as np
@@ -46,6 +46,13 @@ def jsonable(obj):
     return obj
 
 
+class SampledWidths(Protocol):
+    """An experiment's configuration that samples: the widths each sampler draws."""
+
+    sample_widths: Sequence[int]  # NUTS
+    gibbs_widths: Sequence[int]  # the exact blocked Gibbs sampler
+
+
 def schedule(config, sampler: str = "nuts") -> dict[str, int]:
     """``num_warmup``, ``num_samples`` and ``num_chains`` of ``sampler`` (``"nuts"`` or ``"gibbs"``) in an
     experiment's ``config`` (a dataclass or its JSON dictionary), as :func:`paththeory.sampling.posterior.sample_posterior`
@@ -56,10 +63,9 @@ def schedule(config, sampler: str = "nuts") -> dict[str, int]:
       ...           "gibbs_samples": 800, "gibbs_chains": 4}, "gibbs")
       {'num_warmup': 200, 'num_samples': 800, 'num_chains': 4}
     """
-    if not isinstance(sampler, str) or sampler not in _SCHEDULE_FIELDS:
-        raise ValueError(f"sampler must be one of {sorted(_SCHEDULE_FIELDS)}; got {sampler!r}.")
+    fields = _fields(sampler)
     config = asdict(config) if is_dataclass(config) else config
-    return {arg: config[name] for arg, name in _SCHEDULE_FIELDS[sampler].items()}
+    return {arg: config[name] for arg, name in fields.items()}
 
 
 def schedule_fields(sampler: str) -> tuple[str, ...]:
@@ -70,12 +76,17 @@ def schedule_fields(sampler: str) -> tuple[str, ...]:
       >>> schedule_fields("nuts"), schedule_fields("gibbs")
       (('num_warmup', 'num_samples', 'num_chains'), ('gibbs_warmup', 'gibbs_samples', 'gibbs_chains'))
     """
+    return tuple(_fields(sampler).values())
+
+
+def _fields(sampler: str) -> dict[str, str]:
+    """``sampler``'s row of :data:`_SCHEDULE_FIELDS`, or a clear error for a name that has none."""
     if not isinstance(sampler, str) or sampler not in _SCHEDULE_FIELDS:
         raise ValueError(f"sampler must be one of {sorted(_SCHEDULE_FIELDS)}; got {sampler!r}.")
-    return tuple(_SCHEDULE_FIELDS[sampler].values())
+    return _SCHEDULE_FIELDS[sampler]
 
 
-def samplers(cfg) -> dict[int, str]:
+def samplers(cfg: SampledWidths) -> dict[int, str]:
     """The widths that an experiment's ``cfg`` (a dataclass with ``sample_widths`` and ``gibbs_widths``) samples,
     smallest first, each with its sampler: ``"nuts"`` for ``sample_widths``, ``"gibbs"`` for ``gibbs_widths``.
 

@@ -289,8 +289,8 @@ def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, 
 def _experiment(prob: Problem, widths, sampled: dict[int, str], cfg: Config, progress: bool, timings: dict,
                 tag: str) -> tuple[dict, dict[str, np.ndarray]]:
     """Theory over ``widths`` and posterior samples at each width of ``sampled`` (``{width: sampler}``,
-    :func:`paththeory.experiments.samplers`) for one problem: a JSON-ready dict, and the theory's per-sequence correctness
-    ``{width: [P_test] bool}`` (for paired comparisons).
+    :func:`paththeory.experiments.samplers`) for one problem: a JSON-ready dict, and the theory's
+    per-sequence correctness ``{width: [P_test] bool}`` (for paired comparisons).
 
     The dict's ``samplers`` says which sampler drew each sampled width; its ``sampled_vs_theory`` holds,
     per sampled width, the paired accuracy difference samples minus theory on the same test sequences
