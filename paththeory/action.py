@@ -599,7 +599,7 @@ def inner_order_parameter_l2(U: np.ndarray, heads: Sequence[int], widths, varian
     its fixed point. An independent oracle for the jointly optimised inner order parameter.
 
     Book: Two layers: the inner order parameter
-    (https://paththeory.github.io/paththeory/book/depth.html#derivation-two-layers)
+    (https://paththeory.github.io/paththeory/book/order_parameter.html#derivation-two-layers)
 
     Example:
       >>> U2, U_a = inner_order_parameter_l2(np.eye(4), (2, 2), (10.0, 10.0, 10.0), (1.0,) * 4)

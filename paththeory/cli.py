@@ -209,9 +209,24 @@ def train_command(argv: list[str], command_line: str) -> int:
     return 0
 
 
+def _scan(args, experiment: str) -> int | None:
+    """``--scan``: the longer Gibbs runs of the validity chapter's prefactor question, instead of the profile's points."""
+    if not args.scan:
+        return None
+    from paththeory.experiments import prefactor
+
+    if args.sampler != "gibbs":
+        raise ValueError("--scan samples with the exact Gibbs sampler: add --sampler gibbs.")
+    path = prefactor.write_scan(experiment, args.profile, args.out, progress=not args.quiet)
+    print(f"the Gibbs scan of the validity chapter: {path}")
+    return 0
+
+
 def _validity(args) -> int:
     from paththeory.experiments import validity
 
+    if _scan(args, "validity") is not None:
+        return 0
     path = validity.write_samples(args.profile, args.out, sampler=args.sampler, progress=not args.quiet)
     print(f"the {validity.SAMPLER_NAMES[args.sampler]} records of the validity figure: {path}")
     return 0
@@ -220,6 +235,8 @@ def _validity(args) -> int:
 def _residual(args) -> int:
     from paththeory.experiments import residual
 
+    if _scan(args, "residual") is not None:
+        return 0
     path = residual.write_samples(args.profile, args.out, sampler=args.sampler, progress=not args.quiet)
     print(f"the {residual.SAMPLER_NAMES[args.sampler]} records of the residual-stream chapter: {path}")
     return 0
@@ -275,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, help_text, description in (
         ("validity", _validity, "sample the networks for the figure of where the saddle point stops being "
          "accurate", "Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS or Gibbs at the "
-         "profile's widths for that sampler and write the records the depth chapter compares with the theory "
+         "profile's widths for that sampler and write the records the validity chapter compares with the theory "
          "(default: the package's own file for the profile and sampler)."),
         ("residual", _residual, "sample the networks with MLP blocks and skip connections for the "
          "residual-stream chapter", "Sample the four networks of the residual-stream chapter (attention only, with "
@@ -289,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
         records.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
         records.add_argument("--sampler", choices=SAMPLERS, default="nuts",
                              help="NUTS (default) or the exact Gibbs sampler at the profile's wider points")
+        records.add_argument("--scan", action="store_true",
+                             help="with --sampler gibbs: the longer Gibbs scan at widths N >= |Pi| of the validity "
+                                  "chapter's prefactor question instead of the profile's points")
         records.set_defaults(func=func)
 
     return parser

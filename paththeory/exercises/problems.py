@@ -88,8 +88,8 @@ PARTS: dict[str, tuple[Part, ...]] = {
                      "average of exp(-Uq/2)"),
         Part("3", 3, "the maximiser found and shown to be a maximum; the difference of -2 ln computed and "
                      "compared with the exact left-hand side"),
-        Part("4", 2, "the large-n form evaluated exactly and normalised; the relative error of its logarithm, "
-                     "the step where it enters and how it scales with the width"),
+        Part("4", 2, "the identity written against dU/U with its normalisation; the same exponent against dU "
+                     "evaluated, with the relative error of its logarithm; which measure is the theory's, and why"),
     ),
     "prob-gp-induction": (
         Part("1", 3, "strict convexity proved; the minimiser and the minimum of F"),
@@ -124,10 +124,11 @@ PARTS: dict[str, tuple[Part, ...]] = {
     ),
     "prob-prefactor": (
         Part("1", 3, "the Wishart density identified, with its degrees of freedom and scale matrix"),
-        Part("2", 4, "its mean and its mode; the large-n maximiser found and compared with both"),
+        Part("2", 4, "its mean and its mode; the large-n maximiser found and compared with both; shown to be the "
+                     "mode against the invariant measure, whose invariance is proved"),
         Part("3", 3, "parts 1 and 2 repeated for the scalar Gamma identity"),
         Part("4", 5, "the relative difference as a function of the number of paths and N, evaluated in the "
-                     "three settings; what happens in the last; whether it is the error of U*, with the reason"),
+                     "three settings; what happens in the last; why it is not an error of U*, and which gap is"),
     ),
 }
 

@@ -19,7 +19,7 @@ import numpy as np
 from paththeory.sampling.diagnostics import SAMPLER_NAMES  # the samplers (``method``) and their names in text
 
 __all__ = ["SAMPLER_NAMES", "ShippedRecords", "agreement_sentence", "jsonable", "provenance", "sampled_vs_theory",
-           "relative_distance", "sampler_agreement", "samplers", "schedule", "schedule_fields"]
+           "record_batches", "relative_distance", "sampler_agreement", "samplers", "schedule", "schedule_fields"]
 
 #: Per sampler, the fields of every experiment's configuration that hold its schedule, by the argument of
 #: :func:`paththeory.sampling.posterior.sample_posterior` that each fills: the one table of them, which
@@ -139,22 +139,50 @@ def sampled_vs_theory(theory, sampled, sampled_se, gp_scale: float, seed: int = 
             "mantel": stats.mantel_test(th, sampled, seed=seed) if len(th) >= 3 else None}
 
 
-def sampler_agreement(first: Sequence[dict], second: Sequence[dict], key: Sequence[str], r_hat_ok: float) -> list[dict]:
+def record_batches(record: dict) -> int | None:
+    """How many batch means a record's ``U_se`` averages over (:func:`paththeory.experiments.stats.batch_count`, 10
+    batches per chain as :func:`~paththeory.experiments.stats.batch_means_se` takes by default), from its diagnostics:
+    one ``e_bfmi`` per chain and ``draws_used`` over all of them; ``None`` when the diagnostics do not say."""
+    from paththeory.experiments import stats
+
+    diag = record.get("diagnostics", {})
+    chains, draws = len(diag.get("e_bfmi") or ()), diag.get("draws_used")
+    if not chains or not draws or draws // chains < 4:
+        return None
+    return stats.batch_count(chains, draws // chains)
+
+
+def sampler_agreement(first: Sequence[dict], second: Sequence[dict], key: Sequence[str], r_hat_ok: float,
+                      level: float = 0.05) -> list[dict]:
     """Two samplers' records of the same posteriors against each other, at every point (the record fields
-    ``key``) both sampled: the distance of their ``U`` relative to the second's norm with the combined Monte
-    Carlo error on the same scale (``|se_1^2 + se_2^2|^{1/2}``: the distance two agreeing samplers are expected to
-    show), the largest ``|z|`` over the upper-triangle entries of ``U`` with the largest expected from noise alone
-    (``sqrt(2 ln k)`` for ``k`` entries), whether both runs mixed (R-hat of ``U`` at most ``r_hat_ok``) and each
-    run's effective draws of ``U`` per second. Records without ``U_se`` (incomplete runs) are left out.
+    ``key``) both sampled. Records without ``U_se`` (incomplete runs) are left out. Per point:
+
+    * ``distance``: ``|U_1 - U_2|_F / |U_2|_F``, with ``noise`` the combined Monte Carlo error on the same scale
+      (``|(se_1^2 + se_2^2)^{1/2}|_F / |U_2|_F``: the distance two agreeing samplers show, ``E d^2 = s^2``) and
+      ``resolved`` (``d > 2 s``, :func:`paththeory.experiments.stats.resolved`);
+    * the entry-wise test of :func:`paththeory.experiments.stats.agreement_test` over the ``k`` upper-triangle
+      entries of ``U`` with ``z = (U_1 - U_2) / (se_1^2 + se_2^2)^{1/2}``, at family-wise false-alarm rate ``level``
+      (Sidak): ``max_z`` at ``entry`` ``(i, j)``, the ``threshold`` it is held to, ``p_family`` and ``k``. The errors
+      are batch-means estimates, so each ``z`` is a Student's t with Welch-Satterthwaite degrees of freedom ``dof``
+      (of the worst entry) from the two records' numbers of batch means (:func:`record_batches`; a normal ``z``,
+      ``dof`` ``None``, where the diagnostics do not say). Entries with no error on either side and no difference
+      are left out of ``k``;
+    * ``agree``: the entry-wise test passes and the distance is not resolved;
+    * ``mixed``: both runs' R-hat of ``U`` at most ``r_hat_ok``; ``ess_per_second``: each run's effective draws of
+      ``U`` per second.
 
     Example:
-      >>> a = {"task": "x", "width": 10, "U": [[1.0]], "U_se": [[0.1]], "diagnostics": {"r_hat_U_max": 1.0,
-      ...      "ess_per_second": 5.0}}
-      >>> b = {**a, "U": [[1.1]], "diagnostics": {"r_hat_U_max": 1.2, "ess_per_second": 50.0}}
+      >>> a = {"task": "x", "width": 10, "U": [[1.0, 0.0], [0.0, 1.0]], "U_se": [[0.1, 0.1], [0.1, 0.1]],
+      ...      "diagnostics": {"r_hat_U_max": 1.0, "ess_per_second": 5.0}}
+      >>> b = {**a, "U": [[1.1, 0.0], [0.0, 1.6]], "diagnostics": {"r_hat_U_max": 1.2, "ess_per_second": 50.0}}
       >>> row = sampler_agreement([a], [b], ("task", "width"), 1.01)[0]
-      >>> round(row["distance"], 3), round(row["noise"], 3), row["mixed"]
-      (0.091, 0.129, False)
+      >>> round(row["distance"], 3), round(row["noise"], 3), row["entry"], round(row["max_z"], 2), row["k"]
+      (0.313, 0.146, (1, 1), 4.24, 3)
+      >>> round(row["threshold"], 2), round(row["p_family"], 4), row["agree"], row["mixed"]
+      (2.39, 0.0001, False, False)
     """
+    from paththeory.experiments import stats
+
     others = {tuple(r[k] for k in key): r for r in second if r.get("U_se") is not None}
     rows = []
     for a in first:
@@ -162,38 +190,56 @@ def sampler_agreement(first: Sequence[dict], second: Sequence[dict], key: Sequen
         if b is None or a.get("U_se") is None:
             continue
         ua, ub = np.asarray(a["U"], float), np.asarray(b["U"], float)
-        se = np.hypot(np.asarray(a["U_se"], float), np.asarray(b["U_se"], float))
+        sa, sb = np.asarray(a["U_se"], float), np.asarray(b["U_se"], float)
+        se = np.hypot(sa, sb)
         iu = np.triu_indices(len(ub))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.abs(ua - ub)[iu] / se[iu]
+        diff, err = (ua - ub)[iu], se[iu]
+        keep = (err > 0) | (diff != 0)  # 0 / 0: an entry both samplers hold fixed
+        with np.errstate(divide="ignore"):
+            z = diff[keep] / err[keep]
+        na, nb = record_batches(a), record_batches(b)
+        dof = None
+        if na is not None and nb is not None:  # Welch-Satterthwaite, per entry
+            va, vb = sa[iu][keep] ** 2, sb[iu][keep] ** 2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dof = np.where(va + vb > 0, (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1)), np.inf)
+        test = stats.agreement_test(z, level, dof)
         norm = float(np.linalg.norm(ub))
+        distance, noise = float(np.linalg.norm(ua - ub)) / norm, float(np.linalg.norm(se)) / norm
         da, db = a["diagnostics"], b["diagnostics"]
-        rows.append({**{k: a[k] for k in key}, "distance": float(np.linalg.norm(ua - ub)) / norm,
-                     "noise": float(np.linalg.norm(se)) / norm, "max_z": float(np.nanmax(z)),
-                     "expected_max_z": math.sqrt(2 * math.log(max(len(z), 2))),
+        resolved = stats.resolved(distance, noise)
+        rows.append({**{k: a[k] for k in key}, "distance": distance, "noise": noise, "resolved": resolved,
+                     "max_z": test["max_z"], "entry": tuple(int(i[keep][test["index"]]) for i in iu), "k": test["k"],
+                     "threshold": test["threshold"], "p_family": test["p_family"],
+                     "dof": None if dof is None else float(dof[test["index"]]), "level": level,
+                     "agree": test["agree"] and not resolved,
                      "mixed": da["r_hat_U_max"] <= r_hat_ok and db["r_hat_U_max"] <= r_hat_ok,
                      "ess_per_second": (da["ess_per_second"], db["ess_per_second"])})
     return rows
 
 
 def agreement_sentence(rows: Sequence[dict], names: tuple[str, str], label: Callable[[dict], str]) -> str:
-    """:func:`sampler_agreement` in words: per point (named by ``label(row)``), whether the two samplers
-    (``names``) agree, i.e. their distance is within two combined Monte Carlo errors and the largest ``|z|``
-    within one of the largest expected from noise; points whose chains did not both mix are named apart."""
-    from paththeory.experiments import stats
-
+    """:func:`sampler_agreement` in words: per point (named by ``label(row)``) whether the two samplers (``names``)
+    agree: their distance not resolved (within twice the combined Monte Carlo error) and the largest entry-wise
+    ``|z|`` within the Sidak threshold, a 5 % family-wise false-alarm rate over the ``k`` entries; where they differ,
+    the entry ``U[i, j]`` that differs most, with its family-wise p-value; points whose chains did not both mix are
+    named apart."""
     if not rows:
         return f"No point was sampled by both {names[0]} and {names[1]}."
     mixed = [r for r in rows if r["mixed"]]
-    agree = [r for r in mixed if r["noise"] is not None and math.isfinite(r["noise"])
-             and not stats.resolved(r["distance"], r["noise"]) and r["max_z"] <= r["expected_max_z"] + 1]
-    differ = [r for r in mixed if r not in agree]
+    agree = [r for r in mixed if r["agree"]]
+    differ = [r for r in mixed if not r["agree"]]
 
     def point(r):
-        return f"{label(r)} ({r['distance']:.3f} against {r['noise']:.3f}, max |z| {r['max_z']:.1f})"
+        return (f"{label(r)} (distance {r['distance']:.3f} against {r['noise']:.3f}; max |z| {r['max_z']:.1f} at "
+                f"U[{r['entry'][0]}, {r['entry'][1]}] against {r['threshold']:.1f} for {r['k']} entries, "
+                f"family-wise p = {r['p_family']:.2g})")
 
-    text = (f"{names[0]} and {names[1]} agree within their Monte Carlo errors at {len(agree)} of the {len(mixed)} "
-            f"shared points whose chains mixed" + (f": {', '.join(point(r) for r in agree)}" if agree else ""))
+    level = rows[0]["level"]
+    text = (f"{names[0]} and {names[1]} agree within their Monte Carlo errors (distance within two errors, every "
+            f"entry within the threshold of a {100 * level:g} % family-wise false-alarm rate) at {len(agree)} of the "
+            f"{len(mixed)} shared points whose chains mixed"
+            + (f": {', '.join(point(r) for r in agree)}" if agree else ""))
     if differ:
         text += f"; they differ at {', '.join(point(r) for r in differ)}"
     unmixed = [r for r in rows if not r["mixed"]]
@@ -255,14 +301,15 @@ class ShippedRecords:
         config = asdict(config) if is_dataclass(config) else config
         return {k: jsonable(config[k]) for k in (*self.samplers[self.check(sampler)], *self.data)}
 
-    def file_name(self, profile: str, sampler: str) -> str:
-        """The shipped file of ``sampler``'s records at ``profile``'s sizes."""
-        return (f"{self.command}_{profile}.json" if self.check(sampler) == "nuts"
-                else f"{self.command}_{sampler}_{profile}.json")
+    def file_name(self, profile: str, sampler: str, variant: str = "") -> str:
+        """The shipped file of ``sampler``'s records at ``profile``'s sizes (``variant``: another set of points
+        of the same experiment, e.g. ``"scan"``, written by the command's ``--scan``)."""
+        parts = [self.command] + ([] if self.check(sampler) == "nuts" else [sampler]) + ([variant] if variant else [])
+        return "_".join(parts + [profile]) + ".json"
 
-    def provenance(self, config, profile: str, seconds: float, sampler: str) -> dict:
+    def provenance(self, config, profile: str, seconds: float, sampler: str, variant: str = "") -> dict:
         """:func:`provenance` of ``sampler``'s records, with the sampler and the command that writes them."""
-        flag = "" if self.check(sampler) == "nuts" else f" --sampler {sampler}"
+        flag = ("" if self.check(sampler) == "nuts" else f" --sampler {sampler}") + (f" --{variant}" if variant else "")
         command = f"python -m paththeory {self.command} --profile {profile}{flag}"
         return {**provenance(config, profile, seconds, command), "sampler": sampler}
 
@@ -277,12 +324,12 @@ class ShippedRecords:
                 return {"sampler": sampler, **payload}
         return None
 
-    def sample(self, config, profile: str, sampler: str, sample_points: Callable[..., list]) -> dict:
+    def sample(self, config, profile: str, sampler: str, sample_points: Callable[..., list], variant: str = "") -> dict:
         """A fresh ``{"sampler", "provenance", "records"}``: ``sample_points(config, sampler)``, timed."""
         self.check(sampler)
         start = time.perf_counter()
         records = sample_points(config, sampler)
-        prov = self.provenance(config, profile, time.perf_counter() - start, sampler)
+        prov = self.provenance(config, profile, time.perf_counter() - start, sampler, variant)
         return {"sampler": sampler, "provenance": prov, "records": records}
 
     def load(self, config, profile: str, sampler: str, sample_points: Callable[..., list]) -> dict:
@@ -295,12 +342,12 @@ class ShippedRecords:
         return payload
 
     def write(self, config, profile: str, sampler: str, sample_points: Callable[..., list],
-              out: str | os.PathLike | None = None) -> Path:
+              out: str | os.PathLike | None = None, variant: str = "") -> Path:
         """:meth:`sample` written to ``out`` (default: the shipped file, :meth:`file_name` in ``folder``); atomic:
         an interrupted run leaves the previous file intact."""
         from paththeory import _io
 
-        payload = self.sample(config, profile, sampler, sample_points)
-        path = Path(out) if out is not None else self.folder / self.file_name(profile, sampler)
+        payload = self.sample(config, profile, sampler, sample_points, variant)
+        path = Path(out) if out is not None else self.folder / self.file_name(profile, sampler, variant)
         _io.write_json(path, {"provenance": payload["provenance"], "records": payload["records"]}, self.what)
         return path

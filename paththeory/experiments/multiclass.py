@@ -205,6 +205,22 @@ def _noise(draws: np.ndarray, reference) -> float:
     return float(np.linalg.norm(stats.batch_means_se(draws)) / np.linalg.norm(np.asarray(reference)))
 
 
+def _covariance_noise(f_draws, reference) -> float:
+    """The noise floor of the sampled output-output covariance ``[P_test, C, C]``: the Frobenius norm of the
+    batch-means errors of the mean over draws of ``(f - f_mean)(f - f_mean)^T`` (``f_mean`` over all draws), with
+    the batches of :func:`paththeory.experiments.stats.batch_means_se`, over ``|reference|_F``. The per-draw
+    products are summed batch by batch, never held at once (``[chains, draws, P_test, C, C]`` would take hundreds
+    of megabytes at the colab sizes)."""
+    f = np.asarray(f_draws, dtype=float)  # [chains, draws, P_test, C]
+    b = stats.batch_count(1, f.shape[1])
+    size = f.shape[1] // b
+    dev = f - f.reshape(-1, *f.shape[2:]).mean(axis=0)
+    means = np.stack([np.einsum("dpc,dpe->pce", block, block) / size
+                      for chain in dev for block in np.split(chain[: b * size], b)])
+    se = means.std(axis=0, ddof=1) / np.sqrt(len(means))
+    return float(np.linalg.norm(se) / np.linalg.norm(np.asarray(reference)))
+
+
 def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
                progress: bool = False) -> dict:
     """The theory against posterior samples at one width, drawn by ``sampler`` (``"nuts"`` or ``"gibbs"``,
@@ -214,7 +230,8 @@ def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts",
     Returns a dict with ``sampler``, ``ratio`` (``C |Pi| / N``), the theory's ``U`` (and whether it
     converged), ``errors`` (per order parameter: ``U`` and mean-predictor distances to the samples', relative
     to the theory's), ``theory_vs_sampled`` (the samples' ``U``, mean and covariance against the theory's),
-    ``noise`` (Monte-Carlo noise of the samples' ``U`` and mean), ``diagnostics``, ``accuracy`` and
+    ``noise`` (Monte-Carlo noise floors of the samples' ``U``, mean and covariance: :func:`_noise`,
+    :func:`_covariance_noise`), ``diagnostics``, ``accuracy`` and
     ``correct`` (argmax, per test sequence) of every predictor, the samples' under ``"sampled"``.
     """
     t, arch = cfg.temperature, prob.arch
@@ -237,7 +254,8 @@ def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts",
                          "mean": relative(preds[k][0], samples.mean, mean_th)} for k in candidates}
     out["theory_vs_sampled"] = {"U": relative(samples.U, sol.U), "mean": relative(samples.mean, mean_th),
                                 "cov": relative(samples.var, cov_th)}
-    out["noise"] = {"U": _noise(samples.U_draws, sol.U), "mean": _noise(samples.f_draws, mean_th)}
+    out["noise"] = {"U": _noise(samples.U_draws, sol.U), "mean": _noise(samples.f_draws, mean_th),
+                    "cov": _covariance_noise(samples.f_draws, cov_th)}
     out["accuracy"] = {k: float(v.mean()) for k, v in right.items()}
     out["correct"] = {k: v.astype(int) for k, v in right.items()}
     return out
@@ -399,16 +417,17 @@ def multiclass_claims(results: dict) -> list[dict]:
 
 def sampled_table(results: dict) -> str:
     """Per sampled width: its sampler, ``C |Pi| / N``, relative errors of the theory's ``U``, mean and
-    covariance against the samples' (with the Monte-Carlo noise), R-hat, the smallest bulk ESS, the effective
+    covariance against the samples' (each with its Monte-Carlo noise floor), R-hat, the smallest bulk ESS, the effective
     draws of ``U``'s slowest entry per second and the sampler's time."""
     rows = []
     for w, r in results["widths"].items():
         d = r["diagnostics"]
         e, n = r["theory_vs_sampled"], r["noise"]
         rows.append([w, sampler_name(r), f"{r['ratio']:.2f}", f"{e['U']:.1%} ({n['U']:.1%})",
-                     f"{e['mean']:.1%} ({n['mean']:.1%})", f"{e['cov']:.1%}", f"{d['r_hat_max']:.3f}",
+                     f"{e['mean']:.1%} ({n['mean']:.1%})", f"{e['cov']:.1%} ({n['cov']:.1%})",
+                     f"{d['r_hat_max']:.3f}",
                      f"{d['ess_bulk_min']:.0f}", f"{d['ess_per_second']:.1f}", f"{d['seconds']:.0f} s"])
-    return markdown_table(["N", "sampler", "C|Π|/N", "U error (noise)", "mean error (noise)", "cov. error",
+    return markdown_table(["N", "sampler", "C|Π|/N", "U error (noise)", "mean error (noise)", "cov. error (noise)",
                            "R-hat max", "ESS min", "ESS/s of U", "time"], rows)
 
 

@@ -32,8 +32,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from paththeory import _io
-from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, relative_distance, sampler_agreement,
-                                    schedule, schedule_fields, stats)
+from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, record_batches, relative_distance,
+                                    sampler_agreement, schedule, schedule_fields, stats)
 from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
 from paththeory.model import MLP, Architecture, Residual, path_features
@@ -240,7 +240,9 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: di
     """Every record against the theory at its width, on the same data: relative distances of the sampled ``U``
     and mean predictor from the theory's (and the GP point's), over the theory's norm, with their Monte Carlo
     noise floors ``s`` (the distance sampling noise alone gives, ``E d^2 = d_true^2 + s^2``, and a bound on
-    the standard deviation of ``d``); and the accuracies of the theory, the
+    the standard deviation of ``d``) and ``batch_means``, how many batch means the errors come from
+    (:func:`paththeory.experiments.record_batches`); ``inner_distance``, the levels above (``U^(2)``, ..., ``U_a``),
+    has no noise floor: the records keep the means of those levels, not their draws or errors; and the accuracies of the theory, the
     samples, the GP and the attention-only theory (the same heads, no MLP and no skip) with paired standard
     errors of the differences. ``problems``: :func:`problem` of every network, ``curves``: :func:`theory_curve` of
     every network at (at least) the sampled widths, and ``gp_means``: :func:`gp_mean` of every network (at least
@@ -268,7 +270,7 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: di
         diag = rec["diagnostics"]
         rows.append({
             "network": rec["network"], "width": width, "paths": prob.arch.n_paths, "sampler": payload["sampler"],
-            "U_distance": u_dist, "U_noise": u_noise,
+            "U_distance": u_dist, "U_noise": u_noise, "batch_means": record_batches(rec),
             "U_gp_distance": float(np.linalg.norm(np.asarray(rec["U"]) - gp_u) / np.linalg.norm(sol.U)),
             "inner_distance": [relative_distance(s, t)[0]
                                for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
@@ -438,129 +440,18 @@ def conclusion(results: dict) -> str:
     return " ".join(parts)
 
 
-def _resolved(r: dict) -> bool:
-    """Whether the run resolves a row's distance of ``U`` (:func:`paththeory.experiments.stats.resolved`)."""
-    return stats.resolved(r["U_distance"], r["U_noise"])
-
-
-def debiased(r: dict) -> float:
-    """The distance with the noise floor taken out, ``sqrt(d^2 - s^2)`` (``E d^2 = d_true^2 + s^2``)."""
-    return math.sqrt(max(r["U_distance"] ** 2 - r["U_noise"] ** 2, 0.0))
-
-
-def error_scaling(rows: Sequence[dict]) -> dict[str, dict]:
-    """Per network, from the rows whose chains mixed and whose distance is resolved (beyond twice its noise
-    floor): the exponent ``b`` of ``d ~ N^-b`` with its standard error
-    (:func:`paththeory.experiments.stats.power_law`, two resolved widths at least; else ``None``), and the prefactor ``N d`` with its standard error, a weighted mean
-    over the resolved widths with ``N >= |Pi|``, where the Gram-matrix representation exists (else ``None``).
-    ``d`` is debiased (:func:`debiased`); its error is taken as the noise floor, a bound on its standard
-    deviation."""
-    out = {}
-    for network in NETWORKS:
-        sel = sorted((r for r in rows if r["network"] == network and r["converged"] and _resolved(r)),
-                     key=lambda r: r["width"])
-        if not sel:
-            continue
-        n = np.array([r["width"] for r in sel], float)
-        d = np.array([debiased(r) for r in sel])
-        sd = np.array([r["U_noise"] for r in sel])
-        exponent = stats.power_law(n, d, sd) if len(set(n)) > 1 else None
-        regime = n >= sel[0]["paths"]
-        prefactor = None
-        if regime.any():
-            w = 1.0 / (n[regime] * sd[regime]) ** 2
-            prefactor = (float(np.sum(w * n[regime] * d[regime]) / np.sum(w)), float(1.0 / math.sqrt(np.sum(w))))
-        out[network] = {"paths": sel[0]["paths"], "exponent": exponent, "prefactor": prefactor}
-    return out
-
-
-def validity_sentence(rows: Sequence[dict]) -> str:
-    """Where the theory stops being accurate, from one sampler's rows, in words: per network the distance
-    ``d`` at every width (debiased, with its noise floor as its error, where it is resolved; else against its
-    noise floor), the exponent of ``d ~ N^-b`` and the ``1 / N`` prefactor ``N d`` (:func:`error_scaling`), how that
-    prefactor compares between networks with different numbers of paths, the points whose chains did not mix
-    or whose error cannot be judged, and any point beyond
-    :data:`~paththeory.experiments.claims.U_TOLERANCE`."""
-    if not rows:
-        return "No record was sampled here."
-    name = _sampler_name(rows)
-    parts = []
-    for network in NETWORKS:
-        sel = sorted((r for r in rows if r["network"] == network and r["converged"]), key=lambda r: r["width"])
-        items = []
-        for r in sel:
-            if r["U_noise"] is None or not math.isfinite(r["U_noise"]):
-                items.append(f"N = {r['width']}: {100 * r['U_distance']:.1f} %, its noise not known")
-            elif _resolved(r):
-                items.append(f"N = {r['width']}: {100 * debiased(r):.1f} ± {100 * r['U_noise']:.1f} %")
-            else:
-                items.append(f"N = {r['width']}: not resolved ({100 * r['U_distance']:.1f} % against a noise floor "
-                             f"of {100 * r['U_noise']:.1f} %)")
-        if items:
-            parts.append(f"{SHORT_NAMES[network]} ({sel[0]['paths']} paths): " + ", ".join(items))
-    if not parts:
-        return f"No {name} record mixed (R-hat of U at most {R_HAT_OK})."
-    text = (f"The theory's distance d from {name}'s U, debiased where the run resolves it (beyond twice its noise "
-            "floor): " + "; ".join(parts) + ".")
-    unmixed = [r for r in rows if not r["converged"]]
-    if unmixed:
-        text += (f" Left out, their chains not mixed (R-hat of U above {R_HAT_OK}): "
-                 + ", ".join(f"{SHORT_NAMES[r['network']]} at N = {r['width']}" for r in unmixed) + ".")
-    far = [r for r in rows if r["converged"] and _resolved(r) and debiased(r) - 2 * r["U_noise"] > U_TOLERANCE]
-    if far:
-        text += " Beyond the claims' tolerance: " + ", ".join(f"{SHORT_NAMES[r['network']]} at N = {r['width']}"
-                                                             for r in far) + "."
-    scaling = error_scaling(rows)
-    fits = []
-    for network, f in scaling.items():
-        if f["exponent"] is not None:
-            b, se = f["exponent"]
-            within = {label: abs(b - b0) <= 2 * se for label, b0 in (("1/N", 1.0), ("1/√N", 0.5))}
-            reads = ("both 1/N and 1/√N within two errors" if all(within.values()) else
-                     "neither 1/N nor 1/√N within two errors" if not any(within.values()) else
-                     " within two errors, ".join(k for k, v in within.items() if v) + " within two errors, "
-                     + ", ".join(k for k, v in within.items() if not v) + " beyond")
-            fits.append(f"{SHORT_NAMES[network]} b = {b:.2f} ± {se:.2f} ({reads})")
-    text += (" Fitted d ~ N^-b over the resolved widths: " + "; ".join(fits) + "." if fits else
-             " No network is resolved at two widths, so how d falls with N is not measured here.")
-    pre = {n: f for n, f in scaling.items() if f["prefactor"] is not None}
-    if pre:
-        text += (" The prefactor N·d at resolved widths with N ≥ |Π|: "
-                 + "; ".join(f"{SHORT_NAMES[n]} {f['prefactor'][0]:.2f} ± {f['prefactor'][1]:.2f}" for n, f in pre.items())
-                 + ".")
-    counts = sorted({f["paths"] for f in pre.values()})
-    if len(counts) < 2:
-        missing = [NETWORK_NAMES[n] for n in NETWORKS if n not in pre and any(r["network"] == n for r in rows)]
-        text += (" How the error grows with the number of paths is undetermined here: "
-                 + (f"no resolved width with N ≥ |Π| for: {', '.join(missing)}." if missing else
-                    "every network with a prefactor has the same number of paths."))
-        return text
-
-    def pooled(paths):
-        fs = [f["prefactor"] for f in pre.values() if f["paths"] == paths]
-        w = np.array([1.0 / se**2 for _, se in fs])
-        return float(np.sum(w * np.array([m for m, _ in fs])) / np.sum(w)), float(1.0 / math.sqrt(np.sum(w)))
-
-    (lo, lo_se), (hi, hi_se) = pooled(counts[0]), pooled(counts[-1])
-    ratio = hi / lo
-    ratio_se = ratio * math.hypot(lo_se / lo, hi_se / hi)
-    paths = counts[-1] / counts[0]
-    verdict = ("grows more slowly than the number of paths" if ratio + 2 * ratio_se < paths else
-               "grows faster than the number of paths" if ratio - 2 * ratio_se > paths else
-               "is consistent with growth in proportion to the number of paths")
-    return text + (f" From {counts[0]} to {counts[-1]} paths the prefactor changes by {ratio:.2f} ± {ratio_se:.2f} "
-                   f"against {paths:.2f} for the paths: the error {verdict}.")
-
-
 def agreement_table(rows: Sequence[dict]) -> str:
-    """:func:`paththeory.experiments.sampler_agreement` of NUTS against Gibbs as markdown."""
+    """:func:`paththeory.experiments.sampler_agreement` of NUTS against Gibbs as markdown: the distance with its
+    combined Monte Carlo error, the largest entry-wise ``|z|`` against the Sidak threshold (5 % family-wise over the
+    ``k`` entries), the entry ``(i, j)`` of ``U`` it is at and the family-wise p-value."""
     from paththeory.display.tables import markdown_table
 
     body = [[NETWORK_NAMES[r["network"]], str(r["width"]), f"{r['distance']:.3f}", f"{r['noise']:.3f}",
-             f"{r['max_z']:.1f} ({r['expected_max_z']:.1f})", "yes" if r["mixed"] else "no",
+             f"{r['max_z']:.1f} ({r['threshold']:.1f})", f"({r['entry'][0]}, {r['entry'][1]}) of {r['k']}",
+             f"{r['p_family']:.2g}", "yes" if r["mixed"] else "no",
              f"{r['ess_per_second'][0]:.1f}", f"{r['ess_per_second'][1]:.1f}"] for r in rows]
-    return markdown_table(["network", "N", "U: NUTS vs Gibbs", "MC error", "max |z| (noise alone)", "both mixed",
-                           "ESS/s NUTS", "ESS/s Gibbs"], body)
+    return markdown_table(["network", "N", "U: NUTS vs Gibbs", "MC error", "max |z| (threshold)", "entry",
+                           "p (family)", "both mixed", "ESS/s NUTS", "ESS/s Gibbs"], body)
 
 
 def residual_claims(rows: Sequence[dict]) -> list[dict]:
@@ -656,50 +547,6 @@ def plot_order_parameters(results: dict, network: str = "skip", widths: Sequence
         ax.set_xticks(range(len(names)), names, rotation=90)
         ax.set_yticks(range(len(names)), names)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="U* / GP scale")
-    stamp_profile(fig, results["profile"])
-    return fig
-
-
-@book_style
-def plot_validity(results: dict) -> Figure:
-    """Left: the theory's distance ``d`` from the sampled ``U`` against the paths per unit width ``|Pi| / N``;
-    right: ``N d``, the prefactor of an error that falls as ``1 / N``, against ``N``. Per network, Gibbs (filled)
-    and NUTS (open) at the points whose chains mixed: a resolved distance debiased (:func:`debiased`) with two
-    noise floors (a bound on its standard deviation), an unresolved one as an upper bound (a triangle at twice its noise floor, left only)."""
-    fig, (left, right) = panel_grid(2, height=3.0)
-    for colour, network in zip(("C0", "C2", "C1", "C3"), NETWORKS):
-        for rows, filled in ((results["gibbs_rows"], True), (results["rows"], False)):
-            sel = sorted((r for r in rows if r["network"] == network and r["converged"] and r["U_noise"] is not None),
-                         key=lambda r: r["width"])
-            face = colour if filled else "white"
-            marker = "o" if filled else "s"
-            resolved = [r for r in sel if _resolved(r)]
-            if resolved:
-                n = np.array([r["width"] for r in resolved], float)
-                d = np.array([debiased(r) for r in resolved])
-                sd = 2 * np.array([r["U_noise"] for r in resolved])
-                left.errorbar(np.array([r["paths"] for r in resolved]) / n, d, yerr=[np.minimum(sd, 0.9 * d), sd],
-                              color=colour, mfc=face, marker=marker, ls="-" if filled else "none", capsize=2, ms=6,
-                              label=SHORT_NAMES[network] if filled else None)
-                right.errorbar(n, n * d, yerr=n * sd, color=colour, mfc=face, marker=marker,
-                               ls="-" if filled else "none", capsize=2, ms=6)
-            bounds = [r for r in sel if not _resolved(r)]
-            if bounds:
-                left.plot([r["paths"] / r["width"] for r in bounds], [2 * r["U_noise"] for r in bounds], "v",
-                          color=colour, mfc=face, ms=6, alpha=0.6)
-    left.axhline(U_TOLERANCE, color="0.4", ls="--", lw=1.2, label=f"tolerance ({U_TOLERANCE:.0%})")
-    left.plot([], [], "o", color="0.3", label="Gibbs (filled)")
-    left.plot([], [], "s", color="0.3", markerfacecolor="white", label="NUTS (open)")
-    left.plot([], [], "v", color="0.3", alpha=0.6, label="not resolved: below")
-    for ax in (left, right):
-        ax.set_xscale("log")
-    left.set_yscale("log")
-    left.set_xlabel("paths per unit width |Π|/N")
-    left.set_ylabel("theory vs sampled U")
-    right.set_xlabel("width N")
-    right.set_ylabel("N × distance")
-    right.set_ylim(bottom=0)
-    legend_below(fig, [left, right], columns=3)
     stamp_profile(fig, results["profile"])
     return fig
 
@@ -844,6 +691,5 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["gibbs_claims"] = residual_claims(results["gibbs_rows"])
     if out_dir is not None:
         _io.write_outputs(Path(out_dir), results, {"train_features_skip": skip.train, "y_train": skip.y_train},
-                          {"shares": lambda: plot_shares(results), "validity": lambda: plot_validity(results),
-           "order_parameters": lambda: plot_order_parameters(results)})
+                          {"shares": lambda: plot_shares(results), "order_parameters": lambda: plot_order_parameters(results)})
     return results

@@ -1,7 +1,8 @@
 """Where the saddle point stops being accurate: the theory against posterior samples over ``|Pi| / N``.
 
-The saddle point and the large-width forms drop terms of relative order ``|Pi| / N`` (the book's
-``depth`` chapter, "When is the saddle point accurate?"). This module measures how far the
+The theory's one approximation, Laplace's (the posterior mean of the overlaps read off their mode), is controlled
+only when ``|Pi| / N`` is small, and how its error grows with the number of paths is not derived (the book's
+``validity`` chapter, "One approximation: Laplace's"). This module measures how far the
 theory's order parameter and predictor lie from posterior samples of the finite network as that
 ratio grows: the four-path hidden-Markov-chain task (the paper's Fig. 2) at several widths, and
 the 16-path Omniglot network (its Fig. 3) at the smallest widths, where ``|Pi| / N`` reaches 1.6.
@@ -34,8 +35,8 @@ from matplotlib.figure import Figure
 
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, sampled_vs_theory, schedule,
-                                    schedule_fields)
+from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, record_batches, sampled_vs_theory,
+                                    schedule, schedule_fields)
 from paththeory.experiments import markov as markov_experiment
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
@@ -274,7 +275,8 @@ def compare(runs: dict | Sequence[dict], cfg: Config) -> list[dict]:
 
     Per point: ``sampler``, ``task``, ``width``, ``ratio``; ``distance``, the relative Frobenius
     distance ``|U_sampled - U*|_F / |U*|_F`` with its Monte Carlo ``noise`` and the GP point's
-    distance ``gp_distance`` (:func:`paththeory.experiments.sampled_vs_theory`); ``accuracy``, the
+    distance ``gp_distance`` (:func:`paththeory.experiments.sampled_vs_theory`); ``batch_means``, how many batch
+    means the noise comes from (:func:`paththeory.experiments.record_batches`); ``accuracy``, the
     paired difference sampled minus theory on the test sequences
     (:func:`paththeory.experiments.stats.paired_difference`); ``theory_accuracy``,
     ``sampled_accuracy``; ``r_hat`` and ``ess``, the worst R-hat and bulk ESS of ``U``. Sorted by
@@ -305,7 +307,7 @@ def compare(runs: dict | Sequence[dict], cfg: Config) -> list[dict]:
         diag = rec["diagnostics"]
         rows.append({"sampler": sampler, "task": task, "width": rec["width"], "paths": rec["paths"],
                      "ratio": rec["ratio"], "distance": d["relative_distance"], "noise": d["noise"],
-                     "gp_distance": d["gp_relative_distance"],
+                     "batch_means": record_batches(rec), "gp_distance": d["gp_relative_distance"],
                      "accuracy": stats.paired_difference(sampled_right, theory_right),
                      "theory_accuracy": float(theory_right.mean()), "sampled_accuracy": float(sampled_right.mean()),
                      "r_hat": diag.get("r_hat_U_max"), "ess": diag.get("ess_bulk_U_min")})
@@ -328,12 +330,22 @@ def table(rows: Sequence[dict]) -> str:
 MARKERS = {("markov", "nuts"): "o", ("omniglot", "nuts"): "s", ("markov", "gibbs"): "D", ("omniglot", "gibbs"): "^"}
 
 
+def debiased(r: dict) -> dict | None:
+    """A row's distance with its noise floor (:func:`paththeory.experiments.stats.debiased_distance`, ``s``'s own error
+    from the row's ``batch_means`` carried): debiased with its error where resolved, else an upper limit; ``None``
+    where the noise is not known."""
+    if r["noise"] is None or not math.isfinite(r["noise"]):
+        return None
+    return stats.debiased_distance(r["distance"], r["noise"], r.get("batch_means"))
+
+
 @book_style
 def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
-    """Left: the relative distance of the sampled ``U`` from the theory's (filled, with two Monte Carlo
-    errors) and from the GP point (open) against ``|Pi| / N``, on log scales. Right: the paired
-    accuracy difference sampled minus theory with two standard errors. One marker per task and sampler
-    (:data:`MARKERS`); the legend names the markers once and the three kinds of points once."""
+    """Left: the distance of the sampled ``U`` from the theory's (filled: debiased with two errors where resolved,
+    :func:`debiased`; a triangle at its 97.7 % upper limit where not) and the GP point's distance (open), against
+    ``|Pi| / N``, on log scales. Right: the paired accuracy difference sampled minus theory with two standard
+    errors. One marker per task and sampler (:data:`MARKERS`); the legend names the markers once and the kinds of
+    points once."""
     fig, (left, right) = panel_grid(2, height=3.0)
     short = {"markov": "Markov", "omniglot": "Omniglot"}
     for (task, sampler), marker in MARKERS.items():
@@ -341,15 +353,23 @@ def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
         if not sel:
             continue
         x = np.array([r["ratio"] for r in sel])
-        d = np.array([r["distance"] for r in sel])
-        noise = 2 * np.array([r["noise"] for r in sel])
-        left.errorbar(x, d, yerr=[np.minimum(noise, 0.9 * d), noise],  # a log axis has no zero
-                      fmt=marker, color=COLOURS["theory"], capsize=3)
+        points = [(r["ratio"], debiased(r)) for r in sel]
+        res = [(ratio, d) for ratio, d in points if d is not None and d["resolved"]]
+        if res:
+            d = np.array([v["value"] for _, v in res])
+            err = 2 * np.array([v["se"] for _, v in res])
+            left.errorbar([ratio for ratio, _ in res], d, yerr=[np.minimum(err, 0.9 * d), err],  # log axis: no zero
+                          fmt=marker, color=COLOURS["theory"], capsize=3)
+        limits = [(ratio, d) for ratio, d in points if d is not None and not d["resolved"]]
+        if limits:
+            left.plot([ratio for ratio, _ in limits], [v["upper_limit"] for _, v in limits], "v",
+                      color=COLOURS["theory"], alpha=0.6)
         left.plot(x, [r["gp_distance"] for r in sel], marker, mfc="none", color=COLOURS["gp"])
         right.errorbar(x, [100 * r["accuracy"]["difference"] for r in sel],
                        yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=marker, color=COLOURS["nuts"], capsize=3)
         left.plot([], [], marker, color="0.3", ls="none", label=f"{short[task]}, {SAMPLER_NAMES[sampler]}")
     left.plot([], [], "o", color=COLOURS["theory"], label="distance to the theory")
+    left.plot([], [], "v", color=COLOURS["theory"], alpha=0.6, label="not resolved: below")
     left.plot([], [], "o", mfc="none", color=COLOURS["gp"], label="distance to the GP point")
     left.plot([], [], "o", color=COLOURS["nuts"], label="accuracy, sampled − theory")
     for ax in (left, right):
@@ -364,10 +384,21 @@ def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
     return fig
 
 
+def _distance_text(r: dict, d: dict | None) -> str:
+    """A row's distance in words: debiased with its error, or an upper limit, or the raw distance without a noise."""
+    if d is None:
+        return f"{r['distance']:.3f} (its noise not known)"
+    if d["resolved"]:
+        return f"{d['value']:.3f} ± {d['se']:.3f}"
+    return f"below {d['upper_limit']:.3f} (not resolved: {r['distance']:.3f} against a noise floor of {r['noise']:.3f})"
+
+
 def same_ratio(rows: Sequence[dict]) -> str:
-    """The conjecture's direct test in words: at every ``|Pi| / N`` where both tasks have a point, the two
-    distances with their Monte Carlo errors and whether the 16-path point lies above, below or within noise of
-    the 4-path one (the tasks differ in data, temperature and, possibly, sampler too)."""
+    """The two tasks at equal ``|Pi| / N`` in words: at every ``|Pi| / N`` where both tasks have a point, the two
+    distances (:func:`debiased`) and whether the 16-path point lies above, below or within two combined errors of
+    the 4-path one; an unresolved point is below the other only where its upper limit lies two errors below the
+    other's value, and two unresolved points are not ordered (the tasks differ in data, temperature and, possibly,
+    sampler too)."""
     by_ratio: dict[float, dict[str, dict]] = {}
     for r in rows:
         by_ratio.setdefault(round(r["ratio"], 9), {}).setdefault(r["task"], r)
@@ -376,12 +407,19 @@ def same_ratio(rows: Sequence[dict]) -> str:
         if len(pair) < 2:
             continue
         a, b = pair["markov"], pair["omniglot"]
-        gap, noise = b["distance"] - a["distance"], math.hypot(a["noise"], b["noise"])
-        where = ("above" if gap > 2 * noise else "below" if gap < -2 * noise else "within two Monte Carlo errors of")
+        da, db = debiased(a), debiased(b)
+        if da is None or db is None or not (da["resolved"] or db["resolved"]):
+            where = "cannot be ordered against"
+        elif da["resolved"] and db["resolved"]:
+            gap, noise = db["value"] - da["value"], math.hypot(da["se"], db["se"])
+            where = "above" if gap > 2 * noise else "below" if gap < -2 * noise else "within two errors of"
+        elif db["resolved"]:  # the 4-path point is an upper limit
+            where = "above" if db["value"] - 2 * db["se"] > da["upper_limit"] else "cannot be ordered against"
+        else:
+            where = "below" if da["value"] - 2 * da["se"] > db["upper_limit"] else "cannot be ordered against"
         parts.append(f"at |Π|/N = {ratio:.2g} the 16-path Omniglot point (N = {b['width']}, "
                      f"{SAMPLER_NAMES[b['sampler']]}) lies {where} the 4-path Markov one (N = {a['width']}, "
-                     f"{SAMPLER_NAMES[a['sampler']]}): {b['distance']:.3f} ± {b['noise']:.3f} against "
-                     f"{a['distance']:.3f} ± {a['noise']:.3f}")
+                     f"{SAMPLER_NAMES[a['sampler']]}): {_distance_text(b, db)} against {_distance_text(a, da)}")
     if not parts:
         return "No value of |Π|/N is sampled for both tasks in this profile."
     return ("Compared at equal |Π|/N: " + "; ".join(parts) + ". The two tasks differ in data, temperature and "
@@ -389,9 +427,10 @@ def same_ratio(rows: Sequence[dict]) -> str:
 
 
 def summary(rows: Sequence[dict]) -> str:
-    """Sentences generated from :func:`compare`: per task and sampler, the distance at every ``|Pi| / N``
-    with its Monte Carlo error, whether it is beyond two such errors, its ratio to the GP point's distance,
-    a note where R-hat exceeds :data:`R_HAT_OK`, and whether any accuracy difference is beyond two SEs."""
+    """Sentences generated from :func:`compare`: per task and sampler, the distance at every ``|Pi| / N`` debiased
+    with its error where the run resolves it (beyond twice its noise floor) and an upper limit where it does not
+    (:func:`debiased`), the raw distance's ratio to the GP point's, a note where R-hat exceeds :data:`R_HAT_OK`,
+    and whether any accuracy difference is beyond two SEs."""
     if not rows:
         return "No point was sampled to completion, so this build has no comparison."
     out = []
@@ -402,18 +441,18 @@ def summary(rows: Sequence[dict]) -> str:
                 continue
             parts = []
             for r in sel:
-                within = "beyond" if stats.resolved(r["distance"], r["noise"]) else "within"
                 mixing = "" if r["r_hat"] is None or r["r_hat"] <= R_HAT_OK else (
                     f"; R-hat {r['r_hat']:.2f}: the chains have not fully mixed, so the error is itself uncertain")
-                parts.append(f"{r['distance']:.3f} ± {r['noise']:.3f} at |Π|/N = {r['ratio']:.2g} (N = {r['width']}, "
-                             f"{within} two Monte Carlo errors; {r['distance'] / r['gp_distance']:.2f} of the GP "
-                             f"point's{mixing})")
+                parts.append(f"{_distance_text(r, debiased(r))} at |Π|/N = {r['ratio']:.2g} (N = {r['width']}; "
+                             f"{r['distance'] / r['gp_distance']:.2f} of the GP point's distance{mixing})")
             beyond = [r for r in sel if abs(r["accuracy"]["difference"]) > 2 * r["accuracy"]["se"]]
             acc = ("no accuracy difference is beyond two paired standard errors" if not beyond else
                    "the accuracy differs beyond two paired standard errors at " +
                    ", ".join(f"N = {r['width']} ({100 * r['accuracy']['difference']:+.1f} ± "
                              f"{100 * r['accuracy']['se']:.1f} points)" for r in beyond))
             name = TASK_NAMES[task]
-            out.append(f"{name[0].upper()}{name[1:]}, {SAMPLER_NAMES[sampler]}: the relative distance of U is "
+            out.append(f"{name[0].upper()}{name[1:]}, {SAMPLER_NAMES[sampler]}: the distance of U is "
                        + "; ".join(parts) + f"; {acc}.")
-    return " ".join(out)
+    return ("The distance of the sampled U from the theory's, debiased with its error where the run resolves it "
+            "(beyond twice its noise floor s: sqrt(d² − s²) ± s·d/sqrt(d² − s²)), else an upper limit at 97.7 % "
+            "(d + 2s). " + " ".join(out))

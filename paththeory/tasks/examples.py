@@ -1,5 +1,5 @@
 """Small example problems: the networks and data that the docstrings' examples, the exercises and
-the tests share (a two-layer network with random heads, the toy needle task)."""
+the tests share (a two-layer network with random heads, the toy needle task, one path with a random teacher)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,39 @@ def toy_problem(n_train: int = 100, n_test: int = 1000):
     y_train, y_test = np.array(train.y), np.array(test.y)  # cached: one caller's change must not reach the next
     y_train.flags.writeable = y_test.flags.writeable = False
     return arch, path_features(arch, train.x), y_train, path_features(arch, test.x), y_test
+
+
+def one_path_problem():
+    """One layer of one random head and a pool of 100 sequences of 4 tokens in 20 dimensions labelled by a random
+    linear teacher: ``(arch, features [100, 1, 20], y [100])``, the task on which the validity chapter measures the
+    theory's one approximation against the exact posterior (:mod:`paththeory.one_path`).
+
+    Example:
+      >>> arch, f, y = one_path_problem()
+      >>> arch.n_paths, f.shape, sorted(set(y.tolist()))
+      (1, (100, 1, 20), [-1.0, 1.0])
+    """
+    rng = np.random.default_rng(0)
+    arch = Architecture([QKAttention(rng.normal(size=(1, 4, 20)), rng.normal(size=(1, 4, 20)))], readout="first")
+    data = np.random.default_rng(100)
+    x = data.normal(size=(100, 4, 20))
+    teacher = data.normal(size=20)
+    y = np.sign(x[:, 0] @ teacher + 0.5 * x[:, 1] @ teacher)
+    return arch, np.asarray(path_features(arch, x)), y
+
+
+def two_layer_problem():
+    """Two layers of two random heads (four paths, mean readout) and 50 random sequences of 6 tokens in 10 dimensions
+    with labels ``sign(x_00 + x_11 / 2)``: ``(arch, x [50, 6, 10], y [50])``, the problem on which the theory chapters
+    check the solver, the inner order parameter and Result 2.
+
+    Example:
+      >>> arch, x, y = two_layer_problem()
+      >>> arch.heads, x.shape, y.shape
+      ((2, 2), (50, 6, 10), (50,))
+    """
+    rng = np.random.default_rng(7)
+    layers = [QKAttention(rng.normal(size=(2, 4, 10)), rng.normal(size=(2, 4, 10))) for _ in range(2)]
+    arch = Architecture(layers, readout="mean")
+    x = rng.normal(size=(50, 6, 10))
+    return arch, x, np.sign(x[:, 0, 0] + 0.5 * x[:, 1, 1])

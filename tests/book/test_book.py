@@ -226,6 +226,17 @@ def long_code_lines(md: Path, width: int = CODE_WIDTH) -> list[str]:
     return found
 
 
+#: The longest a chapter may be, in source lines: past it, split the chapter (the problem set, a list of exercises, is
+#: exempt).
+MAX_CHAPTER_LINES = 800
+
+
+@pytest.mark.parametrize("md", [c for c in chapters() if c.name != "problems.md"], ids=lambda p: p.name)
+def test_chapters_stay_readable_in_length(md):
+    lines = md.read_text().count("\n")
+    assert lines <= MAX_CHAPTER_LINES, f"{md.name} has {lines} lines (at most {MAX_CHAPTER_LINES}): split it"
+
+
 @pytest.mark.parametrize("md", chapters(), ids=lambda p: p.name)
 def test_code_cells_fit_the_page(md):
     long = long_code_lines(md)

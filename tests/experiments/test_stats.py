@@ -114,3 +114,113 @@ def test_batch_means_se_for_correlated_draws(rng):
     assert 0.7 * expected < se < 1.3 * expected  # 80 batch means: their sd is known to ~8 %
     naive = x.std() / math.sqrt(chains * n)
     assert se > 2.5 * naive  # the naive error ignores the autocorrelation (factor 3 here)
+
+
+def test_a_debiased_distance_carries_its_error_and_an_unresolved_one_an_upper_limit():
+    """Oracle: the formulas. Resolved: sqrt(d^2 - s^2) and s d / sqrt(d^2 - s^2), 15 % above s at d = 2 s, widened
+    through s's own relative error 1 / sqrt(2 (B - 1)); unresolved: d + 2 s (Student's t quantile of the same
+    confidence with an estimated floor) and the censoring limit sqrt(3) s with error 2 s / sqrt(3)."""
+    r = stats.debiased_distance(0.05, 0.01)
+    assert r["resolved"] and r["value"] == pytest.approx(math.sqrt(0.0024)) and r["upper_limit"] is None
+    assert r["se"] == pytest.approx(0.01 * 0.05 / math.sqrt(0.0024))
+    at_threshold = stats.debiased_distance(2.0 + 1e-12, 1.0)
+    assert at_threshold["se"] == pytest.approx(2 / math.sqrt(3))  # 1.155 s: 15 % above the floor
+    assert stats.floor_relative_sd(20) == pytest.approx(1 / math.sqrt(38))
+    widened = stats.debiased_distance(0.05, 0.01, batch_means=20)
+    assert widened["se"] == pytest.approx(0.01 * math.sqrt(0.05**2 + 0.01**2 / 38) / math.sqrt(0.0024))
+    low = stats.debiased_distance(0.015, 0.01)
+    assert not low["resolved"] and low["value"] is None and low["se"] is None
+    assert low["upper_limit"] == pytest.approx(0.035) and low["limit"] == pytest.approx(math.sqrt(3) * 0.01)
+    assert low["limit_se"] == pytest.approx(0.02 / math.sqrt(3))
+    from scipy.stats import norm, t
+
+    q = t.isf(norm.sf(2), 19)
+    assert stats.debiased_distance(0.015, 0.01, batch_means=20)["upper_limit"] == pytest.approx(0.015 + q * 0.01)
+    for d, s in ((0.05, None), (0.05, float("nan")), (0.05, 0.0), (-0.1, 0.01), (float("inf"), 0.01)):
+        with pytest.raises(ValueError):
+            stats.debiased_distance(d, s)
+    with pytest.raises(ValueError):
+        stats.debiased_distance(0.05, 0.01, batch_means=1)
+
+
+def test_the_sidak_threshold_and_the_agreement_test_follow_their_formulas():
+    """Oracle: Phi^-1 and Student's t quantiles, and the family-wise p-value 1 - (1 - p_min)^k."""
+    from scipy.stats import norm, t
+
+    assert stats.sidak_threshold(1) == pytest.approx(1.959964, abs=1e-6)
+    alpha = 1 - 0.95 ** (1 / 666)
+    assert stats.sidak_threshold(666) == pytest.approx(norm.isf(alpha / 2))
+    assert stats.sidak_threshold(666, dof=19) == pytest.approx(t.isf(alpha / 2, 19))
+    z = np.array([0.3, -4.28, 1.0] + [0.0] * 663)
+    test = stats.agreement_test(z)
+    p = 2 * norm.sf(4.28)
+    assert test["index"] == 1 and test["max_z"] == pytest.approx(4.28) and test["k"] == 666
+    assert test["p_family"] == pytest.approx(1 - (1 - p) ** 666) and not test["agree"]  # 0.012: the issue's number
+    with_dof = stats.agreement_test(z, dof=45.0)  # the residual chapter's N = 30 point, errors from batch means
+    assert with_dof["agree"] and with_dof["p_family"] == pytest.approx(1 - (1 - 2 * t.sf(4.28, 45)) ** 666)
+    assert with_dof["threshold"] == pytest.approx(stats.sidak_threshold(666, dof=45.0))
+    # per-entry degrees of freedom: the worst entry is the one of smallest p, not of largest |z|
+    mixed = stats.agreement_test([3.0, 2.9], dof=[1000.0, 3.0])
+    assert mixed["index"] == 0
+    assert not stats.agreement_test([0.1, float("inf")])["agree"]
+    with pytest.raises(ValueError, match="NaN"):
+        stats.agreement_test([0.1, float("nan")])
+    with pytest.raises(ValueError, match="dof"):
+        stats.agreement_test([0.1, 0.2], dof=[1.0, -1.0])
+    with pytest.raises(ValueError):
+        stats.sidak_threshold(0)
+
+
+def test_a_weighted_mean_inflates_its_error_by_the_scatter():
+    m = stats.weighted_mean([1.0, 1.0], [0.1, 0.2])
+    assert m["mean"] == 1.0 and m["chi2_nu"] == 0.0 and m["se"] == m["se_stat"] == pytest.approx(1 / math.sqrt(125))
+    m = stats.weighted_mean([1.0, 2.0], [0.1, 0.1])
+    assert m["chi2_nu"] == pytest.approx(50.0) and m["se"] == pytest.approx(m["se_stat"] * math.sqrt(50.0))
+    assert stats.weighted_mean([3.0], [0.5])["chi2_nu"] is None
+    with pytest.raises(ValueError):
+        stats.weighted_mean([1.0, 2.0], [0.1, 0.0])
+
+
+def test_the_power_law_fit_recovers_an_exact_law_and_says_when_it_cannot():
+    """Oracle: an exact power law (b and the level to round-off, chi^2 zero), weighted least squares without
+    limits, a limit far above the law that changes nothing, one far below that steepens it, and the errors inflated
+    by sqrt(chi^2 / nu) when the points scatter beyond their errors."""
+    x = np.array([10.0, 30.0, 100.0, 300.0])
+    y = 0.3 * x**-1.0
+    fit = stats.power_law_fit(x, y, 0.1 * y)
+    assert fit["determined"] and fit["b"] == pytest.approx(1.0, abs=1e-8)
+    assert fit["chi2_nu"] == pytest.approx(0, abs=1e-12)
+    assert fit["ln_a"] == pytest.approx(math.log(0.3), abs=1e-8) and fit["inflation"] == 1.0
+    assert fit["x_ref"] == pytest.approx(np.exp(np.log(x).mean())) and fit["y_ref"] == pytest.approx(0.3 / fit["x_ref"])
+    # the error: weighted least squares of ln y on ln x with sd 0.1
+    assert fit["b_se"] == pytest.approx(0.1 / np.sqrt(np.sum((np.log(x) - np.log(x).mean()) ** 2)))
+    above = stats.power_law_fit(np.append(x, 1000.0), np.append(y, 1.0), np.append(0.1 * y, 0.01), [0, 0, 0, 0, 1])
+    assert above["b"] == pytest.approx(1.0, abs=1e-6) and above["n_censored"] == 1
+    below = stats.power_law_fit(np.append(x, 1000.0), np.append(y, 1e-5), np.append(0.1 * y, 1e-5), [0, 0, 0, 0, 1])
+    assert below["b"] > 1.05
+    scattered = stats.power_law_fit(x, y * np.array([1.3, 0.7, 1.3, 0.7]), 0.01 * y)
+    assert scattered["chi2_nu"] > 1 and scattered["b_se"] == pytest.approx(
+        scattered["b_se_stat"] * math.sqrt(scattered["chi2_nu"]))
+    none = stats.power_law_fit([10, 30, 10], [0.1, 0.03, 0.12], [0.01, 0.01, 0.01], [False, True, False])
+    assert not none["determined"] and none["b"] is None and none["n_measured"] == 2 and none["n_censored"] == 1
+    with pytest.raises(ValueError, match="power_law_fit"):
+        stats.power_law_fit([10, 30], [0.1, -0.03], [0.01, 0.01])
+
+
+def test_batch_count_is_the_number_of_means_behind_batch_means_se(rng):
+    draws = rng.normal(size=(2, 400, 1))
+    b = stats.batch_count(2, 400)
+    means = draws.reshape(2, b // 2, -1, 1).mean(axis=2).reshape(b, 1)
+    assert b == 20 and stats.batch_means_se(draws)[0] == pytest.approx(means.std(ddof=1) / math.sqrt(b))
+    assert stats.batch_count(4, 6) == 12  # short chains: 3 batches of 2 draws each
+
+
+def test_the_covariance_noise_floor_is_batch_means_of_the_per_draw_products(rng):
+    """Oracle: :func:`stats.batch_means_se` of the per-draw outer products, held at once (small sizes only)."""
+    from paththeory.experiments import multiclass
+
+    f = rng.normal(size=(2, 40, 7, 3))
+    reference = np.broadcast_to(np.eye(3), (7, 3, 3))
+    dev = f - f.reshape(-1, 7, 3).mean(axis=0)
+    brute = np.linalg.norm(stats.batch_means_se(dev[..., :, None] * dev[..., None, :])) / np.linalg.norm(reference)
+    assert multiclass._covariance_noise(f, reference) == pytest.approx(brute, rel=1e-12)

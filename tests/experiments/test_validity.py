@@ -9,12 +9,13 @@ serves only its own sampler, and the shipped Gibbs records reach the theory at N
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
 
 from paththeory.cli import main
-from paththeory.experiments import ShippedRecords, schedule, validity
+from paththeory.experiments import ShippedRecords, schedule, stats, validity
 from paththeory.experiments.claims import U_TOLERANCE
 from paththeory.predict import mean_predictor
 from paththeory.solve import Theory
@@ -85,10 +86,15 @@ def _row(task, width, distance, noise, gp, diff, se, sampler="nuts"):
 
 
 def test_the_summary_is_generated_from_the_numbers():
+    """Oracle: stats.debiased_distance. A resolved distance (d > 2 s) is debiased with its error, an unresolved one
+    is an upper limit d + 2 s."""
     rows = [_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004), _row("omniglot", 10, 0.3, 0.05, 0.6, 0.0, 0.01)]
     text = validity.summary(rows)
-    assert "0.050 ± 0.040 at |Π|/N = 0.4 (N = 10, within two Monte Carlo errors; 0.10 of the GP point's)" in text
-    assert "0.300 ± 0.050 at |Π|/N = 1.6 (N = 10, beyond two Monte Carlo errors; 0.50 of the GP point's)" in text
+    assert "below 0.130 (not resolved: 0.050 against a noise floor of 0.040) at |Π|/N = 0.4 (N = 10; 0.10" in text
+    resolved = stats.debiased_distance(0.3, 0.05)
+    assert (resolved["value"], resolved["se"]) == pytest.approx((math.sqrt(0.3**2 - 0.05**2), 0.05 * 0.3 / 0.2958),
+                                                               abs=1e-4)
+    assert f"{resolved['value']:.3f} ± {resolved['se']:.3f} at |Π|/N = 1.6 (N = 10; 0.50" in text  # 0.296 ± 0.051
     assert text.count("no accuracy difference is beyond two paired standard errors") == 2
     rows[1]["accuracy"] = {"difference": -0.05, "se": 0.01, "n": 500}
     assert "differs beyond two paired standard errors at N = 10 (-5.0 ± 1.0 points)" in validity.summary(rows)
@@ -98,30 +104,41 @@ def test_the_summary_is_generated_from_the_numbers():
     table = validity.table(rows)
     assert table.count("\n") == 3 and "+0.2 ± 0.4 pts" in table and "0.050 (0.040)" in table
     assert "Gibbs" not in text + table  # "NUTS" only where it is NUTS, and Gibbs only where it is Gibbs
+    with_batches = dict(rows[1], batch_means=20)  # the floor's own error widens the debiased one
+    assert validity.debiased(with_batches)["se"] > resolved["se"]
+    assert validity.debiased(dict(rows[1], noise=None)) is None
 
 
 def test_the_two_tasks_are_compared_at_equal_paths_per_width():
     """Oracle: rows built by hand. At |Pi|/N = 0.4 (Markov N = 10, Omniglot N = 40) the 16-path point is below,
-    above or within noise of the 4-path one by two combined errors; no shared ratio is said so; a point without
-    R-hat or ESS tables as n/a."""
+    above or within two combined errors of the 4-path one (debiased values); an unresolved point is below only
+    when its upper limit lies two errors under the other's value, two unresolved points are not ordered; no shared
+    ratio is said so; a point without R-hat or ESS tables as n/a."""
     markov = _row("markov", 10, 0.10, 0.01, 1.0, 0.0, 0.01)
-    below = [markov, _row("omniglot", 40, 0.02, 0.01, 0.8, 0.0, 0.01, sampler="gibbs")]
+    m = stats.debiased_distance(0.10, 0.01)
+    below = [markov, _row("omniglot", 40, 0.02, 0.01, 0.8, 0.0, 0.01, sampler="gibbs")]  # unresolved: below 0.040
+    assert m["value"] - 2 * m["se"] > 0.04
     text = validity.same_ratio(below)
     assert "at |Π|/N = 0.4 the 16-path Omniglot point (N = 40, Gibbs) lies below the 4-path Markov one" in text
-    assert "0.020 ± 0.010 against 0.100 ± 0.010" in text
+    assert f"below 0.040 (not resolved: 0.020 against a noise floor of 0.010) against {m['value']:.3f} ± " \
+           f"{m['se']:.3f}" in text
     assert "lies above" in validity.same_ratio([markov, _row("omniglot", 40, 0.2, 0.01, 0.8, 0.0, 0.01)])
-    assert "within two Monte Carlo errors of" in validity.same_ratio(
-        [markov, _row("omniglot", 40, 0.12, 0.01, 0.8, 0.0, 0.01)])
+    assert "within two errors of" in validity.same_ratio([markov, _row("omniglot", 40, 0.12, 0.01, 0.8, 0.0, 0.01)])
+    unresolved = _row("markov", 10, 0.015, 0.01, 1.0, 0.0, 0.01)  # below 0.035: no order against 0.03 ± 0.01
+    assert "cannot be ordered against" in validity.same_ratio([unresolved, _row("omniglot", 40, 0.0316, 0.01, 0.8,
+                                                                                   0.0, 0.01)])
+    assert "cannot be ordered against" in validity.same_ratio([unresolved, _row("omniglot", 40, 0.01, 0.01, 0.8,
+                                                                                   0.0, 0.01)])
     assert validity.same_ratio([markov]).startswith("No value of |Π|/N is sampled for both tasks")
     assert "n/a" in validity.table([{**markov, "r_hat": None, "ess": None}])
 
 
 def test_the_summary_and_table_name_each_points_sampler():
     rows = [_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),
-            _row("markov", 1000, 0.004, 0.002, 0.05, 0.0, 0.002, sampler="gibbs")]
+            _row("markov", 1000, 0.005, 0.002, 0.05, 0.0, 0.002, sampler="gibbs")]
     text = validity.summary(rows)
-    assert "The hidden Markov chain (4 paths), NUTS: the relative distance of U is 0.050 ± 0.040" in text
-    assert "The hidden Markov chain (4 paths), Gibbs: the relative distance of U is 0.004 ± 0.002" in text
+    assert "The hidden Markov chain (4 paths), NUTS: the distance of U is below 0.130" in text
+    assert "The hidden Markov chain (4 paths), Gibbs: the distance of U is 0.005 ± 0.002" in text  # sqrt(21e-6)
     lines = validity.table(rows).splitlines()
     assert "sampler" in lines[0] and "| NUTS |" in lines[2] and "| Gibbs |" in lines[3]
 
@@ -129,8 +146,8 @@ def test_the_summary_and_table_name_each_points_sampler():
 def test_the_figure_has_both_panels_and_one_marker_per_task_and_sampler():
     import matplotlib.pyplot as plt
 
-    fig = validity.plot([_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),
-                         _row("markov", 30, 0.03, 0.02, 0.3, 0.0, 0.002),
+    fig = validity.plot([_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),  # unresolved: a limit at 0.13
+                         _row("markov", 30, 0.03, 0.01, 0.3, 0.0, 0.002),  # resolved
                          _row("markov", 1000, 0.004, 0.002, 0.05, 0.0, 0.002, sampler="gibbs")], "smoke")
     left, right = fig.axes[:2]
     assert left.get_xscale() == "log" and left.get_yscale() == "log" and "distance" in left.get_ylabel()
@@ -141,6 +158,8 @@ def test_the_figure_has_both_panels_and_one_marker_per_task_and_sampler():
     markers = {line.get_label(): line.get_marker() for line in left.get_lines() if not line.get_label().startswith("_")}
     assert markers["Markov, NUTS"] != markers["Markov, Gibbs"]
     assert len(set(validity.MARKERS.values())) == len(validity.MARKERS)
+    limits = sorted(float(y) for line in left.get_lines() if line.get_marker() == "v" for y in line.get_ydata())
+    assert limits == pytest.approx([0.008, 0.13])  # d + 2 s of the two unresolved points
     plt.close(fig)
 
 

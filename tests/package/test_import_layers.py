@@ -4,14 +4,15 @@ Ranks, bottom to top (``README.md``, "Where things are"):
 
 0. private helpers and the scale switch: ``paththeory._*`` (validation, atomic I/O, label packing,
    the in-loop L-BFGS, the compilation cache, the aliases of the 0.1 module paths) and ``paththeory.profiles``;
-1. the theory: the other top-level modules (model, kernels, action, solve, hessian, predict, pruning);
+1. the theory: the other top-level modules (model, kernels, action, solve, hessian, predict, one_path, pruning);
 2. ``paththeory.sampling`` and ``paththeory.tasks``;
 3. ``paththeory.training``;
 4. the public face, ``paththeory`` itself (``import paththeory as pt``);
 5. ``paththeory.display``;
 6. ``paththeory.experiments``;
-7. ``paththeory.exercises``;
-8. the command line (``paththeory.cli``, ``paththeory.__main__``).
+7. ``paththeory.reports`` (the words that format the experiments' findings);
+8. ``paththeory.exercises``;
+9. the command line (``paththeory.cli``, ``paththeory.__main__``).
 
 A module may import its own rank and those below. Imports inside functions count too (a lazy import
 hides an upward dependency, it does not remove it), and so do circles, which the depth-first search
@@ -28,8 +29,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "paththeory"
 
 #: The rank of each subpackage (and of the named top-level modules); other top-level modules are the theory.
-RANKS = {"profiles": 0, "sampling": 2, "tasks": 2, "training": 3, "display": 5, "experiments": 6,
-         "exercises": 7, "cli": 8, "__main__": 8}
+RANKS = {"profiles": 0, "sampling": 2, "tasks": 2, "training": 3, "display": 5, "experiments": 6, "reports": 7,
+         "exercises": 8, "cli": 9, "__main__": 9}
 THEORY_RANK, FACE_RANK, PRIVATE_RANK = 1, 4, 0
 
 
@@ -118,7 +119,7 @@ def test_every_module_has_a_rank_and_the_layers_are_all_there():
     graph = import_graph()
     assert {"paththeory.cli", "paththeory.experiments.omniglot", "paththeory.sampling.nuts",
             "paththeory.training.checkpoints", "paththeory.display.plots", "paththeory._io"} <= graph.keys()
-    assert {rank(m) for m in graph} == set(range(9))
+    assert {rank(m) for m in graph} == set(range(10))
 
 
 def test_imports_only_point_down():

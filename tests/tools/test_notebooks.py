@@ -296,8 +296,8 @@ def test_the_notebooks_number_cross_references_as_the_book_does():
     assert plain_markdown.toc_numbers(ROOT / "_toc.yml")["book/derivation"] == 2
     expected = {"prop-result-1": "Proposition 2.1", "lem-wishart": "Lemma 2.3", "asm-thermodynamic-limit":
                 "Assumption 2.3", "rem-approximations": "Remark 2.2", "def-renormalised-kernel": "Definition 1.5",
-                "prop-result-2": "Proposition 4.1", "cor-gp-point": "Corollary 3.1", "fig-markov-task": "Figure 7.1",
-                "fig-markov-two-path": "Figure 7.8"}
+                "prop-result-2": "Proposition 4.1", "cor-gp-point": "Corollary 3.1", "fig-markov-task": "Figure 8.1",
+                "fig-markov-two-path": "Figure 8.8"}
     assert {label: ctx.numbers.get(label) for label in expected} == expected
     assert ctx.equation_numbers["gamma-identity"] == "2.1"
     derivation = read("derivation")
@@ -306,7 +306,8 @@ def test_the_notebooks_number_cross_references_as_the_book_does():
     depth = "\n".join(c.source for c in read("depth").cells if c.cell_type == "markdown")
     assert f"[Proposition 2.1]({notebooks.BOOK_URL}/book/derivation.html#prop-result-1)" in depth
     assert "Proposition (Result 1" not in depth and "[the equation of *" not in depth
-    assert f"[Exercise 13.6 (What the large-width forms drop)]({notebooks.BOOK_URL}/book/problems.html" in depth
+    validity = "\n".join(c.source for c in read("validity").cells if c.cell_type == "markdown")
+    assert f"[Exercise 14.6 (The measure behind the large-width forms)]({notebooks.BOOK_URL}/book/problems.html" in validity
 
 
 def test_the_download_button_offers_the_plain_notebook(book_extension, tmp_path):

@@ -1,0 +1,262 @@
+"""Does the ``1/N`` prefactor of the theory's error grow with the architecture? (book: the validity chapter, "Does
+the prefactor grow with the architecture?")
+
+The theory's one approximation, Laplace's, leaves an error in the order parameter that vanishes as the width grows; at
+a fixed architecture it falls like ``1/N``, and how its prefactor grows with the number of paths is not derived. This
+module asks every posterior sample the book ships, NUTS and exact Gibbs alike, for six networks: the hidden-Markov-chain
+task (4 paths) and the Omniglot network (16 paths) of :mod:`paththeory.experiments.validity`, and the four networks
+of :mod:`paththeory.experiments.residual` (attention only and with MLP blocks: 4 paths; with skips: 9; two residual
+blocks: 36), each with a longer Gibbs scan at widths ``N >= |Pi|`` (:func:`scan_settings`).
+
+It computes findings, not words (the words: :mod:`paththeory.reports.prefactor`):
+
+* :class:`Point`: one sampled width, its distance ``d`` from the theory with its noise floor, debiased with its error
+  where resolved, else an upper limit (:func:`paththeory.experiments.stats.debiased_distance`);
+* :class:`NetworkScaling`: per network, ``d ~ N^-b`` through every mixed width (resolved as measurements, the others
+  as upper limits, :func:`paththeory.experiments.stats.power_law_fit`) and the prefactor ``N d``, a weighted mean over
+  the resolved mixed widths with ``N >= |Pi|``, which exists only with two such widths;
+* :class:`Growth`: the prefactor against the number of paths, ``N d ~ |Pi|^gamma``, with ``gamma``'s distance in
+  errors from 0 (flat), 1 (like the paths) and 2 (like the ``|Pi|(|Pi| + 1) / 2`` fluctuation modes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+from paththeory.experiments import residual, stats, validity
+from paththeory.profiles import choose
+
+#: The networks, in the order of the chapter: the validity experiment's tasks, then the residual experiment's.
+NETWORKS = ("markov", "omniglot", "attention", "mlp", "skip", "residual")
+#: The reference exponents of the prefactor's growth ``N d ~ |Pi|^gamma``: flat, like the paths, like the modes.
+GROWTHS = {"flat": 0.0, "paths": 1.0, "modes": 2.0}
+#: How many errors a fitted exponent may lie from a reference to be consistent with it.
+Z_CONSISTENT = 2.0
+
+
+def scan_settings(profile: str | None = None) -> tuple[validity.Config, residual.Config]:
+    """The configurations of the longer Gibbs scan: Omniglot at ``N = 20, 40, 100`` and the networks with skips and
+    residual blocks at ``N = 50, 100``, widths ``N >= |Pi|`` where the shorter runs of their chapters leave ``d``
+    unresolved; 400 warm-up and 3,200 kept sweeps of 4 chains (4 times the chapters' `smoke` schedule, so half the
+    noise floor), `paper`: 10,000. Their records ship for `smoke` and `colab` (``validity_gibbs_scan_smoke.json``,
+    ``residual_gibbs_scan_smoke.json``: about 22 and 25 minutes on a 2-core CPU)."""
+    samples = choose({"smoke": 3200, "colab": 3200, "paper": 10_000}, profile)
+    v = dataclasses.replace(validity.settings(profile), gibbs_markov_widths=(), gibbs_omniglot_widths=(20, 40, 100),
+                            gibbs_warmup=400, gibbs_samples=samples)
+    r = dataclasses.replace(residual.settings(profile), gibbs=(("skip", 50), ("skip", 100), ("residual", 50),
+                                                               ("residual", 100)), gibbs_warmup=400,
+                            gibbs_samples=samples)
+    return v, r
+
+
+def write_scan(experiment: str, profile: str | None = None, out=None, *, progress: bool = True):
+    """Sample the scan of :func:`scan_settings` for ``experiment`` (``"validity"`` or ``"residual"``) with the Gibbs
+    sampler and write its records (default: the package's own ``<experiment>_gibbs_scan_<profile>.json``;
+    ``python -m paththeory <experiment> --scan``). Atomic, as every writer of records."""
+    from functools import partial
+
+    from paththeory.profiles import current_profile
+
+    profile = current_profile(profile)
+    modules = {"validity": (validity, 0), "residual": (residual, 1)}
+    if experiment not in modules:
+        raise ValueError(f"experiment must be one of {tuple(modules)}; got {experiment!r}.")
+    module, i = modules[experiment]
+    return module.RECORDS.write(scan_settings(profile)[i], profile, "gibbs",
+                                partial(module.sample_points, progress=progress), out, variant="scan")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One sampled width of one network: ``distance`` ``d = |U_sampled - U*|_F / |U*|_F`` and its noise floor
+    ``noise`` ``s`` (``None``: not estimated), ``batch_means`` behind ``s``, ``mixed`` (R-hat of ``U`` within its
+    experiment's threshold); ``resolved`` (``d > 2 s``) with the debiased ``value`` and its error ``se``, else an
+    ``upper_limit`` and the ``limit``/``limit_se`` a censored fit takes (:func:`paththeory.experiments.stats.debiased_distance`)."""
+
+    network: str
+    paths: int
+    width: int
+    sampler: str
+    distance: float
+    noise: float | None
+    batch_means: int | None
+    mixed: bool
+    resolved: bool = False
+    value: float | None = None
+    se: float | None = None
+    upper_limit: float | None = None
+    limit: float | None = None
+    limit_se: float | None = None
+
+    @property
+    def judged(self) -> bool:
+        """Whether the point counts: its chains mixed and its noise floor is known."""
+        return self.mixed and self.noise is not None
+
+
+def point(network: str, paths: int, width: int, sampler: str, distance: float, noise: float | None,
+          batch_means: int | None, mixed: bool) -> Point:
+    """A :class:`Point`, debiased or bounded where its noise floor is known.
+
+    Example:
+      >>> p = point("markov", 4, 10, "nuts", 0.104, 0.0104, 40, True)
+      >>> p.resolved, round(p.value, 4), round(p.se, 4)
+      (True, 0.1035, 0.0105)
+    """
+    base = Point(network, int(paths), int(width), sampler, float(distance), noise, batch_means, bool(mixed))
+    if noise is None:
+        return base
+    d = stats.debiased_distance(distance, noise, batch_means)
+    return dataclasses.replace(base, resolved=d["resolved"], value=d["value"], se=d["se"],
+                               upper_limit=d["upper_limit"], limit=d["limit"], limit_se=d["limit_se"])
+
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """``d ~ N^-b`` fitted through a network's mixed widths (:func:`paththeory.experiments.stats.power_law_fit`):
+    ``determined`` only with two resolved widths at least."""
+
+    determined: bool
+    b: float | None
+    b_se: float | None
+    chi2_nu: float | None
+    n_measured: int
+    n_censored: int
+
+
+@dataclass(frozen=True)
+class NetworkScaling:
+    """One network: its ``points``, the ``fit`` of ``d ~ N^-b``, and the prefactor ``N d`` (weighted mean over the
+    resolved mixed ``regime_widths`` with ``N >= paths``, with its error inflated by ``sqrt(chi2/nu)`` where that
+    exceeds 1: :func:`paththeory.experiments.stats.weighted_mean`), ``None`` below two such widths."""
+
+    network: str
+    paths: int
+    points: tuple[Point, ...]
+    fit: PowerLaw
+    regime_widths: tuple[int, ...]
+    prefactor: float | None
+    prefactor_se: float | None
+    prefactor_chi2_nu: float | None
+
+
+@dataclass(frozen=True)
+class Growth:
+    """The prefactor against the number of paths, ``N d ~ |Pi|^gamma``, through the networks that have one
+    (``networks``, ``paths``). ``determined`` needs prefactors at two path counts at least; ``z`` is
+    ``(gamma - g) / gamma_se`` for each reference exponent of :data:`GROWTHS`, and ``consistent`` the references
+    within :data:`Z_CONSISTENT` errors."""
+
+    networks: tuple[str, ...]
+    paths: tuple[int, ...]
+    determined: bool
+    gamma: float | None
+    gamma_se: float | None
+    chi2_nu: float | None
+    z: dict[str, float] | None
+    consistent: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Findings:
+    """Every network's :class:`NetworkScaling` and the :class:`Growth` of their prefactors."""
+
+    networks: tuple[NetworkScaling, ...]
+    growth: Growth
+
+
+def network_scaling(points: Sequence[Point], network: str) -> NetworkScaling:
+    """:class:`NetworkScaling` of ``network`` from its ``points`` (NUTS and Gibbs pooled; those not
+    :attr:`Point.judged` are kept but enter no fit).
+
+    Example:
+      >>> pts = [point("x", 4, w, "gibbs", 1.0 / w, 0.1 / w, 40, True) for w in (10, 30, 100)]
+      >>> s = network_scaling(pts, "x")
+      >>> round(s.fit.b, 3), round(s.prefactor, 3), s.regime_widths
+      (1.0, 0.995, (10, 30, 100))
+    """
+    own = tuple(sorted((p for p in points if p.network == network), key=lambda p: (p.width, p.sampler)))
+    if not own:
+        raise ValueError(f"no point of the network {network!r}.")
+    paths = own[0].paths
+    judged = [p for p in own if p.judged]
+    fit = PowerLaw(False, None, None, None, sum(p.resolved for p in judged), sum(not p.resolved for p in judged))
+    if judged:
+        f = stats.power_law_fit([p.width for p in judged],
+                                [p.value if p.resolved else p.limit for p in judged],
+                                [p.se if p.resolved else p.limit_se for p in judged],
+                                [not p.resolved for p in judged])
+        fit = PowerLaw(f["determined"], f["b"], f["b_se"], f["chi2_nu"], f["n_measured"], f["n_censored"])
+    regime = [p for p in judged if p.resolved and p.width >= paths]
+    widths = tuple(sorted({p.width for p in regime}))
+    prefactor = se = chi2 = None
+    if len(widths) >= 2:
+        m = stats.weighted_mean([p.width * p.value for p in regime], [p.width * p.se for p in regime])
+        prefactor, se, chi2 = m["mean"], m["se"], m["chi2_nu"]
+    return NetworkScaling(network, paths, own, fit, widths if prefactor is not None else (), prefactor, se, chi2)
+
+
+def growth(scalings: Sequence[NetworkScaling]) -> Growth:
+    """:class:`Growth` of the prefactors of ``scalings`` (those that have one) with the number of paths.
+
+    Example:
+      >>> pts = [point(n, k, w, "gibbs", k / w, 0.1 * k / w, 40, True)
+      ...        for n, k in (("a", 4), ("b", 16)) for w in (20, 60, 200)]
+      >>> g = growth([network_scaling(pts, "a"), network_scaling(pts, "b")])
+      >>> round(g.gamma, 3), g.consistent
+      (1.0, ('paths',))
+    """
+    have = [s for s in scalings if s.prefactor is not None]
+    names, paths = tuple(s.network for s in have), tuple(s.paths for s in have)
+    empty = Growth(names, paths, False, None, None, None, None, ())
+    if len(set(paths)) < 2:
+        return empty
+    f = stats.power_law_fit(paths, [s.prefactor for s in have], [s.prefactor_se for s in have])
+    if not f["determined"]:
+        return empty
+    gamma, se = -f["b"], f["b_se"]
+    z = {name: (gamma - g) / se for name, g in GROWTHS.items()}
+    consistent = tuple(name for name in GROWTHS if abs(z[name]) <= Z_CONSISTENT)
+    return Growth(names, paths, True, gamma, se, f["chi2_nu"], z, consistent)
+
+
+def findings(points: Sequence[Point]) -> Findings:
+    """:class:`Findings` from every network's points: one :class:`NetworkScaling` per network of :data:`NETWORKS`
+    that has points (others, in order after them), and their :class:`Growth`."""
+    present = [n for n in NETWORKS if any(p.network == n for p in points)]
+    present += sorted({p.network for p in points} - set(present))
+    scalings = tuple(network_scaling(points, n) for n in present)
+    return Findings(scalings, growth(scalings))
+
+
+def validity_points(rows: Sequence[dict]) -> list[Point]:
+    """:class:`Point` of every row of :func:`paththeory.experiments.validity.compare`."""
+    return [point(r["task"], r["paths"], r["width"], r["sampler"], r["distance"], r["noise"], r.get("batch_means"),
+                  r["r_hat"] is not None and r["r_hat"] <= validity.R_HAT_OK) for r in rows]
+
+
+def residual_points(rows: Sequence[dict]) -> list[Point]:
+    """:class:`Point` of every row of :func:`paththeory.experiments.residual.compare`."""
+    return [point(r["network"], r["paths"], r["width"], r["sampler"], r["U_distance"], r["U_noise"],
+                  r.get("batch_means"), r["converged"]) for r in rows]
+
+
+def sampled_points(profile: str | None = None, validity_rows: Sequence[dict] | None = None) -> list[Point]:
+    """Every shipped record of the six networks (or a fresh run where none ships for ``profile``'s sizes: hours)
+    against the theory at its width: the NUTS and Gibbs records of the validity and residual experiments and the
+    scan of :func:`scan_settings`. ``validity_rows``: :func:`paththeory.experiments.validity.compare` of the
+    validity experiment's own NUTS and Gibbs records at ``profile``'s sizes, when already computed."""
+    v_cfg, r_cfg = validity.settings(profile), residual.settings(profile)
+    v_scan, r_scan = scan_settings(profile)
+    runs = [(v_scan, "gibbs")] + ([(v_cfg, "nuts"), (v_cfg, "gibbs")] if validity_rows is None else [])
+    points = [] if validity_rows is None else validity_points(validity_rows)
+    for cfg, sampler in runs:
+        payload = validity.samples(profile, sampler=sampler, config=cfg)
+        points += validity_points(validity.compare(payload, cfg))
+    problems = {n: residual.problem(n, r_cfg) for n in residual.NETWORKS}
+    for cfg, sampler in ((r_cfg, "nuts"), (r_cfg, "gibbs"), (r_scan, "gibbs")):
+        payload = residual.samples(profile, sampler=sampler, config=cfg)
+        points += residual_points(residual.compare(payload, cfg, problems=problems))
+    return points

@@ -1,0 +1,67 @@
+"""The reports (paththeory/reports/) format findings and compute nothing: no statistics imported, no array reduced.
+And one test per report checks its wording against findings built by hand."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from paththeory.experiments.prefactor import findings, point
+
+REPORTS = Path(__file__).resolve().parents[2] / "paththeory" / "reports"
+#: Modules a report may not import: the statistics, and the libraries that compute.
+FORBIDDEN_IMPORTS = ("paththeory.experiments.stats", "numpy", "scipy", "jax")
+#: Calls that reduce numbers to a statistic.
+REDUCTIONS = {"sum", "mean", "median", "std", "var", "average", "min", "max", "argmin", "argmax", "polyfit", "lstsq",
+              "power_law_fit", "weighted_mean", "debiased_distance", "agreement_test"}
+
+
+def computing(source: str) -> list[str]:
+    """What in a report's ``source`` computes: forbidden imports and reducing calls, one line each."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.startswith(FORBIDDEN_IMPORTS)]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            found += [f"from {node.module} import {n.rsplit('.', 1)[1]}" for n in names
+                      if node.module.startswith(FORBIDDEN_IMPORTS) or n.startswith(FORBIDDEN_IMPORTS)]
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in REDUCTIONS:
+                found.append(f"line {node.lineno}: {name}(...)")
+    return found
+
+
+def test_reports_compute_nothing():
+    files = sorted(REPORTS.glob("*.py"))
+    assert len(files) >= 2
+    problems = {p.name: computing(p.read_text()) for p in files}
+    assert not any(problems.values()), problems
+
+
+def test_the_check_sees_a_report_that_computes():
+    bad = ("import numpy as np\nfrom paththeory.experiments import stats\n"
+           "def table(f):\n    return f'{np.mean(f.values):.2f} {max(f.values)}'\n")
+    found = computing(bad)
+    assert any("numpy" in f for f in found) and any("stats" in f for f in found)
+    assert any("mean" in f for f in found) and any("max" in f for f in found)
+
+
+def test_the_prefactor_report_formats_the_findings_numbers():
+    from paththeory.reports import prefactor as report
+
+    pts = [point(n, k, w, "gibbs", 0.3 * k / w, 0.006 * k / w, 40, True)
+           for n, k in (("markov", 4), ("omniglot", 16)) for w in (20, 60, 200)]
+    pts.append(point("skip", 9, 30, "nuts", 0.02, 0.015, 20, True))
+    f = findings(pts)
+    text = report.growth_sentence(f)
+    g = f.growth
+    assert f"γ = {g.gamma:.2f} ± {g.gamma_se:.2f}" in text and "growth like the number of paths" in text
+    assert "Markov task (4 paths), Omniglot (16 paths)" in text
+    table = report.scaling_table(f)
+    assert f"{f.networks[0].prefactor:.2f} ± {f.networks[0].prefactor_se:.2f} (N = 20, 60, 200)" in table
+    assert "undetermined (0 resolved widths)" in table  # the skip network: one unresolved point
+    assert "< " in report.points_table(f)  # its upper limit
+    assert report.growth_sentence(findings(pts[:3])).startswith("Undetermined")
