@@ -255,8 +255,13 @@ def sampled_points(profile: str | None = None, validity_rows: Sequence[dict] | N
     for cfg, sampler in runs:
         payload = validity.samples(profile, sampler=sampler, config=cfg)
         points += validity_points(validity.compare(payload, cfg))
+    payloads = [(cfg, residual.samples(profile, sampler=sampler, config=cfg))
+                for cfg, sampler in ((r_cfg, "nuts"), (r_cfg, "gibbs"), (r_scan, "gibbs"))]
+    # one theory curve and one GP predictor per network serve all three sets of records (their data are the same)
     problems = {n: residual.problem(n, r_cfg) for n in residual.NETWORKS}
-    for cfg, sampler in ((r_cfg, "nuts"), (r_cfg, "gibbs"), (r_scan, "gibbs")):
-        payload = residual.samples(profile, sampler=sampler, config=cfg)
-        points += residual_points(residual.compare(payload, cfg, problems=problems))
+    widths = sorted({rec["width"] for _, payload in payloads for rec in payload["records"]})
+    curves = {n: residual.theory_curve(problems[n], widths, r_cfg.temperature) for n in residual.NETWORKS}
+    gp_means = {n: residual.gp_mean(problems[n], r_cfg.temperature) for n in residual.NETWORKS}
+    for cfg, payload in payloads:
+        points += residual_points(residual.compare(payload, cfg, curves, problems, gp_means))
     return points
