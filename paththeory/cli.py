@@ -13,7 +13,6 @@ import argparse
 import dataclasses
 import importlib
 import json
-import platform
 import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
@@ -167,9 +166,8 @@ def train_command(argv: list[str], command_line: str) -> int:
     The best model is written as soon as training ends, before the (long) evaluation; Ctrl-C during
     training keeps the best model so far, like the time limit, and ends with exit status 130.
     """
-    import jax
-
     from paththeory import training
+    from paththeory.experiments.records import environment
 
     args = vars(train_parser().parse_args(argv))
     out, root = args.pop("out"), args.pop("data_root")
@@ -178,6 +176,7 @@ def train_command(argv: list[str], command_line: str) -> int:
     mnist_context = training.default_mnist_context(root)
     sets = training.evaluation_sets(config, data, root=root, mnist_context=mnist_context)
     result = training.train(config, training.omniglot_batches(config, data), sets["validation"])
+    env = environment()
     metadata = {
         "format": "paththeory checkpoint v1: npz float32 arrays Q, K [L, H, G, N0], V0 [n, N0], V1..VL [H, n, n], a [n]",
         "command_line": command_line,
@@ -190,7 +189,7 @@ def train_command(argv: list[str], command_line: str) -> int:
         "steps_done": result.steps_done, "best_step": result.best_step, "stopped": result.stopped,
         "wall_time_s": round(result.wall_time_s, 1),
         "history": result.history,
-        "package_version": __version__, "device": f"{jax.default_backend()} ({platform.processor() or platform.machine()})",
+        "package_version": env["paththeory"], "device": env["device"], "environment": env,
     }
     npz, _ = training.save_checkpoint(out, result.params, metadata)
     if result.stopped == "interrupted":

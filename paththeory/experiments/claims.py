@@ -344,7 +344,7 @@ SAMPLED_SOURCE = "§4.2, 'Agreement with sampled statistics'; Fig. 2c, e"
 def _sampled_u(tvs: dict | None, diagnostics: dict | None) -> tuple | None:
     """``(value, noise, verdict, measured)`` of the claim that the sampled ``U`` (NUTS or Gibbs) lies within
     :data:`U_TOLERANCE` of the theory's, from a ``theory_vs_sampled`` entry
-    (:func:`paththeory.experiments.sampled_vs_theory`); :data:`~paththeory.experiments.stats.NOT_ENOUGH_DRAWS`
+    (:func:`paththeory.experiments.compare.sampled_vs_theory`); :data:`~paththeory.experiments.stats.NOT_ENOUGH_DRAWS`
     for a run cut by a time budget its caller asked for; ``None`` when there is nothing to report."""
     if diagnostics is not None and not diagnostics.get("complete", True):
         return None, "n/a", stats.NOT_ENOUGH_DRAWS, diagnostics_summary(diagnostics)

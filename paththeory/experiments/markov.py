@@ -7,7 +7,7 @@ the chapter ``book/markov.md``:
 * :func:`problem`: data set, architecture and path features of one variant (cached);
 * :func:`theory_curve`: order parameters and test accuracy of the theory over widths;
 * :func:`gp_accuracy`: the infinite-width (GP) accuracy, ``U = I``;
-* :func:`paththeory.experiments.samplers` and :func:`sample_at`: which sampler draws each sampled
+* :func:`paththeory.experiments.records.samplers` and :func:`sample_at`: which sampler draws each sampled
   width (NUTS at the small widths, the exact blocked Gibbs sampler at the wide ones) and its
   posterior samples at one width (:mod:`paththeory.sampling`);
 * :func:`pc_overlaps`: overlaps of the training-kernel PCs with the labels;
@@ -30,15 +30,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
-import jax
 import numpy as np
 from matplotlib.figure import Figure
 
-import paththeory
 from paththeory import _io
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import jsonable, sampled_vs_theory, samplers, schedule
+from paththeory.experiments.records import environment, jsonable, samplers, schedule
+from paththeory.experiments.compare import sampled_vs_theory
 from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
 from paththeory.model import Architecture, path_features
@@ -222,7 +221,7 @@ def sample_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", 
               progress: bool = True) -> PosteriorSamples:
     """Posterior samples at ``width`` by ``sampler`` (``"nuts"`` or ``"gibbs"``,
     :func:`paththeory.sampling.posterior.sample_posterior`) with the profile's schedule for it
-    (:func:`paththeory.experiments.schedule`) and its fail-safe time limit."""
+    (:func:`paththeory.experiments.records.schedule`) and its fail-safe time limit."""
     return sample_posterior(
         prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test, method=sampler,
         **schedule(cfg, sampler), time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress,
@@ -289,14 +288,14 @@ def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, 
 def _experiment(prob: Problem, widths, sampled: dict[int, str], cfg: Config, progress: bool, timings: dict,
                 tag: str) -> tuple[dict, dict[str, np.ndarray]]:
     """Theory over ``widths`` and posterior samples at each width of ``sampled`` (``{width: sampler}``,
-    :func:`paththeory.experiments.samplers`) for one problem: a JSON-ready dict, and the theory's
+    :func:`paththeory.experiments.records.samplers`) for one problem: a JSON-ready dict, and the theory's
     per-sequence correctness ``{width: [P_test] bool}`` (for paired comparisons).
 
     The dict's ``samplers`` says which sampler drew each sampled width; its ``sampled_vs_theory`` holds,
     per sampled width, the paired accuracy difference samples minus theory on the same test sequences
     (:func:`paththeory.experiments.stats.paired_difference`) and the distance of the sampled ``U`` from the
     theory's with its batch-means Monte Carlo error
-    (:func:`paththeory.experiments.sampled_vs_theory`)."""
+    (:func:`paththeory.experiments.compare.sampled_vs_theory`)."""
     t = time.perf_counter()
     curve = theory_curve(prob, widths, cfg.temperature)
     theory_correct = {str(p.width): p.correct for p in curve}
@@ -388,8 +387,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["two_path"] = {"sigma_perp": markov.NOISY_SIGMA_PERP, "denoising": "uniform", **two}
     timings["total"] = time.perf_counter() - start
     results["timings"] = timings
-    results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
-                              "backend": jax.default_backend(), "device": str(jax.devices()[0])}
+    results["environment"] = environment()
     results = jsonable(results)
     results["claims"] = fig2_claims(results)
     if out_dir is not None:

@@ -7,7 +7,7 @@ Used by the chapter ``book/many_outputs.md`` and ``paththeory reproduce multicla
 * :func:`independent_order_parameter`: ``C`` single-output theories, one per label column, as one
   block-diagonal ``U``; :func:`nearest_kronecker`: the Kronecker product ``A (x) B`` (outputs x
   paths) nearest to a ``U`` in Frobenius norm (Van Loan and Pitsianis 1993);
-* :func:`paththeory.experiments.samplers`: which sampler draws each sampled width (NUTS at the small
+* :func:`paththeory.experiments.records.samplers`: which sampler draws each sampled width (NUTS at the small
   widths, the exact blocked Gibbs sampler from ``N = 30``, where it gives several times NUTS's
   effective draws per second: :data:`SAMPLER_SPEED`);
 * :func:`compare_at`: the theory against the posterior samples at one width, with the GP, the independent
@@ -29,16 +29,15 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import jax
 import numpy as np
 from matplotlib.figure import Figure
 
-import paththeory
 from paththeory import _io
 from paththeory.experiments import stats
 from paththeory._checks import check_flag
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import SAMPLER_NAMES, jsonable, samplers, schedule
+from paththeory.experiments import SAMPLER_NAMES
+from paththeory.experiments.records import environment, jsonable, samplers, schedule
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.model import Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
@@ -225,7 +224,7 @@ def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts",
                progress: bool = False) -> dict:
     """The theory against posterior samples at one width, drawn by ``sampler`` (``"nuts"`` or ``"gibbs"``,
     :func:`paththeory.sampling.posterior.sample_posterior`) with the profile's schedule for it
-    (:func:`paththeory.experiments.schedule`), and four other order parameters against both.
+    (:func:`paththeory.experiments.records.schedule`), and four other order parameters against both.
 
     Returns a dict with ``sampler``, ``ratio`` (``C |Pi| / N``), the theory's ``U`` (and whether it
     converged), ``errors`` (per order parameter: ``U`` and mean-predictor distances to the samples', relative
@@ -346,8 +345,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
         timings["nway"] = time.perf_counter() - t
     results["timings"] = timings
     results["seconds"] = time.perf_counter() - start
-    results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
-                              "backend": jax.default_backend()}
+    results["environment"] = environment()
     results = jsonable(results)
     results["claims"] = multiclass_claims(results)
     if out_dir is not None:
@@ -461,7 +459,7 @@ def sampler_speed_table(results: dict | None = None) -> str:
 
 def sampler_sentence(results: dict) -> str:
     """Which sampler drew each width of ``results``, with the profile's chains for each
-    (:func:`paththeory.experiments.schedule`)."""
+    (:func:`paththeory.experiments.records.schedule`)."""
     by: dict[str, list[str]] = {}
     for w, s in results.get("samplers", {}).items():
         by.setdefault(s, []).append(w)

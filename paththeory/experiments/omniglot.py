@@ -55,18 +55,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-import jax
 import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
-import paththeory
 from paththeory import _io, action, hessian, kernels, predict, solve, training
 from paththeory.experiments import stats
 from paththeory._checks import check_count, check_nonnegative
 from paththeory.display.tables import markdown_table
 from paththeory.tasks.data import load_mnist, load_omniglot, load_one_shot_runs
-from paththeory.experiments import jsonable, sampled_vs_theory
+from paththeory.experiments.records import environment, jsonable
+from paththeory.experiments.compare import sampled_vs_theory
 from paththeory.experiments.claims import fig3_claims
 from paththeory.experiments.omniglot_base import (
     EVAL_SPLITS,
@@ -200,7 +199,7 @@ def provenance(network: training.Checkpoint) -> dict:
     differs from the paper's), accuracies; the training command without its output folder."""
     meta = network.metadata
     keys = ("provenance", "selection", "differences_from_paper", "command_line", "steps_done", "best_step", "stopped",
-            "wall_time_s", "device", "package_version", "accuracies")
+            "wall_time_s", "device", "package_version", "environment", "accuracies")
     out = {"config": meta["config"], "data": meta["data"], **{k: meta[k] for k in keys if k in meta}}
     if "command_line" in out:  # the output folder of the training machine says nothing about the network
         out["command_line"] = re.sub(r"--out\s+\S+", "--out <folder>", out["command_line"])
@@ -737,8 +736,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["claims"] = fig3_claims(results)
     timings["total"] = time.perf_counter() - start
     results["timings"] = timings
-    results["environment"] = {"paththeory": paththeory.__version__, "jax": jax.__version__,
-                              "backend": jax.default_backend(), "device": str(jax.devices()[0])}
+    results["environment"] = environment()
     if out_dir is not None:
         write_outputs(results, features, seqs, Path(out_dir))
     return results

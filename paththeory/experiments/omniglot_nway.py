@@ -33,7 +33,7 @@ from paththeory import training
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
 from paththeory.tasks.data import load_one_shot_runs
-from paththeory.experiments import jsonable
+from paththeory.experiments.records import jsonable
 from paththeory.experiments.omniglot import select_temperature
 from paththeory.experiments.omniglot_base import _characters
 from paththeory.model import attention_matrices, path_features

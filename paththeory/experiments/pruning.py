@@ -35,7 +35,7 @@ import numpy as np
 
 from paththeory import pruning, training
 from paththeory.experiments import stats
-from paththeory.experiments import jsonable
+from paththeory.experiments.records import jsonable
 from paththeory.experiments.omniglot_base import (
     Config,
     Sweep,

@@ -32,8 +32,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from paththeory import _io
-from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, record_batches, relative_distance,
-                                    sampler_agreement, schedule, schedule_fields, stats)
+from paththeory.experiments import SAMPLER_NAMES, stats
+from paththeory.experiments.records import ShippedRecords, jsonable, schedule, schedule_fields
+from paththeory.experiments.compare import record_batches, relative_distance, sampler_agreement
 from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
 from paththeory.model import MLP, Architecture, Residual, path_features
@@ -85,7 +86,7 @@ class Config:
 
 
 #: The samplers of the chapter and, for each, the fields of :class:`Config` that fix its records: its points and
-#: its schedule (:func:`paththeory.experiments.schedule_fields`).
+#: its schedule (:func:`paththeory.experiments.records.schedule_fields`).
 SAMPLERS = {"nuts": ("sampled", *schedule_fields("nuts")), "gibbs": ("gibbs", *schedule_fields("gibbs"))}
 #: The shipped records, one file per sampler and profile (``python -m paththeory residual [--sampler gibbs]``).
 RECORDS = ShippedRecords("residual", SHIPPED, SAMPLERS, ("n_train", "n_test", "temperature", "seed"),
@@ -241,7 +242,7 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: di
     and mean predictor from the theory's (and the GP point's), over the theory's norm, with their Monte Carlo
     noise floors ``s`` (the distance sampling noise alone gives, ``E d^2 = d_true^2 + s^2``, and a bound on
     the standard deviation of ``d``) and ``batch_means``, how many batch means the errors come from
-    (:func:`paththeory.experiments.record_batches`); ``inner_distance``, the levels above (``U^(2)``, ..., ``U_a``),
+    (:func:`paththeory.experiments.compare.record_batches`); ``inner_distance``, the levels above (``U^(2)``, ..., ``U_a``),
     has no noise floor: the records keep the means of those levels, not their draws or errors; and the accuracies of the theory, the
     samples, the GP and the attention-only theory (the same heads, no MLP and no skip) with paired standard
     errors of the differences. ``problems``: :func:`problem` of every network, ``curves``: :func:`theory_curve` of
@@ -441,7 +442,7 @@ def conclusion(results: dict) -> str:
 
 
 def agreement_table(rows: Sequence[dict]) -> str:
-    """:func:`paththeory.experiments.sampler_agreement` of NUTS against Gibbs as markdown: the distance with its
+    """:func:`paththeory.experiments.compare.sampler_agreement` of NUTS against Gibbs as markdown: the distance with its
     combined Monte Carlo error, the largest entry-wise ``|z|`` against the Sidak threshold (5 % family-wise over the
     ``k`` entries), the entry ``(i, j)`` of ``U`` it is at and the family-wise p-value."""
     from paththeory.display.tables import markdown_table

@@ -295,7 +295,7 @@ def _floor(s: float, name: str = "s") -> float:
 def debiased_distance(d: float, s: float, batch_means: int | None = None, z: float = 2.0) -> dict:
     """A measured distance ``d`` with its noise floor ``s`` (``E d^2 = d_true^2 + s^2``, and ``s`` bounds the
     standard deviation of ``d`` whatever the correlations between the entries:
-    :func:`paththeory.experiments.relative_distance`), as a debiased value with its standard error where the run
+    :func:`paththeory.experiments.compare.relative_distance`), as a debiased value with its standard error where the run
     resolves it, else as an upper limit.
 
     * ``resolved``: ``d > 2 s`` (:func:`resolved`).

@@ -35,8 +35,9 @@ from matplotlib.figure import Figure
 
 from paththeory.experiments import stats
 from paththeory.display.tables import markdown_table
-from paththeory.experiments import (SAMPLER_NAMES, ShippedRecords, jsonable, record_batches, sampled_vs_theory,
-                                    schedule, schedule_fields)
+from paththeory.experiments import SAMPLER_NAMES
+from paththeory.experiments.records import ShippedRecords, jsonable, schedule, schedule_fields
+from paththeory.experiments.compare import record_batches, sampled_vs_theory
 from paththeory.experiments import markov as markov_experiment
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
@@ -88,7 +89,7 @@ class Config:
 
 
 #: The samplers and, for each, the fields of :class:`Config` that fix its records: the Markov and Omniglot
-#: widths, warm-up, kept draws and chains (the last three: :func:`paththeory.experiments.schedule_fields`).
+#: widths, warm-up, kept draws and chains (the last three: :func:`paththeory.experiments.records.schedule_fields`).
 SAMPLERS = {"nuts": ("markov_widths", "omniglot_widths", *schedule_fields("nuts")),
             "gibbs": ("gibbs_markov_widths", "gibbs_omniglot_widths", *schedule_fields("gibbs"))}
 #: The shipped records, one file per sampler and profile (``python -m paththeory validity [--sampler gibbs]``):
@@ -275,8 +276,8 @@ def compare(runs: dict | Sequence[dict], cfg: Config) -> list[dict]:
 
     Per point: ``sampler``, ``task``, ``width``, ``ratio``; ``distance``, the relative Frobenius
     distance ``|U_sampled - U*|_F / |U*|_F`` with its Monte Carlo ``noise`` and the GP point's
-    distance ``gp_distance`` (:func:`paththeory.experiments.sampled_vs_theory`); ``batch_means``, how many batch
-    means the noise comes from (:func:`paththeory.experiments.record_batches`); ``accuracy``, the
+    distance ``gp_distance`` (:func:`paththeory.experiments.compare.sampled_vs_theory`); ``batch_means``, how many batch
+    means the noise comes from (:func:`paththeory.experiments.compare.record_batches`); ``accuracy``, the
     paired difference sampled minus theory on the test sequences
     (:func:`paththeory.experiments.stats.paired_difference`); ``theory_accuracy``,
     ``sampled_accuracy``; ``r_hat`` and ``ess``, the worst R-hat and bulk ESS of ``U``. Sorted by

@@ -12,7 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from paththeory.experiments import agreement_sentence, sampler_agreement
+from paththeory.experiments import sampler_agreement
+from paththeory.reports.agreement import agreement_sentence
 from paththeory.experiments import residual as exp
 from paththeory.experiments.claims import U_TOLERANCE
 
