@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import time
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
@@ -572,11 +573,17 @@ class Solution:
     widths: tuple[float, ...]
     temperature: float
     report: dict = field(default_factory=dict)
+    #: A weak reference to the :class:`Theory` that solved it (``None``: built by hand), for :meth:`solved_by`.
+    source: weakref.ReferenceType | None = field(default=None, repr=False, compare=False)
 
     @property
     def order_parameters(self) -> list[np.ndarray]:
         """``[U^(1), ..., U^(L)]``."""
         return [self.U, *self.inner]
+
+    def solved_by(self, theory: "Theory") -> bool:
+        """Whether ``theory`` (this very object) produced this solution; ``True`` for a solution built by hand."""
+        return self.source is None or self.source() is theory
 
 
 class Theory:
@@ -814,7 +821,7 @@ class Theory:
             U_a = mats[L][b] if self.skips[-1] else np.asarray(readout_order_parameter(
                 partial_trace(Us[-1], heads[-1], self.n_outputs), ws, heads, self.arch.variances))
             U_a = U_a if self.y.ndim == 2 else float(U_a[0, 0])
-            solutions.append(Solution(Us[0], Us[1:], U_a, ws, t, report))
+            solutions.append(Solution(Us[0], Us[1:], U_a, ws, t, report, weakref.ref(self)))
             if not report["converged"]:
                 _warn_unconverged(report, ws, t)
         return solutions

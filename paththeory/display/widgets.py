@@ -95,6 +95,10 @@ def panel_data(theory: Theory, features_test, y_test, solution: Solution, n_pcs:
     """
     feats, labels = _check_test_set(theory, features_test, y_test)
     n_pcs = check_count(n_pcs, "n_pcs")
+    if not isinstance(solution, Solution) or not solution.solved_by(theory):
+        raise ValueError("solution must be a Solution of this theory (theory.solve(...) or theory.sweep(...)); got "
+                         + ("a solution of another Theory." if isinstance(solution, Solution)
+                            else f"{type(solution).__name__}."))
     gp_u = theory.arch.gp_scale * np.eye(theory.arch.n_paths)
     y = np.asarray(theory.y)
     t = solution.temperature

@@ -13,6 +13,9 @@ _TRUTHS: dict[str, list[np.ndarray]] = {}
 
 
 def _exercise(exercise_id: str) -> Exercise:
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"the exercise id is a string such as 'model.n_paths'; got {type(exercise_id).__name__} "
+                        f"{exercise_id!r}. Call check('<id>', answer) once per exercise.")
     if exercise_id not in EXERCISES:
         near = difflib.get_close_matches(str(exercise_id), list(EXERCISES), n=1)
         guess = f" Did you mean {near[0]!r}?" if near else ""

@@ -162,6 +162,19 @@ def diagnostics_summary(diagnostics: dict) -> str:
       >>> diagnostics_summary(d)
       'NUTS: 200 draws, R-hat max 1.00, bulk ESS min 87, 0 divergences, E-BFMI min 0.91, 42 s'
     """
+    missing = None
+    if isinstance(diagnostics, dict):
+        needed = ("complete", "draws_used", "draws_planned") + (
+            ("stopped",) if diagnostics.get("complete") is False else
+            ("r_hat_max", "ess_bulk_min", "seconds")
+            + (("divergences", "e_bfmi_min") if diagnostics.get("method", "nuts") == "nuts" else ()))
+        missing = [k for k in needed if k not in diagnostics]
+    if missing is None or missing:
+        raise ValueError("diagnostics must be the dictionary of a sampling run (PosteriorSamples.diagnostics, or its "
+                         "JSON copy); " + (f"got {type(diagnostics).__name__}." if missing is None
+                                           else f"it lacks {', '.join(missing)}."))
+    if diagnostics.get("method", "nuts") not in SAMPLER_NAMES:
+        raise ValueError(f"diagnostics['method'] must be one of {tuple(SAMPLER_NAMES)}; got {diagnostics['method']!r}.")
     sampler = SAMPLER_NAMES[diagnostics.get("method", "nuts")]
     if not diagnostics["complete"]:
         return (f"{sampler} incomplete: {stopped_text(diagnostics['stopped'])}; "

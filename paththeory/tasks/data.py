@@ -442,6 +442,11 @@ def load_mnist(
                 f"the partial copy) or put the official files in {search_roots(root)[0] / SUBDIRS[dataset][0]}."
             ) from None
         note = f"read {n:,} of the {n_official:,} official {split} images (the shipped partial copy)"
+    if len({path.parent for path in paths}) > 1:  # images of one copy with labels of another: refuse, never mix
+        raise DataNotFoundError(
+            f"The {dataset} {split} images and labels were found in different folders ({paths[0]} and {paths[1]}): "
+            f"an incomplete copy of the data. Put both files in {paths[0].parent}, or remove the one there to use "
+            f"the copy in {paths[1].parent}.")
     if verify_checksums:
         for path in paths:
             verify(dataset, path)

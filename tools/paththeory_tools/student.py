@@ -246,13 +246,18 @@ def exercises_page(book_dir: str | Path) -> str:
     from paththeory.exercises import problems
 
     book = Path(book_dir)
+    missing = sorted({f"{name.split('.')[0]}.md" for name in EXERCISES} | {"problems.md"}
+                     - {p.name for p in book.glob("*.md")}) if book.is_dir() else None
+    if missing is None or missing:
+        raise FileNotFoundError(f"{book} is not the book's folder (book/ of the repository): "
+                                + ("no such folder." if missing is None else f"it lacks {', '.join(missing)}."))
     chapters: dict[str, list[str]] = {}
     for name in EXERCISES:
         chapters.setdefault(name.split(".")[0], []).append(name)
     rows = []
     for chapter, names in chapters.items():
         md = book / f"{chapter}.md"
-        tasks = _chapter_tasks(md.read_text()) if md.exists() else {}
+        tasks = _chapter_tasks(md.read_text())
         for number, name in enumerate(names, 1):
             title = tasks.get(exercise_label(name))
             link = f"{{ref}}`{title} <{exercise_label(name)}>`" if title else f"Exercise {number}"
@@ -260,7 +265,7 @@ def exercises_page(book_dir: str | Path) -> str:
             rows.append(f"| {{doc}}`{chapter}` | {link} | {task} | `{name}` |")
     table = "\n".join(["| Chapter | Exercise | Task | Check id |", "|---|---|---|---|", *rows])
     md = book / "problems.md"
-    titles = _chapter_tasks(md.read_text()) if md.exists() else {}
+    titles = _chapter_tasks(md.read_text())
     prows = [f"| {{ref}}`{titles.get(label, label)} <{label}>` | {kind} | {problems.POINTS[label]} |"
              for label, kind in problems.KINDS.items()]
     ptable = "\n".join(["| Problem | Kind | Points |", "|---|---|---|", *prows])
