@@ -1,6 +1,7 @@
 # The two commands of README.md:
 #   make book   create .venv, install paththeory with [test,widgets] and the repository tooling (tools/), build the book strictly
-#               (every chapter executed, any warning or cell error fails) into _build/html;
+#               (every chapter executed, any warning, cell error or stderr output fails) into _build/html, and
+#               check what a reader sees (.ci/check_html.py);
 #               BOOK_JOBS chapters execute at once (tools/paththeory_tools/build.py; BOOK_JOBS=1: serial)
 #   make test   create .venv, install paththeory with [test,widgets] and the repository tooling (tools/), run the tests in
 #               TEST_WORKERS processes (pytest-xdist, one test file per process at a time)
@@ -29,6 +30,7 @@ $(STAMP): pyproject.toml tools/pyproject.toml
 book: install
 	rm -rf _build/html _build/jupyter_execute
 	BOOK_JOBS=$(BOOK_JOBS) $(BIN)/python -m paththeory_tools.build . -W --keep-going --all
+	$(BIN)/python .ci/check_html.py _build/html
 
 # The student edition (no solutions) from the full build's executed notebooks: _build/student/html.
 student: install

@@ -47,7 +47,15 @@ def jobs_from_environment() -> int:
     return int(value)
 
 
+#: The environment of every chapter's kernel (inherited from this process): XLA's C++ log silenced below FATAL, so that
+#: its "Very slow compile?" alarm, printed only on a busy machine, never reaches a page (where ``stderr_output: warn``
+#: of ``_config.yml`` would fail the strict build on it: whether the build passes must not depend on the load).
+KERNEL_ENVIRONMENT = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
 if __name__ == "__main__":
+    for name, value in KERNEL_ENVIRONMENT.items():  # before any kernel starts, and before JAX loads here
+        os.environ.setdefault(name, value)
     jobs = jobs_from_environment()
     if "jobs" not in inspect.signature(jupyter_book.sphinx.build_sphinx).parameters:
         sys.exit("tools/paththeory_tools/build.py: this Jupyter Book's build_sphinx takes no 'jobs'; "
