@@ -91,6 +91,9 @@ def test_a_grader_without_root_gets_the_weaker_sandbox_and_it_still_hides(tmp_pa
 
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("becoming an unprivileged grader needs root and setpriv")
+    if sandbox.reach_problem() is not None:  # a clone in a private folder: nobody cannot import the grader itself
+        pytest.skip(f"nobody cannot read this clone ({sandbox.reach_problem()}); the grader that nobody plays here "
+                    "needs it (a real grader owns its environment)")
     grader = ("import json\nfrom paththeory_tools import sandbox\nbox = sandbox.detect()\n"
               "print(json.dumps({'kind': box.kind, 'warning': box.warning}))\n")
     env = {"PATH": os.environ["PATH"], "HOME": "/", "LANG": "C.UTF-8"}
@@ -131,3 +134,23 @@ print(os.getuid(), open('/proc/self/status').read().split('CapEff:')[1].split()[
     assert lines[0] in ("[]", "gone") and lines[1].startswith("no network"), done.stdout
     assert lines[2].split() == ["0", "0000000000000000"], "root in its namespace, with no capability"
     assert (course / "gradebook.db").read_text() == "grades" and [p.name for p in course.iterdir()] == ["gradebook.db"]
+
+
+def test_an_environment_nobody_cannot_read_is_a_clear_error_before_any_student_runs(tmp_path, monkeypatch):
+    """As root, the sandbox runs students' code as nobody: packages it cannot read (here: a file under the grader's
+    temporary folder, which the sandbox covers) would fail every submission, so the grader stops first and says why.
+    With the real packages the probe passes."""
+    if sandbox.detect().kind != "namespaces+nobody":
+        pytest.skip("only the sandbox that runs as nobody (the grader is root) can lack the packages")
+    assert sandbox.reach_problem() is None
+    hidden = tmp_path / "private" / "pkg.py"
+    hidden.parent.mkdir()
+    hidden.write_text("")
+    hidden.parent.chmod(0o700)
+    sandbox.reach_problem.cache_clear()
+    monkeypatch.setattr(sandbox, "_needed_files", lambda: [hidden])
+    try:
+        with pytest.raises(PermissionError, match=r"cannot read the Python environment or paththeory here: .*Error"):
+            sandbox.run(["true"], tmp_path, [], timeout=10, memory_bytes=2**30)
+    finally:
+        sandbox.reach_problem.cache_clear()

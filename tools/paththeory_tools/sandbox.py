@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["Run", "Sandbox", "detect", "run", "scratch_folder"]
+__all__ = ["Run", "Sandbox", "detect", "reach_problem", "run", "scratch_folder"]
 
 NOBODY = 65534
 #: Exit status of the mount step when a folder could not be hidden (the student's code never runs).
@@ -202,6 +202,49 @@ def _needed_paths() -> list[Path]:
     return [Path(p).resolve() for p in paths]
 
 
+def _needed_files() -> list[Path]:
+    """One file of each package the sandboxed interpreter imports first: what :func:`reach_problem` reads."""
+    import paththeory
+    import paththeory_tools
+
+    return [Path(paththeory.__file__), Path(paththeory_tools.__file__)]
+
+
+@functools.lru_cache(maxsize=None)
+def reach_problem() -> str | None:
+    """Why the sandbox's user cannot read the interpreter's packages (``None``: it can), found by trying once per
+    process: the interpreter, started in the sandbox as a student's code is, reads :func:`_needed_files`. An
+    environment in a private folder (a home folder of mode 0700) is out of reach of ``nobody``."""
+    box = detect()
+    if box.kind != "namespaces+nobody":
+        return None
+    files = [str(f) for f in _needed_files()]
+    base = Path(tempfile.mkdtemp(prefix="paththeory-probe-"))
+    work = base / "work"
+    work.mkdir()
+    os.chown(work, NOBODY, NOBODY)
+    try:
+        done = subprocess.run(_command([sys.executable, "-c", f"for f in {files!r}: open(f).close()"], [], box),
+                              cwd=work, env=_environment(work, box), stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, errors="replace", timeout=120)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if done.returncode == 0:
+        return None
+    tail = (done.stderr.strip().splitlines() or ["no message"])[-1][:300]
+    return f"{tail} (the environment: {sys.prefix}; the packages: {', '.join(str(Path(f).parent) for f in files)})"
+
+
+def _check_reach() -> None:
+    """A clear error, before any student's code runs, when the sandbox's user cannot read the packages."""
+    problem = reach_problem()
+    if problem is not None:
+        raise PermissionError(
+            f"the sandbox runs students' code as the user nobody, who cannot read the Python environment or "
+            f"paththeory here: {problem}. Every submission would fail. Let others pass through the private folder "
+            "that holds them (chmod o+x on it), or install the environment outside it, then grade again.")
+
+
 def _environment(scratch: Path, sandbox: Sandbox) -> dict[str, str]:
     """The few variables a student's process gets (none of the grader's own); its home and temporary
     folder are the fresh ``/tmp`` of the namespaces (the scratch folder itself without them)."""
@@ -226,6 +269,7 @@ def run(argv: Sequence[str], scratch: Path, hide: Sequence[Path], *, timeout: fl
     import time
 
     box = detect()
+    _check_reach()
     # prlimit, not a preexec_fn: no Python code runs between fork and exec (JAX is multithreaded)
     limit = ["prlimit", f"--as={int(memory_bytes)}", "--core=0", "--"] if shutil.which("prlimit") else []
     start = time.monotonic()
