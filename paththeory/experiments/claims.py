@@ -1,19 +1,21 @@
-"""The paper's Fig. 3 claims, and this book's own tests of them, each turned into a number, its noise and
-a verdict.
+"""The paper's claims, and this book's own tests of them, each turned into a number, its noise and a verdict:
+typed findings (:class:`Claim`, :class:`Evidence`), worded by :mod:`paththeory.reports.claims`.
 
-:func:`fig3_claims` reads a ``results.json`` of ``paththeory.experiments.omniglot.run`` and
-returns one row per claim and split; :func:`fig2_claims` does the same for Fig. 2 (the Markov
-chain, ``paththeory.experiments.markov.run``); :func:`claims_table` prints them. A verdict is
-``"holds"``, ``"within noise"`` or ``"fails"`` (:mod:`paththeory.experiments.stats`): an estimate must clear
-two standard errors, a permutation test a one-sided p-value of 0.05. Nothing is written by
-hand: change the results and the verdicts follow.
+:func:`fig3_claims` reads a ``results.json`` of ``paththeory.experiments.omniglot.run`` and returns one
+:class:`Claim` per claim and split; :func:`fig2_claims` does the same for Fig. 2 (the Markov chain,
+``paththeory.experiments.markov.run``); the other experiments build theirs with :func:`claim_row`,
+:func:`paired_claim` and :func:`u_claim`. Results store them as JSON (:func:`paththeory.experiments.records.jsonable`)
+and :func:`read_claims` reads them back. A verdict is ``"holds"``, ``"within noise"`` or ``"fails"``
+(:mod:`paththeory.experiments.stats`): an estimate must clear two standard errors, a permutation test a one-sided
+p-value of 0.05. Nothing is written by hand: change the results and the verdicts follow. :func:`reproduction`,
+:func:`network_header` and :func:`interpretation` gather the findings that the chapters' paragraphs word.
 
-Every row names its ``source``: the section, figure or appendix of the paper that makes the claim,
-or :data:`OWN_TEST` for a test this book adds (the paper makes no such claim; the row's ``paper``
+Every claim names its ``source``: the section, figure or appendix of the paper that makes the claim,
+or :data:`OWN_TEST` for a test this book adds (the paper makes no such claim; the claim's ``paper``
 text then says what the paper does instead, without crediting it with the claim). Numbers that
 the paper's text does not give but the authors' repository does are credited to that repository.
 
-The claims, each with its statistic and the source of its noise:
+The claims, each with its statistic and the source of its noise (:attr:`Evidence.kind`):
 
 * finite width beats the GP (§4.2, Fig. 3b, for the L = 2, H = 4 network; App. H.2.2, Fig. 6 for
   the L = 3, H = 3 one), per split: the accuracy difference at the smallest width on the same
@@ -45,10 +47,15 @@ The claims, each with its statistic and the source of its noise:
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Sequence
+
 import numpy as np
 
 from paththeory.experiments import stats
-from paththeory.sampling import diagnostics_summary
+from paththeory.experiments.records import typed
 from paththeory.sampling.diagnostics import SAMPLER_NAMES
 
 #: The ``source`` of a row that tests something the paper does not claim.
@@ -163,31 +170,162 @@ def finite_vs_gp_source(network: tuple[int, int], split: str) -> tuple[str, str,
     return FINITE_VS_GP_SOURCES.get(tuple(network), {}).get(split, (OWN_TEST, "better", _NOT_REPORTED))
 
 
+#: What a claim's noise rests on (:attr:`Evidence.kind`), with the fields of :class:`Evidence` each one fills:
+#: a paired standard error on the same test items (``se``, ``n`` where known); a standard error from independent
+#: test sets (``se``); a bootstrap interval (``low``, ``high``, ``resamples``); a permutation test (``p``, ``exact``
+#: where it says); random orders (``p``, ``n`` orders, their ``sd``); a batch-means Monte Carlo error (``noise``,
+#: with the GP point's ``gp_distance`` where given); no noise estimate; a sampling run cut before its draws
+#: (``diagnostics``).
+EVIDENCE_KINDS = ("paired", "independent", "bootstrap", "permutation", "random_orders", "monte_carlo", "none",
+                  "not_enough_draws")
+#: What a claim's ``value`` and ``details`` measure (:attr:`Claim.measure`), with the ``details`` each one has: an
+#: accuracy difference (``cheapest_pair`` or ``best_pair`` with ``n_pairs``: the best of all pairs of heads, in the
+#: value's sense); Spearman's rho of N and the selected temperature (``{N: T}``); the fractions of ``y`` in the top
+#: PCs (``theory``, ``gp``; ``theory_best``, ``theory_best_rank``, ``gp_best``, ``gp_best_rank``: the best PC);
+#: a relative distance (``mantel_r``); a Mantel r (``contrast``); a Spearman rho (``None`` where undefined); the
+#: mean accuracy along the pruning curve (``score``, ``random``); two distances, the claim's one first and the
+#: one it is compared with second.
+MEASURES = ("points", "temperature_trend", "captured", "distance", "mantel", "rho", "mean_accuracy", "distances")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The numbers behind a claim's noise, by :attr:`kind` (one of :data:`EVIDENCE_KINDS`); ``None`` where a field
+    does not apply."""
+
+    kind: str
+    se: float | None = None
+    n: int | None = None
+    low: float | None = None
+    high: float | None = None
+    resamples: int | None = None
+    p: float | None = None
+    exact: bool | None = None
+    sd: float | None = None
+    noise: float | None = None
+    gp_distance: float | None = None
+    diagnostics: dict | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim on one split: its ``id``, the statement ``claim`` (a label), the ``split`` and its name, the
+    measured ``value`` with its ``evidence``, the ``verdict`` (one of :data:`paththeory.experiments.stats.OUTCOMES`),
+    what the ``paper`` reports (or, for this book's own tests, does instead) and its ``source``. ``measure`` (one of
+    :data:`MEASURES`) says what ``value`` and ``details`` are; ``tolerance`` is the margin the verdict allows
+    (``None`` for a claim of a plain sign)."""
+
+    id: str
+    claim: str
+    split: str | None
+    value: float | None
+    verdict: str
+    paper: str
+    source: str
+    evidence: Evidence
+    measure: str
+    details: dict[str, float | int | None] = field(default_factory=dict)
+    tolerance: float | None = None
+    split_name: str | None = None
+
+
+def claim_row(claim_id: str, claim: str, split: str | None, value: float | None, verdict: str, paper: str,
+              source: str, evidence: Evidence, measure: str, details: dict | None = None,
+              tolerance: float | None = None) -> Claim:
+    """A :class:`Claim` (its ``evidence`` a kind of :data:`EVIDENCE_KINDS`, its ``measure`` one of :data:`MEASURES`).
+
+    Example:
+      >>> c = claim_row("gain", "finite width helps", None, 0.03, "holds", "not in the paper", OWN_TEST,
+      ...               Evidence("independent", se=0.01), "points")
+      >>> c.verdict, c.evidence.se, c.split_name
+      ('holds', 0.01, None)
+    """
+    if evidence.kind not in EVIDENCE_KINDS or measure not in MEASURES:
+        raise ValueError(f"evidence kind must be one of {EVIDENCE_KINDS} and measure one of {MEASURES}; got "
+                         f"{evidence.kind!r} and {measure!r}.")
+    return Claim(claim_id, claim, split, value, verdict, paper, source, evidence, measure, dict(details or {}),
+                 tolerance)
+
+
+def paired_claim(claim_id: str, claim: str, split: str | None, d: dict, paper: str, source: str,
+                 tolerance: float | None = None) -> Claim:
+    """A claim on a paired accuracy difference ``d`` (:func:`paththeory.experiments.stats.paired_difference`): the
+    claim ``difference > 0``, or, with ``tolerance``, ``|difference| <= tolerance``.
+
+    Example:
+      >>> paired_claim("a", "a beats b", None, {"difference": 0.05, "se": 0.01, "n": 100}, "", OWN_TEST).verdict
+      'holds'
+      >>> paired_claim("a", "a matches b", None, {"difference": 0.05, "se": 0.01, "n": 100}, "", OWN_TEST,
+      ...              tolerance=0.02).verdict
+      'fails'
+    """
+    estimate = d["difference"] if tolerance is None else tolerance - abs(d["difference"])
+    return claim_row(claim_id, claim, split, d["difference"], stats.verdict(estimate, d["se"]), paper, source,
+                     Evidence("paired", se=d["se"], n=d["n"]), "points", tolerance=tolerance)
+
+
+def u_claim(claim_id: str, claim: str, split: str | None, distance: float, noise: float | None, paper: str,
+            source: str, gp_distance: float | None = None, mantel_r: float | None = None) -> Claim:
+    """The claim that a sampled ``U`` lies within :data:`U_TOLERANCE` of the theory's: relative distance
+    ``distance`` against its batch-means Monte Carlo error ``noise`` (``None``: not estimated, within noise), with
+    the GP point's distance and the Mantel r of the two where given.
+
+    Example:
+      >>> u_claim("u", "U matches", None, 0.05, 0.01, "", OWN_TEST).verdict
+      'holds'
+    """
+    verdict = stats.verdict(U_TOLERANCE - distance, noise if noise is not None else float("nan"))
+    return claim_row(claim_id, claim, split, distance, verdict, paper, source,
+                     Evidence("monte_carlo", noise=noise, gp_distance=gp_distance), "distance",
+                     {} if mantel_r is None else {"mantel_r": mantel_r}, tolerance=U_TOLERANCE)
+
+
+def read_claims(data) -> tuple[Claim, ...]:
+    """Claims stored in results (:func:`paththeory.experiments.records.jsonable` of a list of :class:`Claim`) read
+    back as :class:`Claim` (a renamed or missing field raises a KeyError naming it).
+
+    Example:
+      >>> from paththeory.experiments.records import jsonable
+      >>> c = u_claim("u", "U matches", None, 0.05, 0.01, "", OWN_TEST, mantel_r=0.9)
+      >>> read_claims(jsonable([c])) == (c,)
+      True
+    """
+    return tuple(typed(Claim, c, "claims") for c in data)
+
+
+def verdict_counts(claims: Sequence[Claim]) -> dict[str, int]:
+    """How many claims end in each verdict."""
+    return {v: sum(c.verdict == v for c in claims) for v in stats.OUTCOMES}
+
+
+@lru_cache(maxsize=1)
 def _paper_rho() -> str:
+    """What the paper reports on the score-drop claim (held-out characters): the Spearman test of the authors'
+    single-head drops (:data:`PAPER_SINGLE_HEAD_DROPS`) against the heads' score order."""
     r = stats.spearman_test(range(len(PAPER_SINGLE_HEAD_DROPS)), PAPER_SINGLE_HEAD_DROPS)
     return (f"drops \"qualitatively in line with the head scores\"; rho = {r['rho']:.2f} (p = {r['p_greater']:.3f}) "
             "from the single-head drops in the authors' repository")
 
 
-def _row(claim_id: str, claim: str, split: str | None, value, noise: str, verdict: str, paper: str,
-         measured: str, source: str) -> dict:
-    return {"id": claim_id, "claim": claim, "split": split, "value": value, "measured": measured, "noise": noise,
-            "verdict": verdict, "paper": paper, "source": source}
+def _sampled_u(claim_id: str, claim: str, split: str | None, tvs: dict | None, diagnostics: dict | None,
+               paper: str, source: str) -> Claim | None:
+    """:func:`u_claim` from a ``theory_vs_sampled`` entry (:func:`paththeory.experiments.compare.sampled_vs_theory`);
+    :data:`~paththeory.experiments.stats.NOT_ENOUGH_DRAWS` for a run cut by a time budget its caller asked for;
+    ``None`` when there is nothing to report."""
+    if diagnostics is not None and not diagnostics.get("complete", True):
+        return claim_row(claim_id, claim, split, None, stats.NOT_ENOUGH_DRAWS, paper, source,
+                         Evidence("not_enough_draws", diagnostics=diagnostics), "distance", tolerance=U_TOLERANCE)
+    if tvs is None:
+        return None
+    mantel = tvs.get("mantel")
+    return u_claim(claim_id, claim, split, tvs["relative_distance"], tvs["noise"], paper, source,
+                   tvs["gp_relative_distance"], None if mantel is None else mantel["r"])
 
 
-def _p(x) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:.3f}" if x >= 0.001 else f"{x:.0e}"
-
-
-def fig3_claims(results: dict) -> list[dict]:
-    """One row per claim (and split) present in ``results``: ``id``, ``claim``, ``split``, ``value``,
-    ``measured`` (text), ``noise`` (text), ``verdict``, ``paper`` (what the paper reports, or, for
-    this book's own tests, what it does instead) and ``source`` (the paper's section/figure/appendix,
-    or :data:`OWN_TEST`)."""
+def fig3_claims(results: dict) -> tuple[Claim, ...]:
+    """One :class:`Claim` per claim (and split) present in an Omniglot ``results`` (the list of the module
+    docstring), in the order of ``results["splits"]``."""
     rows = []
-    names = results.get("split_names", {})
 
     def in_order(by_split: dict) -> list[str]:  # the order of results["splits"], then any others
         listed = [s for s in results.get("splits", []) if s in by_split]
@@ -199,129 +337,124 @@ def fig3_claims(results: dict) -> list[dict]:
         for split in in_order(results["finite_vs_gp"]):
             d = results["finite_vs_gp"][split][width]
             source, kind, paper = finite_vs_gp_source(network, split)
-            if kind == "comparable":
-                claim = (f"finite width (N = {width}) is not worse than the GP "
-                         f"(by more than {100 * COMPARABLE_TOLERANCE:.0f} points)")
-                verdict = stats.verdict(d["difference"] + COMPARABLE_TOLERANCE, d["se"])
-            else:
-                claim, verdict = f"finite width (N = {width}) beats the GP", stats.verdict(d["difference"], d["se"])
-            rows.append(_row(
-                f"finite_vs_gp:{split}", claim, split, d["difference"],
-                f"paired SE {100 * d['se']:.1f} points on {d['n']}", verdict,
-                paper, f"{100 * d['difference']:+.1f} points", source))
+            tolerance = COMPARABLE_TOLERANCE if kind == "comparable" else None
+            claim = (f"finite width (N = {width}) is not worse than the GP (by more than "
+                     f"{100 * COMPARABLE_TOLERANCE:.0f} points)" if tolerance else
+                     f"finite width (N = {width}) beats the GP")
+            rows.append(claim_row(f"finite_vs_gp:{split}", claim, split, d["difference"],
+                                  stats.verdict(d["difference"] + (tolerance or 0.0), d["se"]), paper, source,
+                                  Evidence("paired", se=d["se"], n=d["n"]), "points", tolerance=tolerance))
     if "temperature_trend" in results:
         tr = results["temperature_trend"]
         low, high = tr["interval"]
-        verdict = "holds" if high < 0 else "fails" if low > 0 else "within noise"
-        chosen = ", ".join(f"{t:g}" for t in tr["selected"].values())
-        rows.append(_row(
+        rows.append(claim_row(
             "temperature_trend", "the selected temperature grows as N shrinks", None, tr["rho"],
-            f"bootstrap 95 % [{low:+.2f}, {high:+.2f}] ({tr['n_bootstrap']} resamples)", verdict,
+            "holds" if high < 0 else "fails" if low > 0 else "within noise",
             "the optimal T grows consistently as N becomes smaller; T = 0.5 at N = 10 and 0.25 at N = 500 in "
-            "the authors' repository",
-            f"rho(N, T) = {tr['rho']:+.2f}; T = {chosen} for N = {', '.join(tr['selected'])}", "App. H.2.1"))
+            "the authors' repository", "App. H.2.1", Evidence("bootstrap", low=low, high=high,
+                                                               resamples=tr["n_bootstrap"]),
+            "temperature_trend", dict(tr["selected"])))
     pcs = results.get("pc_overlap")
     if pcs is not None:
         k = "10" if "10" in pcs["theory_summary"]["captured"] else str(pcs["k"])
         th, gp = pcs["theory_summary"], pcs["gp_summary"]
         diff = th["captured"][k] - gp["captured"][k]
-        rows.append(_row(
+        rows.append(claim_row(
             "pc_overlap", f"the top {k} PCs of the finite-width kernel hold more of the labels than the GP kernel's",
-            "train", diff, "not estimated (one training set)", stats.verdict(diff, 0.0),
+            "train", diff, stats.verdict(diff, 0.0),
             "PCs well aligned with the labels are of higher rank and overlap more than in the GP limit",
-            f"{th['captured'][k]:.2f} vs {gp['captured'][k]:.2f} of y; best PC overlap {th['best']:.2f} "
-            f"(rank {th['best_rank']}) vs {gp['best']:.2f} (rank {gp['best_rank']})", "§4.2, Fig. 3d"))
+            "§4.2, Fig. 3d", Evidence("none"), "captured",
+            {"theory": th["captured"][k], "gp": gp["captured"][k], "theory_best": th["best"],
+             "theory_best_rank": th["best_rank"], "gp_best": gp["best"], "gp_best_rank": gp["best_rank"]}))
     comp = results.get("order_parameter_comparison")
     if comp is not None:
         ag = comp["agreement"]
-        # (value, noise, verdict, measured); a run cut by a time budget: no number from it, no verdict
-        u_sampled = _sampled_u(ag.get("theory_vs_sampled"), comp.get("diagnostics"))
-        if u_sampled is not None:
-            value, noise_text, verdict, measured = u_sampled
-            rows.append(_row(
-                "u_sampled", f"NUTS samples match the theory's U (distance <= {U_TOLERANCE:.0%})", None, value,
-                noise_text, verdict, "theory and sampled U agree", measured, "§4.2, Fig. 3c"))
+        u = _sampled_u("u_sampled", f"NUTS samples match the theory's U (distance <= {U_TOLERANCE:.0%})", None,
+                       ag.get("theory_vs_sampled"), comp.get("diagnostics"), "theory and sampled U agree",
+                       "§4.2, Fig. 3c")
+        rows += [] if u is None else [u]
         m = ag["theory_vs_gd"]
-        rows.append(_row(
+        rows.append(claim_row(
             "u_gd", "the trained network's U has the theory's pattern", None, m["r"],
-            f"permutation p = {_p(m['p_greater'])}", stats.verdict_from_p(m["p_greater"], m["p_less"]),
-            "block structure and signs qualitatively preserved by gradient descent", f"Mantel r = {m['r']:.2f}",
-            "§4.2, Fig. 3c"))
+            stats.verdict_from_p(m["p_greater"], m["p_less"]),
+            "block structure and signs qualitatively preserved by gradient descent", "§4.2, Fig. 3c",
+            Evidence("permutation", p=m["p_greater"]), "mantel"))
         block = ag["block"]["theory"]["mantel"]
-        rows.append(_row(
+        rows.append(claim_row(
             "u_block", "the theory's U is block-structured by first-layer head", None, block["r"],
-            f"permutation p = {_p(block['p_greater'])}", stats.verdict_from_p(block["p_greater"], block["p_less"]),
-            "correlations mostly between paths sharing the first-layer head",
-            f"Mantel r = {block['r']:.2f}; contrast {ag['block']['theory']['contrast']:.2f}", "§4.2, Fig. 3c"))
+            stats.verdict_from_p(block["p_greater"], block["p_less"]),
+            "correlations mostly between paths sharing the first-layer head", "§4.2, Fig. 3c",
+            Evidence("permutation", p=block["p_greater"]), "mantel", {"contrast": ag["block"]["theory"]["contrast"]}))
     for split in in_order(results.get("pruning", {})):
-        pr = results["pruning"][split]
-        if split not in PRUNING_CLAIM_SPLITS:
-            continue
-        in_distribution = split == "test"
-        sp = pr["spearman"]
-        rows.append(_row(
-            f"score_drop:{split}", "a head's score predicts its single-head drop", split, sp["rho"],
-            f"{'exact' if sp['exact'] else 'sampled'} permutation p = {_p(sp['p_greater'])}",
-            stats.verdict_from_p(sp["p_greater"], sp["p_less"]),
-            _paper_rho() if in_distribution else "not reported: the text of Fig. 3e names no out-of-distribution drops",
-            "undefined" if sp["rho"] is None else f"rho = {sp['rho']:+.2f}",
-            "§4.2, Fig. 3e" if in_distribution else OWN_TEST))
-        area = pr["area"]
-        n_random = pr["cumulative"]["random"]["n"]
-        for key, claim, better in (("ascending", "pruning lowest score first beats random orders", True),
-                                   ("descending", "pruning highest score first is worse than random orders", False)):
-            ps = area[f"{key}_vs_random"]
-            p_claim, p_against = (ps["p_better"], ps["p_worse"]) if better else (ps["p_worse"], ps["p_better"])
-            rows.append(_row(
-                f"{key}_vs_random:{split}", claim, split, area[f"score_{key}"] - area["random_mean"],
-                f"p = {_p(p_claim)} against {n_random} random orders (sd {100 * area['random_sd']:.1f})",
-                stats.verdict_from_p(p_claim, p_against),
-                "not tested there: Fig. 3f prunes in score order only, with no other order to compare",
-                f"mean accuracy {area[f'score_{key}']:.3f} vs random {area['random_mean']:.3f}", OWN_TEST))
-        two = pr["two_lowest"]
-        if two is None:
-            continue
-        best = "" if pr.get("best_pair") is None else (
-            f"; cheapest of all {pr['best_pair']['n_pairs']} pairs {100 * pr['best_pair']['cost']:+.1f}")
-        if in_distribution:
-            k = MARGINAL_PRUNED_HEADS.get(network_key(results), 2)
-            cost = two if k == 2 else pr.get("four_lowest")
-            if cost is None:
-                continue
-            rows.append(_row(
-                f"two_lowest:{split}",
-                f"pruning the {'two' if k == 2 else 'four'} lowest-scored heads costs "
-                f"<= {100 * TWO_HEADS_TOLERANCE:.0f} points",
-                split, cost["difference"], f"paired SE {100 * cost['se']:.1f} points",
-                stats.verdict(TWO_HEADS_TOLERANCE - cost["difference"], cost["se"]),
-                "the two lowest-scored heads cause only a marginal drop, and pruning both only marginally worsens "
-                "the accuracy; 2.0 and 0.8 points for each alone in the authors' repository",
-                f"{100 * cost['difference']:+.1f} points" + (best if k == 2 else ""), "§4.2, Fig. 3e, f"))
-        else:
-            change = -two["difference"]
-            rows.append(_row(
-                f"ood_after_pruning:{split}", "out-of-distribution accuracy improves after pruning the two "
-                "lowest-scored heads", split, change, f"paired SE {100 * two['se']:.1f} points",
-                stats.verdict(change, two["se"]),
-                "the OOD accuracy on FashionMNIST is even improved after pruning them" if split == "fashion"
-                else "Fig. 3f and App. H.2.3 report the OOD change on FashionMNIST only",
-                f"{100 * change:+.1f} points" + ("" if pr.get("best_pair") is None else
-                                                 f"; best of all {pr['best_pair']['n_pairs']} pairs "
-                                                 f"{-100 * pr['best_pair']['cost']:+.1f}"),
-                "§4.2, Fig. 3f" if split == "fashion" else OWN_TEST))
+        if split in PRUNING_CLAIM_SPLITS:
+            rows += _pruning_claims(results, split)
     network = network_key(results)
     if network != MAIN_NETWORK:
         own = OTHER_NETWORK_SOURCES.get(network, {})
-        for row in rows:
-            if row["id"] in own:
-                row["source"], row["paper"] = own[row["id"]]
-            elif row["source"] != OWN_TEST and not row["id"].startswith("finite_vs_gp"):
-                row["paper"] = f"shown for the L = 2, H = 4 network ({row['source']}): {row['paper']}"
-                row["source"] = TRANSFERRED_TEST
-            if network == (2, 8) and row["id"].split(":")[0] in ("ascending_vs_random", "descending_vs_random"):
-                row["paper"] = "not tested there: Fig. 7d prunes in score order only, with no other order to compare"
-    for row in rows:
-        row["split_name"] = names.get(row["split"], row["split"])
+        for i, row in enumerate(rows):
+            if row.id in own:
+                source, paper = own[row.id]
+                row = dataclasses.replace(row, source=source, paper=paper)
+            elif row.source != OWN_TEST and not row.id.startswith("finite_vs_gp"):
+                row = dataclasses.replace(row, source=TRANSFERRED_TEST,
+                                          paper=f"shown for the L = 2, H = 4 network ({row.source}): {row.paper}")
+            if network == (2, 8) and row.id.split(":")[0] in ("ascending_vs_random", "descending_vs_random"):
+                row = dataclasses.replace(
+                    row, paper="not tested there: Fig. 7d prunes in score order only, with no other order to compare")
+            rows[i] = row
+    names = results.get("split_names", {})
+    return tuple(dataclasses.replace(r, split_name=names.get(r.split, r.split)) for r in rows)
+
+
+def _pruning_claims(results: dict, split: str) -> list[Claim]:
+    """The pruning claims of one split of :data:`PRUNING_CLAIM_SPLITS` (:func:`fig3_claims`)."""
+    pr = results["pruning"][split]
+    in_distribution = split == "test"
+    sp = pr["spearman"]
+    rows = [claim_row(
+        f"score_drop:{split}", "a head's score predicts its single-head drop", split, sp["rho"],
+        stats.verdict_from_p(sp["p_greater"], sp["p_less"]),
+        _paper_rho() if in_distribution else
+        "not reported: the text of Fig. 3e names no out-of-distribution drops",
+        "§4.2, Fig. 3e" if in_distribution else OWN_TEST,
+        Evidence("permutation", p=sp["p_greater"], exact=bool(sp["exact"])), "rho")]
+    area = pr["area"]
+    for key, claim, better in (("ascending", "pruning lowest score first beats random orders", True),
+                               ("descending", "pruning highest score first is worse than random orders", False)):
+        ps = area[f"{key}_vs_random"]
+        p_claim, p_against = (ps["p_better"], ps["p_worse"]) if better else (ps["p_worse"], ps["p_better"])
+        rows.append(claim_row(
+            f"{key}_vs_random:{split}", claim, split, area[f"score_{key}"] - area["random_mean"],
+            stats.verdict_from_p(p_claim, p_against),
+            "not tested there: Fig. 3f prunes in score order only, with no other order to compare", OWN_TEST,
+            Evidence("random_orders", p=p_claim, n=pr["cumulative"]["random"]["n"], sd=area["random_sd"]),
+            "mean_accuracy", {"score": area[f"score_{key}"], "random": area["random_mean"]}))
+    two, best = pr["two_lowest"], pr.get("best_pair")
+    if two is None:
+        return rows
+    if in_distribution:
+        k = MARGINAL_PRUNED_HEADS.get(network_key(results), 2)
+        cost = two if k == 2 else pr.get("four_lowest")
+        if cost is None:
+            return rows
+        rows.append(claim_row(
+            f"two_lowest:{split}",
+            f"pruning the {'two' if k == 2 else 'four'} lowest-scored heads costs <= {100 * TWO_HEADS_TOLERANCE:.0f} "
+            "points", split, cost["difference"], stats.verdict(TWO_HEADS_TOLERANCE - cost["difference"], cost["se"]),
+            "the two lowest-scored heads cause only a marginal drop, and pruning both only marginally worsens "
+            "the accuracy; 2.0 and 0.8 points for each alone in the authors' repository", "§4.2, Fig. 3e, f",
+            Evidence("paired", se=cost["se"]), "points",
+            {} if best is None or k != 2 else {"cheapest_pair": best["cost"], "n_pairs": best["n_pairs"]},
+            tolerance=TWO_HEADS_TOLERANCE))
+    else:
+        change = -two["difference"]
+        rows.append(claim_row(
+            f"ood_after_pruning:{split}", "out-of-distribution accuracy improves after pruning the two "
+            "lowest-scored heads", split, change, stats.verdict(change, two["se"]),
+            "the OOD accuracy on FashionMNIST is even improved after pruning them" if split == "fashion"
+            else "Fig. 3f and App. H.2.3 report the OOD change on FashionMNIST only",
+            "§4.2, Fig. 3f" if split == "fashion" else OWN_TEST, Evidence("paired", se=two["se"]), "points",
+            {} if best is None else {"best_pair": -best["cost"], "n_pairs": best["n_pairs"]}))
     return rows
 
 
@@ -341,38 +474,9 @@ FIG2_GP_LINES = (
 SAMPLED_SOURCE = "§4.2, 'Agreement with sampled statistics'; Fig. 2c, e"
 
 
-def _sampled_u(tvs: dict | None, diagnostics: dict | None) -> tuple | None:
-    """``(value, noise, verdict, measured)`` of the claim that the sampled ``U`` (NUTS or Gibbs) lies within
-    :data:`U_TOLERANCE` of the theory's, from a ``theory_vs_sampled`` entry
-    (:func:`paththeory.experiments.compare.sampled_vs_theory`); :data:`~paththeory.experiments.stats.NOT_ENOUGH_DRAWS`
-    for a run cut by a time budget its caller asked for; ``None`` when there is nothing to report."""
-    if diagnostics is not None and not diagnostics.get("complete", True):
-        return None, "n/a", stats.NOT_ENOUGH_DRAWS, diagnostics_summary(diagnostics)
-    if tvs is None:
-        return None
-    noise = tvs["noise"]
-    mantel = "" if tvs.get("mantel") is None else f"; Mantel r = {tvs['mantel']['r']:.2f}"
-    return (tvs["relative_distance"],
-            "n/a" if noise is None else f"Monte Carlo {noise:.1%} (GP point: {tvs['gp_relative_distance']:.0%})",
-            stats.verdict(U_TOLERANCE - tvs["relative_distance"], noise if noise is not None else float("nan")),
-            f"{tvs['relative_distance']:.1%}" + mantel)
-
-
-def _paired_row(claim_id: str, claim: str, split: str | None, d: dict, paper: str, source: str,
-                tolerance: float | None = None) -> dict:
-    """A row on a paired accuracy difference ``d`` (:func:`paththeory.experiments.stats.paired_difference`): the claim
-    ``difference > 0``, or, with ``tolerance``, ``|difference| <= tolerance``."""
-    if tolerance is None:
-        verdict = stats.verdict(d["difference"], d["se"])
-    else:
-        verdict = stats.verdict(tolerance - abs(d["difference"]), d["se"])
-    return _row(claim_id, claim, split, d["difference"], f"paired SE {100 * d['se']:.1f} points on {d['n']}",
-                verdict, paper, f"{100 * d['difference']:+.1f} points", source)
-
-
-def fig2_claims(results: dict) -> list[dict]:
+def fig2_claims(results: dict) -> tuple[Claim, ...]:
     """The claims of Fig. 2 (the paper's §4.1) in a ``results.json`` of
-    ``paththeory.experiments.markov.run``, as the rows of :func:`fig3_claims`.
+    ``paththeory.experiments.markov.run``, as the :class:`Claim` of :func:`fig3_claims`.
 
     * finite width (at the smallest width) beats each GP line of Fig. 2c (top), and, on the
       noisier two-path task (Fig. 2e; with the uniform denoising head, App. G.2.2's Fig. 5c), the
@@ -384,7 +488,7 @@ def fig2_claims(results: dict) -> list[dict]:
       (Fig. 2d): no noise estimate (one training set);
     * at each sampled width, the sampled ``U`` lies within :data:`U_TOLERANCE` of the theory's (batch-means
       Monte Carlo error) and the sampled mean predictor's accuracy within :data:`COMPARABLE_TOLERANCE`
-      of the theory's (paired standard error); each row names the sampler that drew its width (the
+      of the theory's (paired standard error); each claim names the sampler that drew its width (the
       results' ``samplers``, ``{width: "nuts" | "gibbs"}``; NUTS where absent, as in results written
       before the Gibbs sampler).
     """
@@ -393,16 +497,16 @@ def fig2_claims(results: dict) -> list[dict]:
     fvg = results.get("finite_vs_gp", {})
     for key, name, paper, source in FIG2_GP_LINES:
         if key in fvg:
-            rows.append(_paired_row(f"finite_vs_{key}", f"finite width (N = {width}) beats {name}", None,
-                                    fvg[key][width], paper, source))
+            rows.append(paired_claim(f"finite_vs_{key}", f"finite width (N = {width}) beats {name}", None,
+                                     fvg[key][width], paper, source))
     gvg = results.get("gp_vs_gp", {})
     if "good_vs_all" in gvg:
-        rows.append(_paired_row(
+        rows.append(paired_claim(
             "gp_good_vs_all", "in the GP limit, the good path alone beats all four paths", None, gvg["good_vs_all"],
             "the adversarial paths are not suppressed near the GP limit, causing a deterioration compared to the "
             "good path alone", "§4.1, Fig. 2c (top)"))
     if "good_denoising_vs_good" in gvg:
-        rows.append(_paired_row(
+        rows.append(paired_claim(
             "gp_denoising_vs_good", "in the GP limit, the good and denoising paths beat the good path alone", None,
             gvg["good_denoising_vs_good"],
             "also in the GP limit the denoising and good paths combined perform better than the good path alone",
@@ -411,31 +515,29 @@ def fig2_claims(results: dict) -> list[dict]:
     if pcs is not None:
         k = min(10, len(pcs["theory"]))
         th, gp = (float(np.sum(np.square(pcs[name][:k]))) for name in ("theory", "gp"))
-        rows.append(_row(
+        rows.append(claim_row(
             "pc_overlap", f"the top {k} PCs of the renormalised kernel (N = {pcs['width']}) hold more of the "
-            "labels than the GP kernel's", "train", th - gp, "not estimated (one training set)",
-            stats.verdict(th - gp, 0.0), "an improved kernel-task alignment", f"{th:.2f} vs {gp:.2f} of y",
-            "§4.1, Fig. 2d"))
+            "labels than the GP kernel's", "train", th - gp, stats.verdict(th - gp, 0.0),
+            "an improved kernel-task alignment", "§4.1, Fig. 2d", Evidence("none"), "captured",
+            {"theory": th, "gp": gp}))
 
     def sampled_rows(part: dict, split: str | None) -> None:
         for w, comp in part.get("sampled_vs_theory", {}).items():
-            u = _sampled_u(comp, part.get("sampling_diagnostics", {}).get(w))
+            sampler = SAMPLER_NAMES[(part.get("samplers") or {}).get(w, "nuts")]
+            u = _sampled_u(f"u_sampled:{split or 'four_paths'}:{w}",
+                           f"the {sampler} samples' U matches the theory's at N = {w} (distance <= "
+                           f"{U_TOLERANCE:.0%})", split, comp, part.get("sampling_diagnostics", {}).get(w),
+                           "good agreement of the theory with the sampled order parameter", SAMPLED_SOURCE)
             if u is None:
                 continue
-            value, noise_text, verdict, measured = u
-            sampler = SAMPLER_NAMES[(part.get("samplers") or {}).get(w, "nuts")]
-            rows.append(_row(f"u_sampled:{split or 'four_paths'}:{w}",
-                             f"the {sampler} samples' U matches the theory's at N = {w} (distance <= "
-                             f"{U_TOLERANCE:.0%})", split,
-                             value, noise_text, verdict, "good agreement of the theory with the sampled order "
-                             "parameter", measured, SAMPLED_SOURCE))
+            rows.append(u)
             if comp is not None:
-                rows.append(_paired_row(
+                rows.append(paired_claim(
                     f"accuracy_sampled:{split or 'four_paths'}:{w}",
                     f"the {sampler} samples' accuracy matches the theory's at N = {w} (within "
-                    f"{100 * COMPARABLE_TOLERANCE:.0f} "
-                    "points)", split, comp["accuracy"], "good agreement of the theory with the sampled mean "
-                    "predictor", SAMPLED_SOURCE, tolerance=COMPARABLE_TOLERANCE))
+                    f"{100 * COMPARABLE_TOLERANCE:.0f} points)", split, comp["accuracy"],
+                    "good agreement of the theory with the sampled mean predictor", SAMPLED_SOURCE,
+                    tolerance=COMPARABLE_TOLERANCE))
 
     sampled_rows(results, None)
     two = results.get("two_path")
@@ -444,7 +546,7 @@ def fig2_claims(results: dict) -> list[dict]:
         split = "two_path"
         d = two.get("finite_vs_gp", {}).get("gp_good_denoising", {}).get(width)
         if d is not None:
-            rows.append(_paired_row(
+            rows.append(paired_claim(
                 "finite_vs_gp_good_denoising:two_path",
                 f"finite width (N = {width}) beats the GP of the good and denoising paths", split, d,
                 ("on noisier data the renormalised regime improves on the GP of the good and denoising paths "
@@ -454,173 +556,116 @@ def fig2_claims(results: dict) -> list[dict]:
                 "§4.1, Fig. 2e; App. G.2.2, Fig. 5c" if uniform else "§4.1, Fig. 2e"))
         sampled_rows(two, split)
     names = {"two_path": f"noisier task, sigma_perp = {two['sigma_perp']:g}" if two else "two_path"}
-    for row in rows:
-        row["split_name"] = names.get(row["split"], row["split"])
-    return rows
+    return tuple(dataclasses.replace(r, split_name=names.get(r.split, r.split)) for r in rows)
 
 
-def claims_table(rows: list[dict], markdown: bool = True) -> str:
-    """The rows of :func:`fig3_claims` as a table.
+@dataclass(frozen=True)
+class Reproduction:
+    """The claims credited to the paper (``source`` neither :data:`OWN_TEST` nor :data:`TRANSFERRED_TEST`): how
+    many (``claims``) and how many hold (``held``), and those contradicted (``fails``), not decided by the noise
+    (``within_noise``) and not measured (``not_enough_draws``)."""
 
-    ``markdown=True`` gives the book's four columns, narrow enough for a phone: the claim and its
-    split, our measurement with its noise, the verdict (bold), and what the paper reports with
-    its source. ``markdown=False`` gives aligned text with one column per field (the CLI's)."""
-    if markdown:
-        head = ("claim", "ours (noise)", "verdict", "the paper (source)")
-        body = [(r["claim"] + (f" ({r.get('split_name') or r['split']})" if r["split"] else ""),
-                 f"{r['measured']} ({r['noise']})", f"**{r['verdict']}**", f"{r['paper']} ({r['source']})")
-                for r in rows]
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        return "\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in body])
-    head = ("claim", "split", "ours", "noise", "verdict", "the paper", "source")
-    body = [(r["claim"], r["split"] or "", r["measured"], r["noise"], r["verdict"], r["paper"], r["source"])
-            for r in rows]
-    widths = [max(len(c) for c in col) for col in zip(head, *body)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in (head, *body))
+    claims: int
+    held: int
+    fails: tuple[Claim, ...]
+    within_noise: tuple[Claim, ...]
+    not_enough_draws: tuple[Claim, ...]
 
 
-def reproduction_summary(rows: list[dict]) -> str:
-    """One Markdown paragraph on the rows credited to the paper: how many hold, which are
-    contradicted (``"fails"``), which this build cannot decide (``"within noise"``), and which
-    have no measurement (``"not enough draws"``); each named with its split and our number. Rows
-    sourced to :data:`OWN_TEST` or :data:`TRANSFERRED_TEST` are left out.
-
-    Only a ``"fails"`` row is called a non-reproduction: a result within noise neither confirms nor
-    contradicts the paper (and where the paper reports the two predictors as comparable, the row's
+def reproduction(claims: Sequence[Claim]) -> Reproduction:
+    """:class:`Reproduction` of ``claims``. Only a ``"fails"`` claim is a non-reproduction: a result within noise
+    neither confirms nor contradicts the paper (and where the paper reports the two predictors as comparable, the
     claim is already "not worse than the GP", :data:`FINITE_VS_GP_SOURCES`).
 
     Example:
-        >>> row = {"claim": "finite width beats the GP", "split_name": "Fashion-MNIST",
-        ...        "measured": "-2.6 points", "verdict": "within noise", "source": "§4.2, Fig. 3b"}
-        >>> print(reproduction_summary([row]))
-        Of the 1 claim credited to the paper in this table, 0 hold in this build and none is contradicted. Not decided by this build's noise (neither confirmed nor contradicted): *finite width beats the GP* on Fashion-MNIST (-2.6 points).
+      >>> c = paired_claim("a", "a beats b", None, {"difference": 0.01, "se": 0.01, "n": 100}, "", "§4.2")
+      >>> r = reproduction([c, dataclasses.replace(c, source=OWN_TEST)])
+      >>> r.claims, r.held, [x.id for x in r.within_noise]
+      (1, 0, ['a'])
     """
-    paper = [r for r in rows if r["source"] not in (OWN_TEST, TRANSFERRED_TEST)]
-    if not paper:
-        return "None of these rows is a claim of the paper; all are this book's own tests."
-    held = sum(r["verdict"] == "holds" for r in paper)
-    by = {v: [r for r in paper if r["verdict"] == v] for v in ("fails", "within noise", stats.NOT_ENOUGH_DRAWS)}
-    n_fail = len(by["fails"])
-    text = (f"Of the {len(paper)} claim{'s' if len(paper) != 1 else ''} credited to the paper in this table, "
-            f"{held} hold{'s' if held == 1 else ''} in this build"
-            + (" and none is contradicted." if not n_fail else
-               f"; {n_fail} {'is' if n_fail == 1 else 'are'} contradicted."))
-    if held == len(paper):
-        return text.replace(" and none is contradicted.", ".") + " Every one of them reproduces."
+    paper = [c for c in claims if c.source not in (OWN_TEST, TRANSFERRED_TEST)]
 
-    def items(rs: list[dict]) -> str:
-        return "; ".join(f"*{r['claim']}*" + (f" on {r['split_name']}" if r.get("split_name") else "")
-                         + f" ({r['measured']})" for r in rs)
+    def having(verdict: str) -> tuple[Claim, ...]:
+        return tuple(c for c in paper if c.verdict == verdict)
 
-    parts = [text]
-    if by["fails"]:
-        parts.append(f"Not reproduced here (the measurement contradicts the paper beyond its noise): "
-                     f"{items(by['fails'])}.")
-    if by["within noise"]:
-        parts.append(f"Not decided by this build's noise (neither confirmed nor contradicted): "
-                     f"{items(by['within noise'])}.")
-    if by[stats.NOT_ENOUGH_DRAWS]:
-        parts.append(f"Not measured (the sampling run stopped before all its draws): "
-                     f"{items(by[stats.NOT_ENOUGH_DRAWS])}.")
-    return " ".join(parts)
+    return Reproduction(len(paper), len(having("holds")), having("fails"), having("within noise"),
+                        having(stats.NOT_ENOUGH_DRAWS))
 
 
-def network_summary(results: dict) -> str:
-    """One sentence naming the network behind an Omniglot ``results.json`` (its ``network`` header,
-    :func:`paththeory.experiments.omniglot.provenance`): the shipped checkpoint, or a network
-    retrained in this run (the ``paper`` profile's ``retrain=True``), with its training steps.
+@dataclass(frozen=True)
+class NetworkHeader:
+    """The network behind an Omniglot ``results.json`` (its ``network`` header,
+    :func:`paththeory.experiments.omniglot.provenance`): ``layers`` and ``heads`` (:func:`network_key`), where it
+    comes from (``provenance``: how it was retrained in this run, ``None`` for the shipped checkpoint, named by
+    ``selection``), its training ``steps_done`` and, for a training cut by its time limit, that limit in minutes and
+    the ``planned_steps``."""
+
+    layers: int
+    heads: int
+    provenance: str | None
+    selection: str | None
+    steps_done: int | None
+    time_limit_minutes: float | None
+    planned_steps: int | None
+
+
+def network_header(results: dict) -> NetworkHeader:
+    """:class:`NetworkHeader` of ``results``.
 
     Example:
-        >>> network_summary({"heads": [4, 4], "network": {"selection": "seed 1", "steps_done": 41000}})
-        'The network behind these results (L = 2, H = 4) is the checkpoint shipped with the book (seed 1), trained for 41000 steps.'
-        >>> network_summary({"heads": [4, 4], "network": {"provenance": "retrained in this run", "steps_done": 9}})
-        'The network behind these results (L = 2, H = 4) is not the shipped checkpoint but one retrained in this run, trained for 9 steps.'
-        >>> network_summary({"heads": [4], "network": {"selection": "mine", "steps_done": 50, "stopped": "time limit",
-        ...                                            "config": {"steps": 900, "time_limit_minutes": 2.0}}})
-        'The network behind these results (L = 1, H = 4) is the checkpoint shipped with the book (mine), trained for 50 steps, cut short by the 2 min time limit it was given (900 were planned).'
+      >>> h = network_header({"heads": [3, 3, 3], "network": {"selection": "seed 1", "steps_done": 41000}})
+      >>> h.layers, h.heads, h.provenance, h.steps_done, h.time_limit_minutes
+      (3, 3, None, 41000, None)
     """
     net = results.get("network") or {}
-    layers, heads = network_key(results)
-    if "provenance" in net:
-        what = f"not the shipped checkpoint but one {net['provenance']}"
-    else:
-        what = "the checkpoint shipped with the book" + (f" ({net['selection']})" if net.get("selection") else "")
-    steps, config = net.get("steps_done"), net.get("config") or {}
-    cut = (f", cut short by the {config.get('time_limit_minutes', '?'):g} min time limit it was given "
-           f"({config.get('steps', '?')} were planned)") if net.get("stopped") == "time limit" else ""
-    return (f"The network behind these results (L = {layers}, H = {heads}) is {what}"
-            + ("" if steps is None else f", trained for {steps} steps") + cut + ".")
+    config = net.get("config") or {}
+    cut = net.get("stopped") == "time limit"
+    return NetworkHeader(*network_key(results), net.get("provenance"), net.get("selection"), net.get("steps_done"),
+                         config.get("time_limit_minutes") if cut else None, config.get("steps") if cut else None)
 
 
-def _listing(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+@dataclass(frozen=True)
+class Interpretation:
+    """What one network's Omniglot results say, as the claims of :func:`fig3_claims` decide it: the theory against
+    the GP at the smallest ``width`` on every split (``finite_vs_gp``, with the paper's "comparable" splits judged
+    with :data:`COMPARABLE_TOLERANCE`), the trained network's ``U`` against the theory's (``trained_u``), the
+    block structure of ``U`` (``block``) with the similarity of the paths' inputs (mean cosine of paths through the
+    same first-layer head, ``same_first``, and through different ones, ``different_first``; ``paths_alike``, the
+    verdict stored by :func:`paththeory.experiments.omniglot.path_similarity`), whether the head scores rank the
+    single-head drops on held-out characters (``score_drop``, ``None`` where rho is undefined) and whether
+    pruning lowest score first beats random orders there (``pruning``). Parts missing from the results are
+    ``None`` or empty."""
+
+    width: int | None
+    finite_vs_gp: tuple[Claim, ...]
+    trained_u: Claim | None
+    block: Claim | None
+    same_first: float | None
+    different_first: float | None
+    paths_alike: bool | None
+    score_drop: Claim | None
+    pruning: Claim | None
 
 
-def network_interpretation(results: dict) -> str:
-    """A paragraph reading an Omniglot ``results.json`` for one network, each sentence chosen by a
-    result: the theory against the GP at the smallest width on every split, the trained network's
-    ``U`` against the theory's, the block structure of ``U`` with the similarity of the paths'
-    inputs (``path_similarity``, when present), and whether the head scores rank the single-head
-    drops and guide the pruning on held-out characters. Parts missing from ``results`` are left out.
+def interpretation(results: dict) -> Interpretation:
+    """:class:`Interpretation` of an Omniglot ``results`` for one network: its verdicts are those of
+    :func:`fig3_claims`.
 
     Example:
-      >>> network_interpretation({"widths": [10], "split_names": {"test": "held-out"},
-      ...     "finite_vs_gp": {"test": {"10": {"difference": 0.05, "se": 0.01, "n": 1000}}}})
-      'At N = 10, the smallest width, the theory is ahead of the GP on held-out (+5.0 points, paired SE 1.0).'
+      >>> i = interpretation({"widths": [10], "finite_vs_gp": {"mnist": {"10": {"difference": -0.01, "se": 0.004,
+      ...                                                                          "n": 1000}}}})
+      >>> (i.width, i.finite_vs_gp[0].verdict, i.finite_vs_gp[0].tolerance) == (10, "holds", COMPARABLE_TOLERANCE)
+      True
     """
-    names = results.get("split_names", {})
-    sentences = []
-    if results.get("finite_vs_gp"):
-        width = str(min(results["widths"]))
-        groups: dict[str, list[str]] = {"holds": [], "within noise": [], "fails": []}
-        for split, by_width in results["finite_vs_gp"].items():
-            d = by_width[width]
-            groups[stats.verdict(d["difference"], d["se"])].append(
-                f"{names.get(split, split)} ({100 * d['difference']:+.1f} points, paired SE {100 * d['se']:.1f})")
-        parts = [f"{words} {_listing(groups[key])}" for key, words in (
-            ("holds", "ahead of the GP on"), ("within noise", "within two standard errors of it on"),
-            ("fails", "behind it on")) if groups[key]]
-        sentences.append(f"At N = {width}, the smallest width, the theory is {_listing(parts)}.")
-    comp = results.get("order_parameter_comparison")
-    if comp is not None:
-        ag = comp["agreement"]
-        m = ag["theory_vs_gd"]
-        shares = {"holds": "shares the theory's pattern", "fails": "is anti-correlated with the theory's",
-                  "within noise": "does not measurably share the theory's pattern"}[
-            stats.verdict_from_p(m["p_greater"], m["p_less"])]
-        sentences.append(f"The trained network's U {shares} (Mantel r = {m['r']:.2f}, p = {_p(m['p_greater'])}).")
-        block = ag["block"]["theory"]
-        is_block = stats.verdict_from_p(block["mantel"]["p_greater"], block["mantel"]["p_less"]) == "holds"
-        text = (f"The theory's U {'is' if is_block else 'is not measurably'} block-structured by first-layer "
-                f"head (mean |U| within blocks / between them: {block['contrast']:.2f})")
-        sim = results.get("path_similarity")
-        if sim is not None:
-            alike = sim["same_first"] > sim["different_first"] and sim["mantel"]["p_greater"] < 0.05
-            text += (f", and paths through the same first-layer head {'do' if alike else 'do not measurably'} "
-                     f"carry more similar inputs (mean cosine {sim['same_first']:.2f} against "
-                     f"{sim['different_first']:.2f})")
-        sentences.append(text + ".")
-    test = (results.get("pruning") or {}).get("test")
-    if test is not None:
-        sp = test["spearman"]
-        if sp["rho"] is not None:
-            rank = {"holds": "rank", "fails": "rank in reverse", "within noise": "do not measurably rank"}[
-                stats.verdict_from_p(sp["p_greater"], sp["p_less"])]
-            sentences.append(f"On held-out characters the head scores {rank} the single-head drops "
-                             f"(Spearman rho = {sp['rho']:+.2f}, p = {_p(sp['p_greater'])}).")
-        area = test["area"]
-        ps = area["ascending_vs_random"]
-        keeps = {"holds": "keeps more accuracy than", "fails": "keeps less accuracy than",
-                 "within noise": "keeps no measurably different accuracy from"}[
-            stats.verdict_from_p(ps["p_better"], ps["p_worse"])]
-        sentences.append(f"Pruning lowest score first {keeps} random orders (mean accuracy along the curve "
-                         f"{area['score_ascending']:.3f} against {area['random_mean']:.3f}).")
-    return " ".join(sentences)
-
-
-def verdict_counts(rows: list[dict]) -> dict[str, int]:
-    """How many rows end in each verdict."""
-    return {v: sum(r["verdict"] == v for r in rows) for v in stats.OUTCOMES}
+    by_id = {c.id: c for c in fig3_claims(results)}
+    block = by_id.get("u_block")
+    sim = results.get("path_similarity") if block is not None else None
+    score_drop = by_id.get("score_drop:test")
+    return Interpretation(
+        min(int(w) for w in results["widths"]) if results.get("finite_vs_gp") else None,
+        tuple(c for c in by_id.values() if c.id.startswith("finite_vs_gp:")), by_id.get("u_gd"), block,
+        *((None, None, None) if sim is None else (sim["same_first"], sim["different_first"], sim["alike"])),
+        None if score_drop is None or score_drop.value is None else score_drop, by_id.get("ascending_vs_random:test"))
 
 
 def layer_counts(order, k: int | None = None, n_layers: int | None = None) -> list[int]:

@@ -9,15 +9,18 @@ the chapter ``book/markov.md``:
 * :func:`gp_accuracy`: the infinite-width (GP) accuracy, ``U = I``;
 * :func:`paththeory.experiments.records.samplers` and :func:`sample_at`: which sampler draws each sampled
   width (NUTS at the small widths, the exact blocked Gibbs sampler at the wide ones) and its
-  posterior samples at one width (:mod:`paththeory.sampling`);
-* :func:`pc_overlaps`: overlaps of the training-kernel PCs with the labels;
+  posterior samples at one width (``paththeory.sampling``);
+* :func:`pc_overlaps` and :func:`pc_overlap`: overlaps of the training-kernel PCs with the labels;
 * :func:`finite_vs_gp` and ``sampled_vs_theory``: the noise of Fig. 2's comparisons (paired
   standard errors on the same test sequences, the Monte Carlo error of the sampled ``U``), which
   :func:`paththeory.experiments.claims.fig2_claims` turns into one verdict per claim;
+* findings, typed (:class:`Findings`, read back from the results by :func:`findings`): the predictor's
+  variance against the draws (:class:`Variance`) and the kernels' alignment with the labels (:class:`PCOverlap`);
 * figures :func:`plot_accuracy` (Fig. 2c), :func:`plot_order_parameters` (Fig. 2c, bottom),
   :func:`plot_sampled_order_parameters`, :func:`plot_pc_overlaps` (Fig. 2d),
-  :func:`plot_two_path` (Fig. 2e) and :func:`plot_kernels` (App. Fig. 5b), with
-  :func:`sampled_points`, the line under an accuracy figure that says where it draws samples.
+  :func:`plot_two_path` (Fig. 2e) and :func:`plot_kernels` (App. Fig. 5b).
+
+The words (the sizes table, the sentences under the figures) are :mod:`paththeory.reports.markov`.
 
 The readout token is the **last** one, as in the authors' code; the paper's text says first.
 """
@@ -35,8 +38,7 @@ from matplotlib.figure import Figure
 
 from paththeory import _io
 from paththeory.experiments import stats
-from paththeory.display.tables import markdown_table
-from paththeory.experiments.records import environment, jsonable, samplers, schedule
+from paththeory.experiments.records import environment, jsonable, samplers, schedule, typed
 from paththeory.experiments.compare import sampled_vs_theory
 from paththeory.experiments.claims import fig2_claims
 from paththeory.kernels import gp_kernel, kernel_matrix, path_kernels
@@ -125,27 +127,6 @@ def settings(profile: str | None = None) -> Config:
     return choose(SETTINGS, profile)
 
 
-def sizes_table(cfg: Config) -> str:
-    """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.display.tables.markdown_table`)."""
-    def sampled(widths: Sequence[int], sampler: str) -> str:
-        if not widths:
-            return "not sampled"
-        s = schedule(cfg, sampler)
-        chains, step = s["num_chains"], "draws" if sampler == "nuts" else "sweeps"
-        warmup = "warm-up steps" if sampler == "nuts" else "warm-up sweeps"
-        return (f"N = {', '.join(map(str, widths))}: {chains} chain{'s' if chains > 1 else ''} of "
-                f"{s['num_samples']} {step} after {s['num_warmup']} {warmup} each")
-
-    return markdown_table(["what", "size"], [
-        ("training / test sequences", f"P = {cfg.n_train} / {cfg.n_test}"),
-        ("temperature", f"T = {cfg.temperature:g}"),
-        ("widths of the theory", ", ".join(f"{w}" for w in cfg.widths)),
-        ("NUTS samples, four paths", sampled(cfg.sample_widths, "nuts")),
-        ("exact Gibbs samples, four paths", sampled(cfg.gibbs_widths, "gibbs")),
-        ("NUTS samples, noisier task", sampled(cfg.two_path_sample_widths, "nuts")),
-    ])
-
-
 @dataclass(frozen=True)
 class Problem:
     """One variant on one data set: path features ``train [P, n_paths, N0]``, ``test [P_test, ...]``."""
@@ -228,17 +209,33 @@ def sample_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", 
     )
 
 
-def variance_vs_samples(U, prob: Problem, temperature: float, f_draws) -> dict:
-    """The theory's predictor variance (the paper's Eq. 30, :func:`paththeory.predict.predictor`)
-    against the variance of posterior draws of the test outputs ``f_draws`` ``[chains, draws, P_test]``
-    (NUTS or Gibbs).
+@dataclass(frozen=True)
+class Variance:
+    """The theory's predictor variance (the paper's Eq. 30) against posterior draws of the test outputs at ``width``.
 
-    Returns ``theory`` and ``sampled``, the variances averaged over the test sequences (the
-    sampled one pools the chains, unbiased per sequence); ``relative_difference`` =
-    ``sampled / theory - 1``; ``noise``, the batch-means Monte Carlo error of the sampled average
-    (of the per-draw mean squared deviation from the sampled mean), on the scale of
-    ``relative_difference``; and ``r``, the Pearson correlation of the two per-sequence variances.
-    """
+    ``theory`` and ``sampled``: the two variances averaged over the ``n`` test sequences (the sampled one pools the
+    ``draws`` of ``sampler``, unbiased per sequence); ``relative_difference`` = ``sampled / theory - 1``; ``noise``,
+    the batch-means Monte Carlo error of the sampled average (of the per-draw mean squared deviation from the sampled
+    mean) on that scale (``None``: fewer than four draws per chain);
+    ``resolved``, whether the difference exceeds two such errors (:func:`paththeory.experiments.stats.resolved`;
+    ``None`` without an error); ``r``, the Pearson correlation of the two per-sequence variances."""
+
+    width: int
+    sampler: str
+    theory: float
+    sampled: float
+    relative_difference: float
+    noise: float | None
+    resolved: bool | None
+    r: float
+    n: int
+    draws: int
+
+
+def variance_vs_samples(U, prob: Problem, temperature: float, f_draws, *, width: int,
+                        sampler: str = "nuts") -> Variance:
+    """The :class:`Variance` of the theory with order parameter ``U`` (:func:`paththeory.predict.predictor`) against
+    the draws ``f_draws`` ``[chains, draws, P_test]`` of the test outputs by ``sampler`` at ``width``."""
     f = np.asarray(f_draws, dtype=float)
     if f.ndim != 3 or f.shape[2] != len(prob.y_test) or f.shape[0] * f.shape[1] < 2:
         raise ValueError(f"f_draws must be [chains, draws, P_test={len(prob.y_test)}] with at least two "
@@ -248,30 +245,12 @@ def variance_vs_samples(U, prob: Problem, temperature: float, f_draws) -> dict:
     pooled = f.reshape(-1, f.shape[2])
     sampled = pooled.var(axis=0, ddof=1)
     per_draw = ((f - pooled.mean(axis=0)) ** 2).mean(axis=2)  # [chains, draws]
-    se = float(stats.batch_means_se(per_draw)) if f.shape[1] >= 4 else None
     mean_theory = float(theory.mean())
-    return {"theory": mean_theory, "sampled": float(sampled.mean()),
-            "relative_difference": float(sampled.mean() / mean_theory - 1),
-            "noise": None if se is None else se / mean_theory,
-            "r": float(np.corrcoef(theory, sampled)[0, 1]), "n": int(f.shape[2]),
-            "draws": int(f.shape[0] * f.shape[1])}
-
-
-def variance_sentence(width: int, v: dict) -> str:
-    """One sentence on :func:`variance_vs_samples` at ``width``: the two averages, their relative
-    difference with its Monte Carlo error, and whether the difference is within two errors. The
-    draws' sampler is ``v["sampler"]`` (as :func:`run` records it; NUTS when absent)."""
-    noise = v["noise"]
-    head = (f"At N = {width} the theory's predictor variance, averaged over the {v['n']} test "
-            f"sequences, is {v['theory']:.4g} and that of the {v['draws']} "
-            f"{SAMPLER_NAMES[v.get('sampler', 'nuts')]} draws {v['sampled']:.4g}: "
-            f"the samples' is {100 * v['relative_difference']:+.1f} % off")
-    if noise is None:
-        return head + " (too few draws for a Monte Carlo error)."
-    verdict = ("beyond two Monte Carlo errors" if stats.resolved(abs(v["relative_difference"]), noise)
-               else "within two Monte Carlo errors")
-    return (f"{head}, with a Monte Carlo error of {100 * noise:.1f} %, {verdict}; across sequences "
-            f"the two variances correlate with r = {v['r']:.2f}.")
+    noise = float(stats.batch_means_se(per_draw)) / mean_theory if f.shape[1] >= 4 else None
+    difference = float(sampled.mean() / mean_theory - 1)
+    return Variance(int(width), sampler, mean_theory, float(sampled.mean()), difference, noise,
+                    None if noise is None else stats.resolved(abs(difference), noise),
+                    float(np.corrcoef(theory, sampled)[0, 1]), int(f.shape[2]), int(f.shape[0] * f.shape[1]))
 
 
 def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, np.ndarray]:
@@ -280,6 +259,53 @@ def pc_overlaps(prob: Problem, U: np.ndarray, k: int = 30) -> tuple[np.ndarray, 
     k_u = kernel_matrix(U, prob.train)
     k_gp = gp_kernel(prob.arch, prob.train)
     return pc_label_overlap(k_u, prob.y_train, k), pc_label_overlap(k_gp, prob.y_train, k)
+
+
+@dataclass(frozen=True)
+class Leading:
+    """A kernel's largest overlap with the labels among its top PCs: ``overlap`` ``|phi_i . y| / sqrt(P)``, on the PC
+    of rank ``rank`` (1 = the largest eigenvalue), which carries the ``share`` ``overlap**2`` of ``|y|^2 = P``."""
+
+    overlap: float
+    rank: int
+    share: float
+
+
+@dataclass(frozen=True)
+class PCOverlap:
+    """Fig. 2d: the overlaps of the top PCs of the renormalised kernel ``K_U`` at ``width`` (``theory``) and of the
+    GP kernel (``gp``) with the labels, and each kernel's :class:`Leading` overlap."""
+
+    width: int
+    theory: tuple[float, ...]
+    gp: tuple[float, ...]
+    theory_leading: Leading
+    gp_leading: Leading
+
+
+def pc_overlap(prob: Problem, U: np.ndarray, width: int, k: int = 30) -> PCOverlap:
+    """The :class:`PCOverlap` of ``prob``'s training kernels, ``K_U`` with the order parameter ``U`` at ``width``."""
+    def leading(o: np.ndarray) -> Leading:
+        best = float(o.max())
+        return Leading(best, int(o.argmax()) + 1, best ** 2)
+
+    theory, gp = (np.asarray(o, dtype=float) for o in pc_overlaps(prob, U, k))
+    return PCOverlap(int(width), tuple(theory.tolist()), tuple(gp.tolist()), leading(theory), leading(gp))
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The typed findings of a results dict of :func:`run`: the :class:`Variance` of the four-path network at each
+    sampled width (keyed by the width) and its :class:`PCOverlap`."""
+
+    variance_vs_samples: dict[str, Variance]
+    pc_overlap: PCOverlap
+
+
+def findings(results: dict) -> Findings:
+    """The :class:`Findings` of ``results`` (as :func:`run` returns them or ``results.json`` holds them), typed: a key
+    renamed since they were written fails here (:func:`paththeory.experiments.records.typed`)."""
+    return typed(Findings, {f: results[f] for f in ("variance_vs_samples", "pc_overlap")}, "markov results")
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -324,8 +350,8 @@ def _experiment(prob: Problem, widths, sampled: dict[int, str], cfg: Config, pro
         out["sampled_vs_theory"][str(width)] = {
             "accuracy": stats.paired_difference(np.asarray(res.mean) * prob.y_test > 0, theory_correct[str(width)]),
             **sampled_vs_theory(theory_u, res.U, se, prob.arch.gp_scale)}
-        out["variance_vs_samples"][str(width)] = {
-            **variance_vs_samples(theory_u, prob, cfg.temperature, res.f_draws), "sampler": sampler}
+        out["variance_vs_samples"][str(width)] = variance_vs_samples(theory_u, prob, cfg.temperature, res.f_draws,
+                                                                     width=width, sampler=sampler)
         summary = res.to_dict()
         out["sampling_diagnostics"][str(width)] = {**summary["diagnostics"], "chains": summary["chains"],
                                                    "settings": summary["settings"]}
@@ -373,8 +399,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["gp_vs_gp"] = {"good_vs_all": stats.paired_difference(gp["gp_good"], gp["gp_all"]),
                            "good_denoising_vs_good": stats.paired_difference(gp["gp_good_denoising"], gp["gp_good"])}
     n_small = min(cfg.widths)
-    theory_pcs, gp_pcs = pc_overlaps(main, results["order_parameter"][str(n_small)], cfg.n_pcs)
-    results["pc_overlap"] = {"width": n_small, "theory": theory_pcs, "gp": gp_pcs}
+    results["pc_overlap"] = pc_overlap(main, results["order_parameter"][str(n_small)], n_small, cfg.n_pcs)
     timings["gp_and_pcs"] = time.perf_counter() - t
 
     noisy = problem("two_paths_noisy", cfg.n_train, cfg.n_test)
@@ -389,7 +414,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["timings"] = timings
     results["environment"] = environment()
     results = jsonable(results)
-    results["claims"] = fig2_claims(results)
+    results["claims"] = jsonable(fig2_claims(results))
     if out_dir is not None:
         write_outputs(results, main, noisy, Path(out_dir))
     return results
@@ -446,14 +471,20 @@ def _curve(d: dict) -> tuple[np.ndarray, np.ndarray]:
     return np.array([k for k, _ in items]), np.array([v for _, v in items], dtype=float)
 
 
-#: How an accuracy figure draws the samples of each sampler: marker, its name in a caption, legend label.
+#: How an accuracy figure draws the samples of each sampler: marker, its name in a caption, legend label (the caption's
+#: line is :func:`paththeory.reports.markov.sampled_points`).
 SAMPLE_MARKERS = {"nuts": ("s", "squares", "NUTS samples"), "gibbs": ("D", "diamonds", "exact Gibbs samples")}
 
 
-def _by_sampler(accuracy: dict, sampled: dict | None) -> dict[str, dict[str, float]]:
+def by_sampler(accuracy: dict, sampled: dict | None) -> dict[str, dict[str, float]]:
     """``accuracy["samples"]`` split by sampler, ``{sampler: {width: accuracy}}`` in the order of
     :data:`SAMPLE_MARKERS` (``sampled``: a results ``samplers`` entry; a width it does not name, or
-    every width when it is ``None``, as in a ``results.json`` written before Gibbs, is NUTS's)."""
+    every width when it is ``None``, as in a ``results.json`` written before Gibbs, is NUTS's).
+
+    Example:
+      >>> by_sampler({"samples": {"10": 0.7, "100": 0.8}}, {"100": "gibbs"})
+      {'nuts': {'10': 0.7}, 'gibbs': {'100': 0.8}}
+    """
     sampled = sampled or {}
     groups: dict[str, dict[str, float]] = {}
     for w, a in accuracy["samples"].items():
@@ -461,23 +492,10 @@ def _by_sampler(accuracy: dict, sampled: dict | None) -> dict[str, dict[str, flo
     return {k: groups[k] for k in SAMPLE_MARKERS if k in groups}
 
 
-def sampled_points(accuracy: dict, sampled: dict | None = None) -> str:
-    """The part of an accuracy figure's caption that depends on the run: where
-    :func:`plot_accuracy` or :func:`plot_two_path` drew samples of the finite network, and with which
-    sampler (``accuracy``: a results ``accuracy`` entry, whose ``samples`` maps widths to accuracies;
-    ``sampled``: the results' ``samplers`` entry, ``{width: "nuts" | "gibbs"}``, NUTS where absent)."""
-    groups = _by_sampler(accuracy, sampled)
-    if not groups:
-        return "This build draws no samples in this figure: its profile samples no network here."
-    parts = [f"{SAMPLE_MARKERS[k][2]} ({SAMPLE_MARKERS[k][1]}) at N = {', '.join(map(str, sorted(map(int, ws))))}"
-             for k, ws in groups.items()]
-    return f"Samples of the finite network: {'; '.join(parts)}."
-
-
 def _accuracy_axes(ax, acc: dict, gp_lines: Sequence[tuple[str, str, str]], sampled: dict | None = None) -> None:
     widths, theory = _curve(acc["theory"])
     ax.semilogx(widths, theory, "o-", color=COLOURS["theory"], label="theory (renormalised kernel)")
-    for sampler, points in _by_sampler(acc, sampled).items():
+    for sampler, points in by_sampler(acc, sampled).items():
         marker, _, label = SAMPLE_MARKERS[sampler]
         ws, values = _curve(points)
         ax.semilogx(ws, values, marker, color=COLOURS["nuts"], ms=8 if marker == "s" else 7, mfc="none", mew=2,
@@ -545,20 +563,6 @@ def plot_sampled_order_parameters(results: dict) -> Figure:
             ax.set_axis_off()
     stamp_profile(fig, results["profile"])
     return fig
-
-
-def pc_overlap_sentence(pcs: dict) -> str:
-    """One sentence on ``results["pc_overlap"]``: each kernel's largest overlap with the labels, its
-    rank, and the fraction of the labels' squared norm it carries (the overlap squared, since the
-    PCs are unit vectors and ``|y|^2 = P``)."""
-    def best(name: str) -> tuple[float, int]:
-        o = np.asarray(pcs[name], dtype=float)
-        return float(o.max()), int(o.argmax()) + 1
-
-    (t, tr), (g, gr) = best("theory"), best("gp")
-    return (f"The renormalised kernel's largest overlap is {t:.2f}, on its principal component {tr}, which "
-            f"so carries {100 * t ** 2:.0f} % of the labels' squared norm; the GP kernel's largest is {g:.2f} "
-            f"(component {gr}, {100 * g ** 2:.0f} %).")
 
 
 @book_style

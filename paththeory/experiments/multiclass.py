@@ -13,8 +13,11 @@ Used by the chapter ``book/many_outputs.md`` and ``paththeory reproduce multicla
 * :func:`compare_at`: the theory against the posterior samples at one width, with the GP, the independent
   and the Kronecker order parameters; :func:`decoupling`: two classes with two outputs;
   :func:`class_scaling`: finite width against the GP for ``C = 2, 3, 5`` at matched ``P / N``;
+* :func:`findings`: the chapter's findings as types (:class:`Findings`; every distance from the samples with its
+  noise floor, resolved or bounded as in :func:`paththeory.experiments.stats.debiased_distance`), stored in the
+  results and read back by :func:`stored_findings`; their words: :mod:`paththeory.reports.multiclass`;
 * :func:`multiclass_claims`: one verdict row per comparison (:mod:`paththeory.experiments.claims`);
-* tables and figures for the chapter.
+* the chapter's figures.
 
 Relative errors are Frobenius norms, ``|X - X_theory| / |X_theory|``; their Monte-Carlo noise is
 the Frobenius norm of the per-entry batch-means errors (:func:`paththeory.experiments.stats.batch_means_se`) on
@@ -35,10 +38,9 @@ from matplotlib.figure import Figure
 from paththeory import _io
 from paththeory.experiments import stats
 from paththeory._checks import check_flag
-from paththeory.display.tables import markdown_table
 from paththeory.experiments import SAMPLER_NAMES
-from paththeory.experiments.records import environment, jsonable, samplers, schedule
-from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, _paired_row, _row
+from paththeory.experiments.records import environment, jsonable, samplers, schedule, typed
+from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, Claim, Evidence, claim_row, paired_claim, u_claim
 from paththeory.model import Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import predictor
@@ -93,10 +95,10 @@ class Config:
 #: entries), the largest R-hat over them, and the seconds of the run in each of two runs (one at N = 300),
 #: compilation included; NUTS with 2 chains of 60 + 80 iterations (the smoke schedule), Gibbs with 2 chains
 #: of 100 + 400 sweeps; one process on a 2-core CPU shared with other jobs, so the seconds move with the
-#: load while the draws are the same in both runs. :func:`sampler_speed_table` shows it; :data:`SETTINGS`
-#: follows it: Gibbs where its lead in draws per second is at least 2x in every run (from N = 30: four times
-#: or more, growing with the width), NUTS below, where the two are within 1.5x of each other (Gibbs 0.9-1.0x
-#: at N = 15, 1.2-1.5x at N = 20) and NUTS stays as the gradient-based reference.
+#: load while the draws are the same in both runs. :func:`sampler_speed` reduces it for the chapter's table;
+#: :data:`SETTINGS` follows it: Gibbs where its lead in draws per second is at least 2x in every run (from N = 30:
+#: four times or more, growing with the width), NUTS below, where the two are within 1.5x of each other (Gibbs
+#: 0.9-1.0x at N = 15, 1.2-1.5x at N = 20) and NUTS stays as the gradient-based reference.
 SAMPLER_SPEED = {
     15: {"nuts": (55.9, 1.045, (17.5, 17.4)), "gibbs": (39.3, 1.061, (13.6, 12.3))},
     20: {"nuts": (58.6, 1.051, (19.4, 14.8)), "gibbs": (55.5, 1.045, (12.1, 11.3))},
@@ -141,7 +143,7 @@ class Problem:
 
 @lru_cache(maxsize=8)
 def problem(n_classes: int, n_train: int, n_test: int, n_features: int, seq_len: int) -> Problem:
-    """Data (seeds :data:`~paththeory.tasks.multiclass.TRAIN_SEED`, ``TEST_SEED``), architecture and path
+    """Data (seeds ``paththeory.tasks.multiclass.TRAIN_SEED``, ``TEST_SEED``), architecture and path
     features (cached: its arrays are read-only)."""
     sizes = dict(n_features=n_features, seq_len=seq_len)
     arch = task.four_paths(**sizes)
@@ -230,7 +232,7 @@ def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts",
     converged), ``errors`` (per order parameter: ``U`` and mean-predictor distances to the samples', relative
     to the theory's), ``theory_vs_sampled`` (the samples' ``U``, mean and covariance against the theory's),
     ``noise`` (Monte-Carlo noise floors of the samples' ``U``, mean and covariance: :func:`_noise`,
-    :func:`_covariance_noise`), ``diagnostics``, ``accuracy`` and
+    :func:`_covariance_noise`) over ``batch_means`` batch means, ``diagnostics``, ``accuracy`` and
     ``correct`` (argmax, per test sequence) of every predictor, the samples' under ``"sampled"``.
     """
     t, arch = cfg.temperature, prob.arch
@@ -255,6 +257,7 @@ def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts",
                                 "cov": relative(samples.var, cov_th)}
     out["noise"] = {"U": _noise(samples.U_draws, sol.U), "mean": _noise(samples.f_draws, mean_th),
                     "cov": _covariance_noise(samples.f_draws, cov_th)}
+    out["batch_means"] = stats.batch_count(*np.shape(samples.U_draws)[:2])
     out["accuracy"] = {k: float(v.mean()) for k, v in right.items()}
     out["correct"] = {k: v.astype(int) for k, v in right.items()}
     return out
@@ -347,7 +350,8 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["seconds"] = time.perf_counter() - start
     results["environment"] = environment()
     results = jsonable(results)
-    results["claims"] = multiclass_claims(results)
+    results["findings"] = jsonable(findings(results))
+    results["claims"] = jsonable(multiclass_claims(results))
     if out_dir is not None:
         arrays = dict(train_features=prob.train, test_features=prob.test, y_train=prob.y_train,
                       classes_test=prob.classes_test, temperature=cfg.temperature)
@@ -357,7 +361,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     return results
 
 
-# --------------------------------------------------------------------------- claims and tables
+# --------------------------------------------------------------------------- claims
 
 
 def valid_widths(results: dict) -> list[str]:
@@ -367,9 +371,6 @@ def valid_widths(results: dict) -> list[str]:
 
 #: The order parameters compared with the theory's, as the claims name them.
 COMPETITORS = {"gp": "the GP", "independent": "independent outputs", "kronecker": "the nearest Kronecker U"}
-#: Row labels of the tables (the samples' row also names its sampler).
-LABELS = {"theory": "theory", "sampled": "samples", "gp": "GP", "independent": "independent",
-          "kronecker": "Kronecker"}
 
 
 def sampler_name(record: dict) -> str:
@@ -378,179 +379,239 @@ def sampler_name(record: dict) -> str:
     return SAMPLER_NAMES[record.get("sampler", "nuts")]
 
 
-def multiclass_claims(results: dict) -> list[dict]:
-    """Verdict rows, all :data:`~paththeory.experiments.claims.OWN_TEST`: per valid width, the theory's
-    ``U`` within :data:`~paththeory.experiments.claims.U_TOLERANCE` of the samples'; the samples' mean
-    predictor closer to the theory's than to the GP's, the independent outputs' and the Kronecker ``U``'s
-    (distance difference against the Monte-Carlo noise); argmax accuracy of the theory against each
-    (paired); and finite width's gain over the GP larger at ``C = max`` than at ``C = min``. Each row on
-    samples names their sampler."""
+def multiclass_claims(results: dict) -> list[Claim]:
+    """Verdicts (:class:`~paththeory.experiments.claims.Claim`), all :data:`~paththeory.experiments.claims.OWN_TEST`:
+    per valid width, the theory's ``U`` within :data:`~paththeory.experiments.claims.U_TOLERANCE` of the samples';
+    the samples' mean predictor closer to the theory's than to the GP's, the independent outputs' and the Kronecker
+    ``U``'s (distance difference against the Monte-Carlo noise); argmax accuracy of the theory against each
+    (paired); and finite width's gain over the GP larger at ``C = max`` than at ``C = min``. Each claim on samples
+    names their sampler."""
     rows = []
     for w in valid_widths(results):
         r = results["widths"][w]
         split, name = f"N = {w}", sampler_name(r)
-        rel, noise = r["theory_vs_sampled"]["U"], r["noise"]["U"]
-        rows.append(_row("u_sampled", f"the theory's U matches the {name} samples'", split, rel,
-                         f"Monte Carlo {noise:.1%}", stats.verdict(U_TOLERANCE - rel, noise),
-                         f"relative error at most {U_TOLERANCE:.0%}", f"{rel:.1%}", OWN_TEST))
+        rows.append(u_claim("u_sampled", f"the theory's U matches the {name} samples'", split,
+                            r["theory_vs_sampled"]["U"], r["noise"]["U"], f"relative error at most {U_TOLERANCE:.0%}",
+                            OWN_TEST))
         for k, label in COMPETITORS.items():
             gap = r["errors"][k]["mean"] - r["errors"]["theory"]["mean"]
-            rows.append(_row(f"mean_vs_{k}", f"the {name} samples' mean predictor lies closer to the theory than "
-                             f"to {label}",
-                             split, gap, f"Monte Carlo {r['noise']['mean']:.1%}",
-                             stats.verdict(gap, r["noise"]["mean"]), "not in the paper",
-                             f"{r['errors'][k]['mean']:.1%} vs {r['errors']['theory']['mean']:.1%}", OWN_TEST))
+            rows.append(claim_row(f"mean_vs_{k}", f"the {name} samples' mean predictor lies closer to the theory than "
+                                  f"to {label}", split, gap, stats.verdict(gap, r["noise"]["mean"]), "not in the paper",
+                                  OWN_TEST, Evidence("monte_carlo", noise=r["noise"]["mean"]), "distances",
+                                  {k: r["errors"][k]["mean"], "theory": r["errors"]["theory"]["mean"]}))
             d = stats.paired_difference(r["correct"]["theory"], r["correct"][k])
-            rows.append(_paired_row(f"acc_vs_{k}", f"the theory's argmax accuracy beats that of {label}", split, d,
-                                    "not in the paper", OWN_TEST))
+            rows.append(paired_claim(f"acc_vs_{k}", f"the theory's argmax accuracy beats that of {label}", split, d,
+                                     "not in the paper", OWN_TEST))
     sc = results["scaling"]
     lo, hi = sc[min(sc, key=int)], sc[max(sc, key=int)]
     diff = hi["gain"]["difference"] - lo["gain"]["difference"]
     se = float(np.hypot(hi["gain"]["se"], lo["gain"]["se"]))
-    rows.append(_row("gain_vs_classes", f"finite width helps more with C = {max(sc, key=int)} classes than with "
-                     f"C = {min(sc, key=int)}", None, diff, f"SE {100 * se:.1f} points (independent test sets)",
-                     stats.verdict(diff, se), "not in the paper", f"{100 * diff:+.1f} points", OWN_TEST))
+    rows.append(claim_row("gain_vs_classes", f"finite width helps more with C = {max(sc, key=int)} classes than with "
+                          f"C = {min(sc, key=int)}", None, diff, stats.verdict(diff, se), "not in the paper", OWN_TEST,
+                          Evidence("independent", se=se), "points"))
     return rows
 
 
-def sampled_table(results: dict) -> str:
-    """Per sampled width: its sampler, ``C |Pi| / N``, relative errors of the theory's ``U``, mean and
-    covariance against the samples' (each with its Monte-Carlo noise floor), R-hat, the smallest bulk ESS, the effective
-    draws of ``U``'s slowest entry per second and the sampler's time."""
-    rows = []
-    for w, r in results["widths"].items():
-        d = r["diagnostics"]
-        e, n = r["theory_vs_sampled"], r["noise"]
-        rows.append([w, sampler_name(r), f"{r['ratio']:.2f}", f"{e['U']:.1%} ({n['U']:.1%})",
-                     f"{e['mean']:.1%} ({n['mean']:.1%})", f"{e['cov']:.1%} ({n['cov']:.1%})",
-                     f"{d['r_hat_max']:.3f}",
-                     f"{d['ess_bulk_min']:.0f}", f"{d['ess_per_second']:.1f}", f"{d['seconds']:.0f} s"])
-    return markdown_table(["N", "sampler", "C|Π|/N", "U error (noise)", "mean error (noise)", "cov. error (noise)",
-                           "R-hat max", "ESS min", "ESS/s of U", "time"], rows)
+# --------------------------------------------------------------------------- findings
+
+#: Largest deviation from exact decoupling, relative to the live block's trace, that counts as "exact"
+#: (the solver converges to a gradient of about 1e-9 in units of S/N).
+DECOUPLING_TOLERANCE = 1e-6
+#: The order parameters whose ``U`` and mean predictor are measured against the samples: the theory's, then
+#: :data:`COMPETITORS`.
+ORDER_PARAMETERS = ("theory", *COMPETITORS)
 
 
-def _range(values) -> str:
-    """``"a"`` or ``"a–b"``, smallest to largest: whole numbers from 10, one decimal from 1, two decimals from
-    0.1, two significant figures below."""
-    def fmt(v: float) -> str:
-        return f"{v:.0f}" if v >= 10 else f"{v:.1f}" if v >= 1 else f"{v:.2f}" if v >= 0.1 else f"{v:.2g}"
+@dataclass(frozen=True)
+class Distance:
+    """A relative Frobenius distance ``distance`` (``d``) of the samples' average from another's, with the noise
+    floor ``noise`` (``s``) of the samples' average on the same scale (:func:`_noise`, :func:`_covariance_noise`):
+    ``resolved`` when ``d > 2 s``, then debiased to ``value`` ± ``se``, else bounded by ``upper_limit``
+    (:func:`paththeory.experiments.stats.debiased_distance`, the rule of every comparison with samples in the book)."""
 
-    lo, hi = min(values), max(values)
-    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}–{fmt(hi)}"
+    distance: float
+    noise: float
+    resolved: bool
+    value: float | None
+    se: float | None
+    upper_limit: float | None
 
 
-def sampler_speed_table(results: dict | None = None) -> str:
-    """:data:`SAMPLER_SPEED` for a reader: per width, each sampler's effective draws of ``U``'s slowest entry
-    (with their R-hat) and per second (over the repeated runs), Gibbs's lead, and, given ``results``, the
-    sampler its profile uses there."""
-    chosen = {} if results is None else results.get("samplers", {})
-    rows = []
+def distance(d: float, s: float, batch_means: int | None = None) -> Distance:
+    """:class:`Distance` of ``d`` with its floor ``s`` over ``batch_means`` batch means.
+
+    Example:
+      >>> distance(0.144, 0.01, 20).resolved, distance(0.015, 0.01, 20).resolved
+      (True, False)
+    """
+    r = stats.debiased_distance(d, s, batch_means)
+    return Distance(r["distance"], r["noise"], r["resolved"], r["value"], r["se"], r["upper_limit"])
+
+
+@dataclass(frozen=True)
+class Difference:
+    """An estimate ``difference`` ± ``se`` (two errors decide) and the ``verdict`` on ``difference > 0``
+    (:func:`paththeory.experiments.stats.verdict`: ``"holds"``, ``"within noise"`` or ``"fails"``)."""
+
+    difference: float
+    se: float
+    verdict: str
+
+
+def difference(d: float, se: float) -> Difference:
+    """:class:`Difference` of ``d`` ± ``se``."""
+    return Difference(float(d), float(se), stats.verdict(d, se))
+
+
+@dataclass(frozen=True)
+class Width:
+    """One sampled width against its samples (drawn by ``sampler``; ``valid``: ``C |Pi| / N <= 0.4``): per order
+    parameter of :data:`ORDER_PARAMETERS`, the distance of its ``U`` (``U``) and of its mean predictor (``mean``)
+    from the samples', relative to the theory's, and of the theory's output-output covariance (``cov``), each
+    against the noise floor of the samples' average; ``closer``: per competitor, the samples' mean predictor lies
+    closer to the theory's than to its (distance gap against the floor of the mean); ``accuracy``: per other
+    predictor (the samples', then the competitors), the theory's argmax accuracy minus its, paired; ``blocks``: the
+    Frobenius norm of ``U``'s off-diagonal output blocks over that of its diagonal ones, the theory's and the
+    samples'."""
+
+    width: int
+    sampler: str
+    ratio: float
+    valid: bool
+    batch_means: int
+    U: dict[str, Distance]
+    mean: dict[str, Distance]
+    cov: Distance
+    closer: dict[str, Difference]
+    accuracy: dict[str, Difference]
+    blocks: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Decoupling:
+    """Two outputs for two classes (:func:`decoupling`): the larger deviation from exact decoupling over the live
+    block's trace (``worst``), ``exact`` when at most :data:`DECOUPLING_TOLERANCE`, and the dead block's trace."""
+
+    worst: float
+    tolerance: float
+    exact: bool
+    dead_trace: float
+
+
+@dataclass(frozen=True)
+class ClassGain:
+    """Finite width's gain over the GP at the most classes minus that at the fewest (``largest``, ``smallest``;
+    independent test sets, so the errors add in quadrature)."""
+
+    smallest: int
+    largest: int
+    gain: Difference
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The chapter's findings: every sampled :class:`Width`; the ``valid_widths`` (``C |Pi| / N <= 0.4``); of their
+    comparisons of mean predictors (``comparisons``), those where the samples lie closer to the theory beyond the
+    noise (``closer``); the width whose ``U`` the chapter draws (``structure_width``: the narrowest valid one, where
+    the finite-width structure is largest while the theory is expected to hold; the widest when none is valid);
+    the :class:`Decoupling` and the :class:`ClassGain`."""
+
+    widths: tuple[Width, ...]
+    valid_widths: tuple[int, ...]
+    comparisons: int
+    closer: int
+    structure_width: int
+    decoupling: Decoupling
+    class_gain: ClassGain
+
+
+def _blocks(U, n_outputs: int) -> float:
+    """``|off-diagonal output blocks|_F / |diagonal output blocks|_F`` of a ``(C |Pi|)`` square ``U``."""
+    u = np.asarray(U, dtype=float)
+    n = u.shape[0] // n_outputs
+    blocks = u.reshape(n_outputs, n, n_outputs, n).transpose(0, 2, 1, 3)
+    diag = np.eye(n_outputs, dtype=bool)
+    return float(np.linalg.norm(blocks[~diag]) / np.linalg.norm(blocks[diag]))
+
+
+def width_findings(w: str, r: dict, n_outputs: int, valid: bool) -> Width:
+    """:class:`Width` of one record ``r`` of :func:`compare_at` (``results["widths"][w]``)."""
+    b = r.get("batch_means")
+    noise = r["noise"]
+    acc = {k: stats.paired_difference(r["correct"]["theory"], r["correct"][k]) for k in ("sampled", *COMPETITORS)}
+    gaps = {k: r["errors"][k]["mean"] - r["errors"]["theory"]["mean"] for k in COMPETITORS}
+    return Width(int(w), r.get("sampler", "nuts"), float(r["ratio"]), valid, b,
+                 {k: distance(r["errors"][k]["U"], noise["U"], b) for k in ORDER_PARAMETERS},
+                 {k: distance(r["errors"][k]["mean"], noise["mean"], b) for k in ORDER_PARAMETERS},
+                 distance(r["theory_vs_sampled"]["cov"], noise["cov"], b),
+                 {k: difference(g, noise["mean"]) for k, g in gaps.items()},
+                 {k: difference(d["difference"], d["se"]) for k, d in acc.items()},
+                 {k: _blocks(r[f"U_{k}"], n_outputs) for k in ("theory", "sampled")})
+
+
+def findings(results: dict) -> Findings:
+    """:class:`Findings` of the chapter's ``results`` (of :func:`run`, as JSON)."""
+    valid = valid_widths(results)
+    widths = tuple(width_findings(w, r, results["config"]["n_classes"], w in valid)
+                   for w, r in results["widths"].items())
+    closer = [v.verdict for x in widths if x.valid for v in x.closer.values()]
+    d = results["decoupling"]
+    worst = max(d["off_block_max"], d["first_block_vs_single"]) / d["live_trace"]
+    sc = results["scaling"]
+    lo, hi = min(sc, key=int), max(sc, key=int)
+    gain = difference(sc[hi]["gain"]["difference"] - sc[lo]["gain"]["difference"],
+                      float(np.hypot(sc[hi]["gain"]["se"], sc[lo]["gain"]["se"])))
+    shown = min(valid, key=int) if valid else max(results["widths"], key=int)
+    return Findings(widths, tuple(int(w) for w in valid), len(closer), closer.count("holds"), int(shown),
+                    Decoupling(float(worst), DECOUPLING_TOLERANCE, bool(worst <= DECOUPLING_TOLERANCE),
+                               float(d["dead_trace"])),
+                    ClassGain(int(lo), int(hi), gain))
+
+
+def stored_findings(results: dict) -> Findings:
+    """The :class:`Findings` stored in ``results["findings"]`` by :func:`run`, typed
+    (:func:`paththeory.experiments.records.typed`: a renamed finding fails here)."""
+    return typed(Findings, results["findings"], "multiclass findings")
+
+
+@dataclass(frozen=True)
+class SamplerSpeed:
+    """One width of :data:`SAMPLER_SPEED`: per sampler its effective draws of ``U``'s slowest entry (``ess``), their
+    R-hat, and the lowest and highest draws per second over the repeated runs (``rate``); Gibbs's lead in draws per
+    second over NUTS, lowest and highest over the pairs of runs (``lead``)."""
+
+    width: int
+    ess: dict[str, float]
+    r_hat: dict[str, float]
+    rate: dict[str, tuple[float, float]]
+    lead: tuple[float, float]
+
+
+def sampler_speed() -> tuple[SamplerSpeed, ...]:
+    """:class:`SamplerSpeed` of every width of :data:`SAMPLER_SPEED`.
+
+    Example:
+      >>> s = sampler_speed()[2]
+      >>> s.width, round(s.lead[0], 1)
+      (30, 4.0)
+    """
+    out = []
     for w, m in SAMPLER_SPEED.items():
         rate = {k: [m[k][0] / s for s in m[k][2]] for k in m}
         lead = [g / n for g, n in zip(rate["gibbs"], rate["nuts"])]
-        row = [w, *(f"{m[k][0]:.0f} ({m[k][1]:.3f})" for k in ("nuts", "gibbs")),
-               *(_range(rate[k]) for k in ("nuts", "gibbs")), f"{_range(lead)}×"]
-        if results is not None:
-            row.append(SAMPLER_NAMES[chosen[str(w)]] if str(w) in chosen else "not sampled")
-        rows.append(row)
-    head = ["N", "NUTS: ESS of U (R-hat)", "Gibbs: ESS of U (R-hat)", "NUTS: ESS/s", "Gibbs: ESS/s", "Gibbs/NUTS"]
-    return markdown_table(head + (["this profile"] if results is not None else []), rows)
-
-
-def sampler_sentence(results: dict) -> str:
-    """Which sampler drew each width of ``results``, with the profile's chains for each
-    (:func:`paththeory.experiments.records.schedule`)."""
-    by: dict[str, list[str]] = {}
-    for w, s in results.get("samplers", {}).items():
-        by.setdefault(s, []).append(w)
-    parts = []
-    for s, widths in by.items():
-        sch = schedule(results["config"], s)
-        step, warm = ("draws", "warm-up steps") if s == "nuts" else ("sweeps", "warm-up sweeps")
-        chains = sch["num_chains"]
-        name = "NUTS" if s == "nuts" else "the exact Gibbs sampler"
-        parts.append(f"N = {', '.join(widths)} with {name} ({chains} chain{'s' if chains > 1 else ''} of "
-                     f"{sch['num_samples']} {step} after {sch['num_warmup']} {warm})")
-    if not parts:
-        return "This run samples no width."
-    return "This run samples " + " and ".join(parts) + "."
-
-
-def comparison_table(results: dict) -> str:
-    """Per width and order parameter: distance of its ``U`` and of its mean predictor from the samples'
-    (relative to the theory's), and its argmax accuracy; the samples' row names their sampler."""
-    rows = []
-    for w, r in results["widths"].items():
-        for k in ("theory", *COMPETITORS):
-            e = r["errors"][k]
-            rows.append([w, LABELS[k], f"{e['U']:.1%}", f"{e['mean']:.1%}", f"{r['accuracy'][k]:.3f}"])
-        rows.append([w, f"{LABELS['sampled']} ({sampler_name(r)})", "", "", f"{r['accuracy']['sampled']:.3f}"])
-    return markdown_table(["N", "U from", "U vs samples", "mean vs samples", "accuracy"], rows)
-
-
-def accuracy_table(results: dict) -> str:
-    """Argmax accuracy of every predictor and its paired difference from the theory's, per width (the
-    samples' row names their sampler)."""
-    rows = []
-    for w, r in results["widths"].items():
-        for k in ("sampled", *COMPETITORS):
-            d = stats.paired_difference(r["correct"]["theory"], r["correct"][k])
-            label = f"{LABELS[k]} ({sampler_name(r)})" if k == "sampled" else LABELS[k]
-            rows.append([w, label, f"{r['accuracy'][k]:.3f}", f"{r['accuracy']['theory']:.3f}",
-                         f"{100 * d['difference']:+.1f} ± {100 * d['se']:.1f}"])
-    return markdown_table(["N", "other", "its accuracy", "theory's", "theory − other (points, paired SE)"], rows)
-
-
-def scaling_table(results: dict) -> str:
-    """Per number of classes: sizes, theory and GP accuracy, and the gain with its paired SE."""
-    rows = [[c, r["n_train"], f"{r['width']:.1f}", f"{r['ratio']:.2f}", f"{r['chance']:.2f}", f"{r['theory']:.3f}",
-             f"{r['gp']:.3f}", f"{100 * r['gain']['difference']:+.1f} ± {100 * r['gain']['se']:.1f}"]
-            for c, r in results["scaling"].items()]
-    return markdown_table(["C", "P", "N", "C|Π|/N", "chance", "theory", "GP", "gain (points, paired SE)"], rows)
-
-
-def scaling_sentence(results: dict) -> str:
-    """Whether finite width helps more with more classes, from the class-scaling numbers."""
-    row = {r["id"]: r for r in results["claims"]}["gain_vs_classes"]
-    sc = results["scaling"]
-    gains = ", ".join(f"{100 * r['gain']['difference']:+.1f} ± {100 * r['gain']['se']:.1f} points at C = {c}"
-                      for c, r in sc.items())
-    reading = {"holds": "helps more with more classes", "fails": "helps less with more classes",
-               "within noise": "does not help measurably more or less with more classes"}[row["verdict"]]
-    return (f"Finite width's gain over the GP: {gains}. The difference between the largest and the smallest C "
-            f"is {row['measured']} ({row['noise']}), so at these sizes finite width {reading}.")
-
-
-def comparison_sentence(results: dict) -> str:
-    """What the comparisons against the samples say, from the verdict rows."""
-    rows = [r for r in results["claims"] if r["id"].startswith("mean_vs_")]
-    if not rows:
-        return "No sampled width at C|Π|/N ≤ 0.4: no comparison has a verdict."
-    held = [r for r in rows if r["verdict"] == "holds"]
-    others = [f"{COMPETITORS[r['id'][len('mean_vs_'):]]} at {r['split']} ({r['verdict']}: {r['measured']} from the "
-              f"samples, noise {r['noise'].split()[-1]})" for r in rows if r not in held]
-    return (f"Of {len(rows)} comparisons of mean predictors (the GP, independent outputs and the nearest "
-            f"Kronecker U, at {len(valid_widths(results))} width(s) with C|Π|/N ≤ 0.4), the samples lie closer to "
-            f"the full multi-output theory beyond twice the Monte-Carlo noise in {len(held)}"
-            + ("." if not others else "; not beyond it against " + "; ".join(others) + "."))
+        out.append(SamplerSpeed(w, {k: m[k][0] for k in m}, {k: m[k][1] for k in m},
+                                {k: (min(v), max(v)) for k, v in rate.items()}, (min(lead), max(lead))))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- figures
 
 
-def structure_width(results: dict) -> str:
-    """The width (key of ``results["widths"]``) whose ``U`` the chapter draws: the narrowest with
-    ``C |Pi| / N <= 0.4`` (:func:`valid_widths`), where the finite-width structure is largest while the
-    theory is expected to hold; the widest sampled width when none is."""
-    valid = valid_widths(results)
-    return min(valid, key=int) if valid else max(results["widths"], key=int)
-
-
 @book_style
 def plot_order_parameter(results: dict, width: str | None = None) -> Figure:
     """The theory's ``U*`` and the samples' ``U`` (titled with their sampler) at ``width`` (default
-    :func:`structure_width`), with the ``C x C`` output blocks."""
-    w = structure_width(results) if width is None else str(width)
+    :attr:`Findings.structure_width`), with the ``C x C`` output blocks."""
+    w = str(stored_findings(results).structure_width if width is None else width)
     r = results["widths"][w]
     n_out = results["config"]["n_classes"]
     fig, axes = panel_grid(2, 3.6)
@@ -619,35 +680,3 @@ def plot_scaling(results: dict) -> Figure:
     legend_below(fig, [ax], columns=3)
     stamp_profile(fig, results["profile"])
     return fig
-
-
-#: Largest deviation from exact decoupling, relative to the live block's trace, that counts as "exact"
-#: (the solver converges to a gradient of about 1e-9 in units of S/N).
-DECOUPLING_TOLERANCE = 1e-6
-
-
-def decoupling_sentence(d: dict) -> str:
-    """Whether two outputs for two classes decouple into the single-output theory, from :func:`decoupling`."""
-    worst = max(d["off_block_max"], d["first_block_vs_single"]) / d["live_trace"]
-    if worst <= DECOUPLING_TOLERANCE:
-        return (f"Both deviations are below {DECOUPLING_TOLERANCE:.0e} of the live block's trace: two outputs for "
-                f"two classes are the single-output theory of the paper plus an output with no labels, whose "
-                f"U has shrunk to a trace of {d['dead_trace']:.2f}.")
-    return (f"The deviations reach {worst:.1e} of the live block's trace, above {DECOUPLING_TOLERANCE:.0e}: "
-            "the outputs do not decouple to the solver's accuracy here.")
-
-
-def block_sentence(results: dict, width: str) -> str:
-    """How large the theory's and the samples' off-diagonal output blocks of ``U`` are against the diagonal
-    ones."""
-    n_out, n = results["config"]["n_classes"], results["n_paths"]
-    parts = []
-    sampled = f"the {sampler_name(results['widths'][str(width)])} samples'"
-    for key, name in (("U_theory", "the theory's"), ("U_sampled", sampled)):
-        blocks = np.asarray(results["widths"][width][key], dtype=float).reshape(n_out, n, n_out, n)
-        mask = ~np.eye(n_out, dtype=bool)
-        off = np.linalg.norm(blocks.transpose(0, 2, 1, 3)[mask])
-        diag = np.linalg.norm(blocks.transpose(0, 2, 1, 3)[~mask])
-        parts.append(f"{off / diag:.2f} in {name}")
-    return (f"At N = {width} the Frobenius norm of the off-diagonal output blocks of U, relative to that of the "
-            f"diagonal blocks, is {' and '.join(parts)}.")

@@ -1,14 +1,14 @@
 """Fig. 3 (b-d) of the paper, one-shot in-context learning on Omniglot (§4.2, App. H), at a profile's scale.
 
-A network trained by gradient descent (Q and K learned, :mod:`paththeory.training`; App. H.1)
+A network trained by gradient descent (Q and K learned, ``paththeory.training``; App. H.1)
 hands its query/key weights to the Bayesian theory (§4.2); the theory is solved over widths and
 temperatures, the temperature is chosen on a **validation** split (App. H.2.1 selects it on the
 test set), and the theory's ``U`` is compared with NUTS samples and with the trained weights.
 Every claim of the paper is then tested with its noise (:mod:`paththeory.experiments.claims`).
-Head scores and pruning (Fig. 3 e-f) live in :mod:`paththeory.experiments.pruning`, which this
+Head scores and pruning (Fig. 3 e-f) live in ``paththeory.experiments.pruning``, which this
 module's :func:`run` calls so that ``results.json`` holds the whole figure; what both need (the
 profile's :class:`Config`, the character split, :class:`Sweep`, the split accuracies) lives below
-them in :mod:`paththeory.experiments.omniglot_base`.
+them in ``paththeory.experiments.omniglot_base``.
 
 The steps, used by :func:`run` (and so by ``paththeory reproduce omniglot``) and by the
 chapters ``book/omniglot.md``, ``book/pruning.md`` and ``book/beyond.md``:
@@ -26,10 +26,13 @@ chapters ``book/omniglot.md``, ``book/pruning.md`` and ``book/beyond.md``:
   labels, finite width against the GP (Fig. 3d);
 * :func:`comparison_stage`: ``U`` from the theory, from NUTS and from the trained weights, with
   distances, Monte Carlo noise and Mantel tests, and the NUTS predictor's accuracy (Fig. 3b, c);
+* :func:`path_similarity`: whether paths through the same first-layer head carry similar inputs, a
+  typed finding (:class:`PathSimilarity`) with its verdict;
 * figures :func:`plot_sequence` and :func:`plot_training` here, and those drawn from the results
-  alone (:mod:`paththeory.experiments.omniglot_figures`, also importable from here):
+  alone (``paththeory.experiments.omniglot_figures``, also importable from here):
   :func:`plot_accuracy`, :func:`plot_temperature_grid`, :func:`plot_pc_overlaps`,
-  :func:`plot_order_parameters`.
+  :func:`plot_order_parameters`; the words (the sizes and accuracy tables, the sentence on the paths'
+  inputs) are :mod:`paththeory.reports.omniglot`.
 
 Departures from the authors: the temperature is selected on validation characters, not on the
 test set; offline, the data are the 242 characters of the two small background splits (the
@@ -62,7 +65,6 @@ from scipy.stats import rankdata
 from paththeory import _io, action, hessian, kernels, predict, solve, training
 from paththeory.experiments import stats
 from paththeory._checks import check_count, check_nonnegative
-from paththeory.display.tables import markdown_table
 from paththeory.tasks.data import load_mnist, load_omniglot, load_one_shot_runs
 from paththeory.experiments.records import environment, jsonable
 from paththeory.experiments.compare import sampled_vs_theory
@@ -80,7 +82,6 @@ from paththeory.experiments.omniglot_base import (
     character_split,
     correctness,
     gp_grid,
-    sizes_table,
 )
 from paththeory.experiments.omniglot_figures import (
     plot_accuracy,
@@ -518,13 +519,29 @@ def path_cosines(features) -> np.ndarray:
     return gram / np.outer(norms, norms)
 
 
-def path_similarity(features, heads: Sequence[int], seed: int = 0) -> dict:
-    """Do paths that share their first-layer head carry similar inputs? The :func:`path_cosines`
-    of the paths, their mean over distinct pairs with the same ``h_1`` (``same_first``) and with
-    different ``h_1`` (``different_first``), the latter split into pairs that share a head of a
-    later layer (``shared_later``) and pairs that share none (``shared_none``; ``None`` when no
-    such pair exists), and a Mantel test of the cosines against the same-``h_1`` indicator.
-    This tests the chapter's explanation of the block structure of ``U``."""
+@dataclass(frozen=True)
+class PathSimilarity:
+    """Do paths that share their first-layer head carry similar inputs? (the chapter's explanation of the block
+    structure of ``U``). ``cosine``: the :func:`path_cosines` ``[n_paths, n_paths]``; their mean over distinct pairs
+    with the same ``h_1`` (``same_first``) and with different ``h_1`` (``different_first``), the latter split into
+    pairs that share a head of a later layer (``shared_later``) and pairs that share none (``shared_none``), each
+    ``None`` without such a pair; ``mantel``, a Mantel test of the cosines against the same-``h_1`` indicator
+    (:func:`paththeory.experiments.stats.mantel_test`); ``alike``, the verdict: the same-head pairs more alike on
+    average and the Mantel test's one-sided p-value ``p_greater`` below ``alpha``."""
+
+    cosine: tuple[tuple[float, ...], ...]
+    same_first: float | None
+    different_first: float | None
+    shared_later: float | None
+    shared_none: float | None
+    mantel: dict
+    alpha: float
+    alike: bool
+
+
+def path_similarity(features, heads: Sequence[int], seed: int = 0, alpha: float = 0.05) -> PathSimilarity:
+    """The :class:`PathSimilarity` of the paths' attentioned inputs ``features`` ``[P, n_paths, N0]`` (a network with
+    ``heads`` per layer, ``H_1 >= 2``), its Mantel test with permutations drawn from ``seed``, judged at ``alpha``."""
     cos = path_cosines(features)
     paths = np.array(list(itertools.product(*(range(h) for h in heads))))
     if len(paths) != cos.shape[0] or heads[0] < 2:
@@ -537,26 +554,11 @@ def path_similarity(features, heads: Sequence[int], seed: int = 0) -> dict:
     def mean(mask: np.ndarray) -> float | None:
         return float(cos[mask].mean()) if mask.any() else None
 
-    return {"cosine": cos, "same_first": mean(same & distinct), "different_first": mean(~same),
-            "shared_later": mean(later), "shared_none": mean(~same & ~later),
-            "mantel": stats.mantel_test(cos, same.astype(float), seed=seed)}
-
-
-def path_similarity_sentence(sim: dict, alpha: float = 0.05) -> str:
-    """One sentence on :func:`path_similarity`: whether the paths through the same first-layer
-    head are more alike than the others (mean cosines and the Mantel test's one-sided p-value)."""
-    same, other, p = sim["same_first"], sim["different_first"], sim["mantel"]["p_greater"]
-    later = "-" if sim["shared_later"] is None else f"{sim['shared_later']:.3f}"
-    numbers = (f"the attentioned inputs of two paths through the same first-layer head have a mean "
-               f"cosine similarity of {same:.3f}, those of two paths through different first-layer "
-               f"heads {other:.3f}, and {later} when those share a head of a later layer (Mantel "
-               f"test of the cosines against the same-head indicator: p = {p:.3g})")
-    if same > other and p < alpha:
-        return (f"On the training sequences {numbers}: paths that share their first-layer head do "
-                "carry more similar inputs, as the explanation of the block structure requires.")
-    return (f"On the training sequences {numbers}: paths that share their first-layer head do not carry "
-            "measurably more similar inputs, so the explanation of the block structure stays a "
-            "hypothesis that these inputs do not support.")
+    within, between = mean(same & distinct), mean(~same)
+    mantel = stats.mantel_test(cos, same.astype(float), seed=seed)
+    alike = within is not None and between is not None and within > between and mantel["p_greater"] < alpha
+    return PathSimilarity(tuple(map(tuple, cos.tolist())), within, between, mean(later), mean(~same & ~later),
+                          mantel, float(alpha), bool(alike))
 
 
 def agreement(comp: dict, heads: Sequence[int], gp_scale: float, seed: int = 0) -> dict:
@@ -660,20 +662,6 @@ def header(cfg: Config, network: training.Checkpoint, seqs: Sequences, profile: 
     })
 
 
-def accuracy_table(results: dict) -> str:
-    """A Markdown table of test accuracies, one column per evaluation split: the theory at every
-    width (with its validation-selected T), the GP (with its T) and the trained network."""
-    splits = [s for s in results["splits"] if s != "validation"]
-    names = results.get("split_names", {})
-    rows = [(f"theory, N = {w} (T = {results['temperature']['theory'][str(w)]:g})",
-             [results["accuracy"]["theory"][s][str(w)] for s in splits]) for w in results["widths"]]
-    rows.append((f"GP (T = {results['temperature']['gp']:g})", [results["accuracy"]["gp"][s] for s in splits]))
-    if "gd_accuracy" in results:
-        rows.append(("trained network", [results["gd_accuracy"][s] for s in splits]))
-    return markdown_table(["predictor", *(names.get(s, s) for s in splits)],
-                          [[label, *(f"{a:.3f}" for a in accs)] for label, accs in rows])
-
-
 def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
         network: training.Checkpoint | str | None = None, root: str | os.PathLike | None = None,
         cache: Path | None | bool = True, progress: bool = True) -> dict:
@@ -733,7 +721,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results["score_sensitivity"] = pruning_experiment.score_sensitivity(cfg, network, features, seqs.y, sweep, results,
                                                                          root=root)
     lap("score_sensitivity")
-    results["claims"] = fig3_claims(results)
+    results["claims"] = jsonable(fig3_claims(results))
     timings["total"] = time.perf_counter() - start
     results["timings"] = timings
     results["environment"] = environment()

@@ -15,7 +15,6 @@ from typing import Sequence
 import numpy as np
 
 from paththeory import training
-from paththeory.display.tables import markdown_table
 from paththeory.tasks.data import load_omniglot
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
 from paththeory.predict import mean_predictor
@@ -106,26 +105,6 @@ class Config:
             raise ValueError(f"score_train_sizes must be even, >= 4 and <= n_train; got {self.score_train_sizes}.")
         if self.n_random_orders < 1 or self.n_bootstrap < 1 or self.score_resamples < 0:
             raise ValueError("n_random_orders and n_bootstrap must be >= 1 and score_resamples >= 0.")
-
-
-def sizes_table(cfg: Config) -> str:
-    """The sizes of ``cfg`` for a reader, as a Markdown table (:func:`paththeory.display.tables.markdown_table`)."""
-    def values(xs) -> str:
-        return ", ".join(f"{x:g}" for x in xs)
-
-    nuts = (f"N = {cfg.sample_width} on P = {cfg.sample_n_train}: {cfg.num_chains} chain"
-            f"{'s' if cfg.num_chains > 1 else ''} of {cfg.num_samples} draws after {cfg.num_warmup} "
-            "warm-up steps" if cfg.sample_n_train else "not sampled")
-    return markdown_table(["what", "size"], [
-        ("training / validation / test sequences", f"P = {cfg.n_train} / {cfg.n_validation} / {cfg.n_test}"),
-        ("widths of the theory", values(cfg.widths)),
-        ("temperatures of the theory", values(cfg.temperatures)),
-        ("temperatures of the GP", values(gp_grid(cfg))),
-        ("NUTS samples", nuts),
-        ("width of the head scores", f"N = {cfg.score_width}"),
-        ("random pruning orders", f"{cfg.n_random_orders}"),
-        ("the network", "retrained here" if cfg.retrain else "the shipped checkpoint"),
-    ])
 
 
 def _omniglot_subset(network: training.Checkpoint) -> str:

@@ -4,22 +4,26 @@ The network of :mod:`paththeory.experiments.omniglot` was trained on 2-way seque
 images with the label vectors ``E_0``, ``E_1``, then a query with ``E_2``; 48 tokens). Here its
 queries and keys are kept and the Bayesian value and readout weights of the theory, with ``C``
 outputs, are fitted to ``C``-way sequences built the same way
-(:func:`paththeory.tasks.omniglot.nway_indices`, :func:`~paththeory.tasks.omniglot.one_shot_run_nway_indices`):
+(``paththeory.tasks.omniglot.nway_indices``, ``paththeory.tasks.omniglot.one_shot_run_nway_indices``):
 one context drawing per class with its label vector, then the query. What the network never saw:
 
 * label vectors: ``E_0``, ``E_1`` and the query's ``E_2`` are the network's; classes ``2..C-1`` get
-  fresh N(0, 1) vectors drawn like them (:func:`~paththeory.tasks.omniglot.nway_label_vectors`);
+  fresh N(0, 1) vectors drawn like them (``paththeory.tasks.omniglot.nway_label_vectors``);
 * positions: a ``C``-way sequence has ``16 (C + 1)`` tokens; the first 48 positions keep the trained
   encoding exactly and later ones continue the same sinusoids, standardised as the first 48
-  (:func:`~paththeory.tasks.omniglot.positional_encoding`); the query sits at the end, beyond the
+  (``paththeory.tasks.omniglot.positional_encoding``); the query sits at the end, beyond the
   positions of training.
 
 Labels are simplex-coded in ``R^C`` (:func:`paththeory.tasks.multiclass.encode_labels`; the output
 index is the label id, not the character), the predicted class is the argmax of the mean outputs
 (:func:`paththeory.tasks.multiclass.correct`), and the temperature of each width and of the GP is
-chosen on validation characters (:func:`paththeory.experiments.omniglot.select_temperature`).
+chosen on validation characters (``paththeory.experiments.omniglot.select_temperature``).
 Theory and GP are scored on the same sequences of held-out characters and of the one-shot runs
 (evaluation alphabets), so their difference has a paired standard error.
+
+Its findings are types (:class:`Findings`, :class:`Attention`): every verdict against chance, against the GP and
+of the 2-way controls, and the test of every head's attention at a family-wise level, computed here and stored with
+the results; their words: :mod:`paththeory.reports.omniglot_nway`.
 """
 
 from __future__ import annotations
@@ -31,9 +35,8 @@ import numpy as np
 
 from paththeory import training
 from paththeory.experiments import stats
-from paththeory.display.tables import markdown_table
 from paththeory.tasks.data import load_one_shot_runs
-from paththeory.experiments.records import jsonable
+from paththeory.experiments.records import jsonable, typed
 from paththeory.experiments.omniglot import select_temperature
 from paththeory.experiments.omniglot_base import _characters
 from paththeory.model import attention_matrices, path_features
@@ -214,7 +217,8 @@ def evaluate_ways(cfg: Config, n_ways: int, n_train: int, network: training.Chec
 def run(profile: str | None = None, *, config: Config | None = None, network: training.Checkpoint | None = None,
         root=None, data: dict | None = None) -> dict:
     """Every ``C`` of the profile's :class:`Config` and the 2-way :func:`controls`, with the shipped
-    network (or ``network``) and the images of :func:`images` (read here unless ``data`` is given)."""
+    network (or ``network``) and the images of :func:`images` (read here unless ``data`` is given), and their
+    :class:`Findings` (``"findings"``, read back by :func:`stored_findings`)."""
     name = current_profile(profile)
     cfg = config or settings(name)
     net = network or training.load_checkpoint()
@@ -227,16 +231,15 @@ def run(profile: str | None = None, *, config: Config | None = None, network: tr
         results["ways"][str(c)] = evaluate_ways(cfg, c, p, net, data)
     results["controls"] = controls(cfg, net, data)
     results["seconds"] = time.perf_counter() - start
-    return jsonable(results)
+    results = jsonable(results)
+    results["findings"] = jsonable(findings(results))
+    return results
 
 
 #: The 2-way controls of :func:`controls`: the trained format, then one departure of the ``C``-way
 #: format each (options of :func:`~paththeory.tasks.omniglot.assemble_nway_tokens`).
 CONTROLS = {"trained format": {}, "fresh label vectors": {"fresh_labels": True},
             "the query at its 5-way position": {"query_slot": 5}}
-#: What each change of :data:`CONTROLS` does, for the sentences.
-CONTROL_ACTIONS = {"fresh label vectors": "changing the label vectors",
-                   "the query at its 5-way position": "moving the query"}
 
 
 def controls(cfg: Config, network: training.Checkpoint, data: dict) -> dict:
@@ -262,92 +265,6 @@ def controls(cfg: Config, network: training.Checkpoint, data: dict) -> dict:
     return out
 
 
-def controls_table(results: dict, split: str = "one_shot_runs") -> str:
-    """:func:`controls` as a table: per format, accuracy ± SE of the GP and the theory per width on
-    ``split``, with the paired change from the trained format."""
-    ctl = results["controls"]
-    widths = [str(w) for w in results["config"]["widths"]]
-
-    def cell(r: dict, converged: bool = True) -> str:
-        change = f" ({r['gain']['difference']:+.3f} ± {r['gain']['se']:.3f})" if "gain" in r else ""
-        return _cell(r) + change + ("" if converged else " (not converged)")
-
-    rows = [[name, cell(f["gp"][split]), *(cell(f["theory"][w][split], f["converged"][w]) for w in widths),
-             ", ".join(f"{f['temperature'][k]:g}" for k in ("gp", *widths))]
-            for name, f in ctl["formats"].items()]
-    return markdown_table(["2-way format", "GP", *(f"theory N = {w}" for w in widths),
-                           f"T (GP, {', '.join(f'N = {w}' for w in widths)})"], rows)
-
-
-def controls_sentences(results: dict, split: str = "one_shot_runs") -> str:
-    """Generated reading of :func:`controls`: per changed format and predictor, whether the change
-    moves the accuracy (paired change against two paired SEs) and whether what is left is above chance
-    (against two binomial SEs); then, of the predictors above chance in the trained format, which each
-    change alone brings to chance."""
-    ctl = results["controls"]
-    chance = ctl["chance"]
-
-    def level(r: dict) -> str:
-        return _versus_chance(r, chance)
-
-    def above(r: dict) -> bool:
-        return level(r) == "above chance"
-
-    def listed(names: list) -> str:
-        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-    formats = ctl["formats"]
-    base = formats["trained format"]
-    names = ["the GP"] + [f"the theory at N = {w}" for w in base["theory"]]
-    pick = lambda f: [f["gp"][split], *(f["theory"][w][split] for w in f["theory"])]  # noqa: E731
-    working = [above(r) for r in pick(base)]
-    text = [f"In the trained format ({ctl['n_eval'][split]} sequences of the {SPLIT_NAMES[split]}, "
-            f"P = {ctl['n_train']}) "
-            + ", ".join(f"{n} scores {r['accuracy']:.3f} ± {r['se']:.3f} ({level(r)})"
-                        for n, r in zip(names, pick(base))) + "."]
-    for name, f in formats.items():
-        if name == "trained format":
-            continue
-        parts = []
-        for n, r in zip(names, pick(f)):
-            g = r["gain"]
-            move = {"holds": "rises", "fails": "falls", "within noise": "does not change beyond noise"}[
-                stats.verdict(g["difference"], g["se"])]
-            parts.append(f"{n} {move} ({g['difference']:+.3f} ± {g['se']:.3f}, now {level(r)})")
-        text.append(f"With {name}: " + "; ".join(parts) + ".")
-    if not any(working):
-        text.append("No predictor is above chance in the trained format at this size, so these controls cannot "
-                    "tell the two apart.")
-        return " ".join(text)
-    for name, f in formats.items():
-        if name == "trained format":
-            continue
-        action = CONTROL_ACTIONS[name]
-        after = [(n, r) for n, w, r in zip(names, working, pick(f)) if w]  # the predictors that work
-        # "brought to chance": above chance before, not after, and the paired change itself significant
-        broken = [(n, r) for n, r in after
-                  if not above(r) and stats.verdict(r["gain"]["difference"], r["gain"]["se"]) == "fails"]
-        kept = [f"{n} ({r['accuracy']:.3f} ± {r['se']:.3f})" for n, r in after if above(r)]
-        unclear = [n for n, r in after if not above(r) and n not in {b for b, _ in broken}]
-        if broken and not kept and not unclear:
-            where = "chance" if all(level(r) == "at chance" for _, r in broken) else "or below chance"
-            text.append(f"{action.capitalize()} alone brings every predictor that is above chance in the trained "
-                        f"format to {where}.")
-            continue
-        groups = [f"{listed(g)} {where}" for where, g in (
-            ("to chance", [n for n, r in broken if level(r) == "at chance"]),
-            ("below chance", [n for n, r in broken if level(r) != "at chance"])) if g]
-        pieces = ["brings " + " and ".join(groups)] if groups else []
-        if kept:
-            verb = "stays" if len(kept) == 1 else "stay"
-            pieces.append(f"while {listed(kept)} {verb} above chance" if pieces else
-                          f"leaves {listed(kept)} above chance")
-        if unclear:
-            pieces.append(("and " if pieces else "") + f"leaves {listed(unclear)} at chance without a significant drop")
-        text.append(f"{action.capitalize()} alone " + ", ".join(pieces) + ".")
-    return " ".join(text)
-
-
 def _image_mass(attn, n_ways: int, queries: slice = slice(None)) -> np.ndarray:
     """The attention mass on each image's 16 key tokens, averaged over the query tokens ``queries``:
     ``[P, H, C + 1]`` (the ``C`` contexts, then the query) from ``attn [P, H, T, T]`` (``[b, h, key, query]``)."""
@@ -362,7 +279,7 @@ def _image_mass(attn, n_ways: int, queries: slice = slice(None)) -> np.ndarray:
 def match_share(attn, index) -> np.ndarray:
     """Of the attention the query's tokens give to the context images, the share on the drawing of the
     query's own class: ``[P, H]`` per attention matrix ``attn [P, H, T, T]`` (``[b, h, key, query]``)
-    of ``C``-way sequences ``index`` (:class:`~paththeory.tasks.omniglot.NWayIndex`). A head that
+    of ``C``-way sequences ``index`` (``paththeory.tasks.omniglot.NWayIndex``). A head that
     ignores the drawings' content gives ``1 / C`` on average; one that finds the match gives 1."""
     labels, classes = np.asarray(index.labels), np.asarray(index.classes)
     n, n_ways = len(classes), labels.shape[1] - 1
@@ -387,7 +304,8 @@ def query_attention(network: training.Checkpoint, data: dict, ways=(2, 5, 20), n
     error over the sequences; chance ``1 / C``), and from :func:`block_attention` the mass on the
     query's drawing (``on_query``) and on tokens 33-48 (``on_trained_query``), where the query sits in
     the 2-way sequences of training and a context drawing sits when ``C > 2``. The attention is that
-    of the bare input (the network's queries and keys), the same the theory's path features use."""
+    of the bare input (the network's queries and keys), the same the theory's path features use. Returns the
+    measurements per ``C`` (``"ways"``) and their :class:`Attention` findings (``"findings"``, as JSON)."""
     chars, patches, split = data["chars"], data["patches"], data["split"]
     arch = network.architecture
     out = {}
@@ -408,129 +326,177 @@ def query_attention(network: training.Checkpoint, data: dict, ways=(2, 5, 20), n
                        "on_query": [m for m, _ in on_query], "on_query_se": [e for _, e in on_query],
                        "on_trained_query": [m for m, _ in on_trained],
                        "on_trained_query_se": [e for _, e in on_trained]}
-    return out
+    return {"ways": out, "findings": jsonable(attention_findings(out))}
 
 
-def query_attention_table(att: dict) -> str:
-    """:func:`query_attention` as a table: two rows per ``C``, one column per head (``layer.head``):
-    the share on the matching drawing ± SE, and the mass on the query's drawing / on tokens 33-48
-    (standard errors in the sentences); the column "blind head" is what a head blind to the drawings
-    gives: ``1 / C`` of match share, ``1 / (C + 1)`` on any one image."""
-    first = next(iter(att.values()))
-    heads = [(l, h) for l, layer in enumerate(first["share"]) for h in range(len(layer))]
-    rows = []
-    for c, r in att.items():
-        rows.append([c, "match share", f"{r['chance']:.2f}",
-                     *(f"{r['share'][l][h]:.2f} ± {r['se'][l][h]:.2f}" for l, h in heads)])
-        rows.append([c, "on query / tokens 33–48", f"{r['uniform']:.2f}",
-                     *(f"{r['on_query'][l][h]:.2f} / {r['on_trained_query'][l][h]:.2f}" for l, h in heads)])
-    return markdown_table(["C", "what", "blind head", *(f"head {l + 1}.{h + 1}" for l, h in heads)], rows)
+# --------------------------------------------------------------------------- findings
+
+#: Family-wise level of the test of every head's match share against chance (:func:`attention_findings`).
+ALPHA = 0.05
 
 
-def _z_bonferroni(k: int, alpha: float = 0.05) -> float:
-    """One-sided normal quantile for ``k`` tests at family-wise level ``alpha`` (Bonferroni)."""
+@dataclass(frozen=True)
+class Gain:
+    """A paired change ``difference`` ± ``se`` and the ``verdict`` on ``difference > 0``
+    (:func:`paththeory.experiments.stats.verdict`: two paired SEs)."""
+
+    difference: float
+    se: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """One predictor on one split (``name``: ``"gp"`` or a width): accuracy ± binomial SE, ``chance``: the verdict on
+    ``accuracy > chance`` (``"holds"``: above chance, ``"within noise"``: at chance, ``"fails"``: below), and its
+    paired ``gain`` (the theory over the GP; a changed format over the trained one), ``None`` where none."""
+
+    name: str
+    accuracy: float
+    se: float
+    chance: str
+    gain: Gain | None
+
+
+def predictor(name: str, r: dict, chance: float) -> Predictor:
+    """:class:`Predictor` of one :func:`score` ``r`` against ``chance``.
+
+    Example:
+      >>> p = predictor("10", {"accuracy": 0.6, "se": 0.02, "gain": {"difference": 0.01, "se": 0.02}}, 0.5)
+      >>> p.chance, p.gain.verdict
+      ('holds', 'within noise')
+    """
+    g = r.get("gain")
+    gain = None if g is None else Gain(g["difference"], g["se"], stats.verdict(g["difference"], g["se"]))
+    return Predictor(name, r["accuracy"], r["se"], stats.verdict(r["accuracy"] - chance, r["se"]), gain)
+
+
+def _predictors(block: dict, split: str, chance: float) -> tuple[Predictor, ...]:
+    """The GP, then the theory per width, of ``block`` (``{"gp": ..., "theory": {w: ...}}``) on ``split``."""
+    return (predictor("gp", block["gp"][split], chance),
+            *(predictor(w, t[split], chance) for w, t in block["theory"].items()))
+
+
+#: What a change of format does to a predictor above chance in the trained format (:class:`Change`): it stays above
+#: chance; it is brought to chance, or below, by a significant drop; it ends at chance without one. ``"was at
+#: chance"``: the predictor was not above chance in the trained format.
+OUTCOMES = ("kept", "to chance", "below chance", "unclear", "was at chance")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed format of :data:`CONTROLS`: its ``predictors`` (gain: the paired change from the trained format),
+    the ``outcome`` of each (:data:`OUTCOMES`), and whether every predictor above chance in the trained format is
+    brought down (``all_broken``) and all of them to chance, none below (``all_to_chance``)."""
+
+    format: str
+    predictors: tuple[Predictor, ...]
+    outcome: tuple[str, ...]
+    all_broken: bool
+    all_to_chance: bool
+
+
+@dataclass(frozen=True)
+class Controls:
+    """The 2-way controls on one split: the ``trained`` format's predictors, whether any is above chance there
+    (``any_above``: without one the controls tell nothing) and each :class:`Change`."""
+
+    trained: tuple[Predictor, ...]
+    any_above: bool
+    changes: tuple[Change, ...]
+
+
+def _outcome(before: Predictor, after: Predictor) -> str:
+    if before.chance != "holds":
+        return "was at chance"
+    if after.chance == "holds":
+        return "kept"
+    if after.gain.verdict == "fails":  # a significant drop
+        return "to chance" if after.chance == "within noise" else "below chance"
+    return "unclear"
+
+
+def controls_findings(ctl: dict, split: str) -> Controls:
+    """:class:`Controls` of :func:`controls`'s output ``ctl`` on ``split``."""
+    formats = ctl["formats"]
+    trained = _predictors(formats["trained format"], split, ctl["chance"])
+    changes = []
+    for name, f in formats.items():
+        if name == "trained format":
+            continue
+        after = _predictors(f, split, ctl["chance"])
+        outcome = tuple(_outcome(b, a) for b, a in zip(trained, after))
+        working = [o for o in outcome if o != "was at chance"]
+        broken = bool(working) and all(o in ("to chance", "below chance") for o in working)
+        changes.append(Change(name, after, outcome, broken, broken and all(o == "to chance" for o in working)))
+    return Controls(trained, any(p.chance == "holds" for p in trained), tuple(changes))
+
+
+@dataclass(frozen=True)
+class Findings:
+    """Per ``C`` (key) and split, the :class:`Predictor` of the GP then the theory per width (``ways``), and whether
+    the theory converged at every width (``converged``); per split, the 2-way :class:`Controls`."""
+
+    ways: dict[str, dict[str, tuple[Predictor, ...]]]
+    converged: dict[str, bool]
+    controls: dict[str, Controls]
+
+
+def findings(results: dict) -> Findings:
+    """:class:`Findings` of the results of :func:`run`."""
+    ways = {c: {s: _predictors(r, s, r["chance"]) for s in SPLITS} for c, r in results["ways"].items()}
+    converged = {c: all(r["converged"].values()) for c, r in results["ways"].items()}
+    return Findings(ways, converged, {s: controls_findings(results["controls"], s) for s in SPLITS})
+
+
+def stored_findings(results: dict) -> Findings:
+    """The :class:`Findings` stored in ``results["findings"]`` by :func:`run`, typed
+    (:func:`paththeory.experiments.records.typed`)."""
+    return typed(Findings, results["findings"], "omniglot_nway findings")
+
+
+@dataclass(frozen=True)
+class HeadsAtWays:
+    """The match shares of one ``C`` (:func:`query_attention`): the heads ``(layer, head)`` above chance, each
+    one-sided at the Bonferroni level ``alpha / H`` over the ``H`` heads (``z``, the normal quantile), and the head
+    with the largest share (``best``)."""
+
+    n_ways: int
+    heads: int
+    z: float
+    above: tuple[tuple[int, int], ...]
+    best: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Attention:
+    """:class:`HeadsAtWays` per ``C`` at family-wise level ``alpha``; with ``C = 2`` measured: whether a head singles
+    out the matching drawing there (``trained_above``), whether none does at any larger ``C`` while one does at 2
+    (``lost``), and the head that gives the query's drawing the most attention at ``C = 2`` (``query_head``)."""
+
+    alpha: float
+    ways: tuple[HeadsAtWays, ...]
+    trained_above: bool | None
+    lost: bool | None
+    query_head: tuple[int, int] | None
+
+
+def attention_findings(att: dict, alpha: float = ALPHA) -> Attention:
+    """:class:`Attention` of the per-``C`` measurements ``att`` of :func:`query_attention`."""
     from scipy.stats import norm
 
-    return float(norm.ppf(1 - alpha / k))
-
-
-def query_attention_sentences(att: dict, alpha: float = 0.05) -> str:
-    """Sentences generated from :func:`query_attention`. Per ``C``: the heads whose match share is above
-    chance, each tested one-sided at the Bonferroni level ``alpha / H`` over the ``H`` heads; what
-    that says about the ``C``-way failure, read against ``C = 2`` (the format of training); and, for
-    the head that looks most at the query at ``C = 2``, where it looks when ``C`` grows."""
-    parts, above = [], {}
+    ways = []
     for c, r in att.items():
         heads = [(l, h) for l, layer in enumerate(r["share"]) for h in range(len(layer))]
-        z = _z_bonferroni(len(heads), alpha)
-        hits = [(l, h) for l, h in heads if r["share"][l][h] - r["chance"] > z * r["se"][l][h]]
-        above[c] = bool(hits)
-        best, l, h = max((r["share"][l][h], l, h) for l, h in heads)
-        parts.append(f"C = {c}: " + (f"{len(hits)} of {len(heads)} heads above chance "
-                                     f"({', '.join(f'{a + 1}.{b + 1}' for a, b in hits)})" if hits else
-                                     f"no head above chance (largest {best:.2f} ± {r['se'][l][h]:.2f}, head "
-                                     f"{l + 1}.{h + 1}; chance {r['chance']:.2f})"))
-    text = ("Match share, each head tested against chance one-sided at the Bonferroni level "
-            f"{alpha:g} over the heads: " + "; ".join(parts) + ".")
+        z = float(norm.ppf(1 - alpha / len(heads)))
+        hits = tuple((l, h) for l, h in heads if r["share"][l][h] - r["chance"] > z * r["se"][l][h])
+        best = max(heads, key=lambda lh: r["share"][lh[0]][lh[1]])
+        ways.append(HeadsAtWays(int(c), len(heads), z, hits, best))
     if "2" not in att:
-        return text
-    wider = [c for c in att if c != "2"]
-    if not above["2"]:
-        text += (" Since no head singles out the matching drawing even in the 2-way format the network was "
-                 "trained on, the match share does not explain the failure at more ways.")
-    elif wider and not any(above[c] for c in wider):
-        text += (" Heads that single out the matching drawing in the 2-way format stop doing so at "
-                 f"C = {', '.join(wider)}.")
-    two = att["2"]
-    on, l, h = max((m, l, h) for l, layer in enumerate(two["on_query"]) for h, m in enumerate(layer))
-    later = [f"at C = {c} it gives the query {r['on_query'][l][h]:.2f} ± {r['on_query_se'][l][h]:.3f} and "
-             f"tokens 33–48 {r['on_trained_query'][l][h]:.2f} ± {r['on_trained_query_se'][l][h]:.3f} (a blind "
-             f"head: {r['uniform']:.2f})" for c, r in att.items() if c != "2"]
-    return (text + f" Head {l + 1}.{h + 1} gives the query's drawing {on:.2f} ± {two['on_query_se'][l][h]:.3f} "
-            f"of all tokens' attention in the 2-way format (a blind head: {two['uniform']:.2f}), where the "
-            "query holds tokens 33–48"
-            + ("; " + "; ".join(later) + ", where a context drawing now sits at tokens 33–48" if later else "")
-            + ".")
-
-
-# --------------------------------------------------------------------------- tables and sentences
-
-
-def _versus_chance(r: dict, chance: float) -> str:
-    """"above chance", "at chance" or "below chance": accuracy ``r`` against ``chance`` and two SEs."""
-    return {"holds": "above chance", "fails": "below chance", "within noise": "at chance"}[
-        stats.verdict(r["accuracy"] - chance, r["se"])]
-
-
-def _cell(r: dict) -> str:
-    return f"{r['accuracy']:.3f} ± {r['se']:.3f}"
-
-
-def accuracy_table(results: dict, splits=("test", "one_shot_runs")) -> str:
-    """Argmax accuracy ± binomial SE of the GP and the theory per width, and theory minus GP ± paired SE."""
-    widths = [str(w) for w in results["config"]["widths"]]
-    head = ["C", "sequences", "chance", "GP", *(f"theory N = {w}" for w in widths),
-            *(f"N = {w} − GP" for w in widths)]
-    rows = []
-    for c, r in results["ways"].items():
-        for s in splits:
-            gains = [r["theory"][w][s]["gain"] for w in widths]
-            rows.append([c, f"{SPLIT_NAMES[s]} ({r['n_eval'][s]})", f"{r['chance']:.3f}", _cell(r["gp"][s]),
-                         *(_cell(r["theory"][w][s]) for w in widths),
-                         *(f"{g['difference']:+.3f} ± {g['se']:.3f}" for g in gains)])
-    return markdown_table(head, rows)
-
-
-def sizes_table(results: dict) -> str:
-    """Training set, kernel size, ``C |Pi| / N``, selected temperatures and solve times per ``C``."""
-    widths = [str(w) for w in results["config"]["widths"]]
-    rows = []
-    for c, r in results["ways"].items():
-        temps = ", ".join(f"N = {w}: {r['temperature'][w]:g}" for w in widths)
-        ratios = ", ".join(f"{r['ratio'][w]:.2g}" for w in widths)
-        rows.append([c, r["n_train"], int(c) * r["n_train"], ratios, f"{temps}; GP: {r['temperature']['gp']:g}",
-                     "yes" if all(r["converged"].values()) else "no", f"{r['seconds']['theory_solve']:.1f} s"])
-    return markdown_table(["C", "P", "kernel C P", "C|Π|/N", "temperature (validation)", "converged",
-                           "solve"], rows)
-
-
-def verdict_sentences(results: dict, split: str = "one_shot_runs") -> str:
-    """Per ``C`` and width: is the theory above chance (accuracy − 1/C against two binomial SEs), and
-    does it beat the GP (paired difference against two paired SEs)?"""
-    out = []
-    for c, r in results["ways"].items():
-        gp = r["gp"][split]
-        parts = []
-        for w, th in r["theory"].items():
-            s = th[split]
-            word = _versus_chance(s, r["chance"])
-            g = s["gain"]
-            versus = {"holds": "better than the GP", "fails": "worse than the GP",
-                      "within noise": "not distinguishable from the GP"}[stats.verdict(g["difference"], g["se"])]
-            parts.append(f"at N = {w} the theory scores {s['accuracy']:.3f} ± {s['se']:.3f}, {word} "
-                         f"and {versus} ({g['difference']:+.3f} ± {g['se']:.3f})")
-        gp_word = _versus_chance(gp, r["chance"])
-        out.append(f"**{c}-way** ({SPLIT_NAMES[split]}, chance {r['chance']:.3f}): the GP scores "
-                   f"{gp['accuracy']:.3f} ± {gp['se']:.3f}, {gp_word}; " + "; ".join(parts) + ".")
-    return "\n\n".join(out)
-
+        return Attention(alpha, tuple(ways), None, None, None)
+    above = {w.n_ways: bool(w.above) for w in ways}
+    wider = [c for c in above if c != 2]
+    on = att["2"]["on_query"]
+    query_head = max(((l, h) for l, layer in enumerate(on) for h in range(len(layer))), key=lambda lh: on[lh[0]][lh[1]])
+    return Attention(alpha, tuple(ways), above[2], above[2] and bool(wider) and not any(above[c] for c in wider),
+                     query_head)

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from paththeory.experiments import residual, stats, validity
+from paththeory.laplace import laplace_shift
 from paththeory.profiles import choose
+from paththeory.solve import Theory
 
 #: The networks, in the order of the chapter: the validity experiment's tasks, then the residual experiment's.
 NETWORKS = ("markov", "omniglot", "attention", "mlp", "skip", "residual")
@@ -34,6 +36,10 @@ NETWORKS = ("markov", "omniglot", "attention", "mlp", "skip", "residual")
 GROWTHS = {"flat": 0.0, "paths": 1.0, "modes": 2.0}
 #: How many errors a fitted exponent may lie from a reference to be consistent with it.
 Z_CONSISTENT = 2.0
+#: The networks the next order of Laplace's method covers (:mod:`paththeory.laplace`: no skip connections).
+PREDICTED = ("markov", "omniglot", "attention", "mlp")
+#: The false-alarm rate at which the measured distances of a network are said to disagree with the prediction.
+LEVEL = 0.05
 
 
 def scan_settings(profile: str | None = None) -> tuple[validity.Config, residual.Config]:
@@ -160,11 +166,45 @@ class Growth:
 
 
 @dataclass(frozen=True)
+class Prediction:
+    """The next order of Laplace's method at one width of one network (:func:`paththeory.laplace.laplace_shift`):
+    ``distance``, ``|E[U] - U*|_F / |U*|_F``, what the debiased distance of an exact sampler's mean approaches."""
+
+    network: str
+    paths: int
+    width: int
+    distance: float
+
+
+@dataclass(frozen=True)
+class PredictionCheck:
+    """One network's measured distances against :class:`Prediction`: ``chi2`` over its ``n_resolved`` resolved mixed
+    points and its ``p`` (:func:`paththeory.experiments.stats.goodness_of_fit`), ``fit_agrees`` when ``p`` is at least
+    :data:`LEVEL` (``None`` without a resolved point); ``limits_kept`` of its ``limits`` unresolved ones whose upper
+    limit lies above the prediction, ``limits_agree`` when all do; ``agrees``: both (``None`` without a resolved
+    point)."""
+
+    network: str
+    paths: int
+    n_resolved: int
+    chi2: float | None
+    p: float | None
+    fit_agrees: bool | None
+    limits_kept: int
+    limits: int
+    limits_agree: bool
+    agrees: bool | None
+
+
+@dataclass(frozen=True)
 class Findings:
-    """Every network's :class:`NetworkScaling` and the :class:`Growth` of their prefactors."""
+    """Every network's :class:`NetworkScaling`, the :class:`Growth` of their prefactors, and, for the networks the next
+    order of Laplace's method covers, its :class:`Prediction` at every sampled width and their :class:`PredictionCheck`."""
 
     networks: tuple[NetworkScaling, ...]
     growth: Growth
+    predictions: tuple[Prediction, ...] = ()
+    checks: tuple[PredictionCheck, ...] = ()
 
 
 def network_scaling(points: Sequence[Point], network: str) -> NetworkScaling:
@@ -222,25 +262,74 @@ def growth(scalings: Sequence[NetworkScaling]) -> Growth:
     return Growth(names, paths, True, gamma, se, f["chi2_nu"], z, consistent)
 
 
-def findings(points: Sequence[Point]) -> Findings:
+def check_prediction(points: Sequence[Point], predictions: Sequence[Prediction], network: str) -> PredictionCheck:
+    """:class:`PredictionCheck` of ``network``'s judged points against its ``predictions`` (one per width).
+
+    Example:
+      >>> pts = [point("x", 4, w, "gibbs", 1.0 / w, 0.1 / w, 40, True) for w in (10, 30)]
+      >>> c = check_prediction(pts, [Prediction("x", 4, w, 1.0 / w) for w in (10, 30)], "x")
+      >>> c.n_resolved, c.agrees
+      (2, True)
+    """
+    by_width = {q.width: q.distance for q in predictions if q.network == network}
+    judged = [p for p in points if p.network == network and p.judged and p.width in by_width]
+    if not judged:
+        raise ValueError(f"no judged point of the network {network!r} at a predicted width.")
+    measured = [p for p in judged if p.resolved]
+    limits = [p for p in judged if not p.resolved]
+    kept = sum(by_width[p.width] <= p.upper_limit for p in limits)
+    if not measured:
+        return PredictionCheck(network, judged[0].paths, 0, None, None, None, kept, len(limits), kept == len(limits),
+                               None)
+    fit = stats.goodness_of_fit([p.value for p in measured], [p.se for p in measured],
+                                [by_width[p.width] for p in measured])
+    fit_agrees = fit["p"] >= LEVEL
+    return PredictionCheck(network, judged[0].paths, len(measured), fit["chi2"], fit["p"], fit_agrees, kept,
+                           len(limits), kept == len(limits), fit_agrees and kept == len(limits))
+
+
+def findings(points: Sequence[Point], predictions: Sequence[Prediction] = ()) -> Findings:
     """:class:`Findings` from every network's points: one :class:`NetworkScaling` per network of :data:`NETWORKS`
-    that has points (others, in order after them), and their :class:`Growth`."""
+    that has points (others, in order after them), their :class:`Growth`, and a :class:`PredictionCheck` per network
+    with ``predictions`` (:func:`predict`)."""
     present = [n for n in NETWORKS if any(p.network == n for p in points)]
     present += sorted({p.network for p in points} - set(present))
     scalings = tuple(network_scaling(points, n) for n in present)
-    return Findings(scalings, growth(scalings))
+    predicted = [n for n in present if any(q.network == n for q in predictions)]
+    checks = tuple(check_prediction(points, predictions, n) for n in predicted)
+    return Findings(scalings, growth(scalings), tuple(predictions), checks)
 
 
-def validity_points(rows: Sequence[dict]) -> list[Point]:
-    """:class:`Point` of every row of :func:`paththeory.experiments.validity.compare`."""
-    return [point(r["task"], r["paths"], r["width"], r["sampler"], r["distance"], r["noise"], r.get("batch_means"),
-                  r["r_hat"] is not None and r["r_hat"] <= validity.R_HAT_OK) for r in rows]
+def predict(points: Sequence[Point], profile: str | None = None) -> tuple[Prediction, ...]:
+    """:class:`Prediction` of the next order of Laplace's method at every judged width of every network it covers
+    (:data:`PREDICTED`: one output, no skip connections) among ``points``, on the data the samples saw."""
+    v_cfg, r_cfg = validity.settings(profile), residual.settings(profile)
+    out = []
+    for network in (n for n in PREDICTED if any(p.network == n for p in points)):
+        if network in validity.TASKS:
+            prob = validity.problem(network, v_cfg)
+            temperature = prob.temperature
+        else:
+            prob, temperature = residual.problem(network, r_cfg), r_cfg.temperature
+        theory = Theory(prob.arch, prob.train, prob.y_train)
+        own = [p for p in points if p.network == network and p.judged]
+        for width in sorted({p.width for p in own}):
+            shift = laplace_shift(theory, theory.solve(float(width), temperature))
+            out.append(Prediction(network, own[0].paths, int(width), shift.relative))
+    return tuple(out)
 
 
-def residual_points(rows: Sequence[dict]) -> list[Point]:
+def validity_points(rows: Sequence[validity.Row]) -> list[Point]:
+    """:class:`Point` of every row of :func:`paththeory.experiments.validity.compare`, which has debiased its
+    distance already (:func:`paththeory.experiments.validity.row`)."""
+    return [Point(r.task, r.paths, r.width, r.sampler, r.distance, r.noise, r.batch_means, r.mixed, r.resolved,
+                  r.value, r.se, r.upper_limit, r.limit, r.limit_se) for r in rows]
+
+
+def residual_points(rows: Sequence[residual.Row]) -> list[Point]:
     """:class:`Point` of every row of :func:`paththeory.experiments.residual.compare`."""
-    return [point(r["network"], r["paths"], r["width"], r["sampler"], r["U_distance"], r["U_noise"],
-                  r.get("batch_means"), r["converged"]) for r in rows]
+    return [point(r.network, r.paths, r.width, r.sampler, r.U_distance, r.U_noise, r.batch_means, r.converged)
+            for r in rows]
 
 
 def sampled_points(profile: str | None = None, validity_rows: Sequence[dict] | None = None) -> list[Point]:

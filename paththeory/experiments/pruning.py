@@ -192,12 +192,11 @@ def pruning_stage(cfg: Config, network: training.Checkpoint, features: dict, y: 
 # --------------------------------------------------------------------------- what the score depends on
 
 
-SCORE_VARIANTS = {
-    "abs": "sum of |U| over pairs through the head (the paper's score, §4.2)",
-    "diagonal": "sum of U_pipi over the paths through the head (self-weights only)",
-    "signed": "sum of U (signed) over pairs through the head",
-    "silencing": "theory accuracy lost on validation when the head's paths are pruned in U",
-}
+#: The rules that score a head (:func:`score_variants`; in words: :data:`paththeory.reports.omniglot.SCORE_RULES`):
+#: ``abs``, the paper's (§4.2), sums ``|U|`` over the path pairs through the head; ``diagonal`` sums ``U_pipi`` over its
+#: paths; ``signed`` sums ``U`` over its pairs; ``silencing`` is the theory's validation accuracy lost when the head's
+#: paths are pruned in ``U``.
+SCORE_VARIANTS = ("abs", "diagonal", "signed", "silencing")
 
 
 def score_variants(U, heads: Sequence[int], temperature: float, features: dict, y: dict) -> dict[str, np.ndarray]:

@@ -14,7 +14,10 @@ paper's Fig. 2 (layer 1: the good head and a random head; layer 2: the uniform h
 * :func:`sample_points`: NUTS, or the exact Gibbs sampler at wider networks, at every sampled (network,
   width), as JSON-ready records, shipped for the ``smoke`` and ``colab`` sizes (``python -m paththeory
   residual [--sampler gibbs]`` writes them) so that the book does not sample for half an hour;
-* :func:`theory_curve`, :func:`compare`: the theory on the same data, against the records;
+* :func:`theory_curve`, :func:`compare`: the theory on the same data, against the records (one :class:`Row`
+  per record);
+* :func:`findings`: the chapter's verdicts (:class:`Findings`), stored by :func:`run` and read back by :func:`read`;
+  their words: :mod:`paththeory.reports.residual`;
 * :func:`path_shares`, :func:`plot_shares`, :func:`deep_linear_check`, :func:`run`.
 """
 
@@ -33,9 +36,10 @@ from matplotlib.figure import Figure
 
 from paththeory import _io
 from paththeory.experiments import SAMPLER_NAMES, stats
-from paththeory.experiments.records import ShippedRecords, jsonable, schedule, schedule_fields
+from paththeory.experiments.records import ShippedRecords, jsonable, schedule, schedule_fields, typed
 from paththeory.experiments.compare import record_batches, relative_distance, sampler_agreement
-from paththeory.experiments.claims import COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, _paired_row, _row
+from paththeory.experiments.claims import (COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, Claim, Evidence, claim_row,
+                                         paired_claim, u_claim)
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
 from paththeory.model import MLP, Architecture, Residual, path_features
 from paththeory.predict import mean_predictor
@@ -196,22 +200,6 @@ def samples(profile: str | None = None, *, sampler: str = "nuts", progress: bool
                         partial(sample_points, progress=progress))
 
 
-def provenance_text(payload: dict) -> str:
-    """A reader's sentence on where a sampler's records come from, and their sizes (``payload["provenance"]``
-    ``None``: this profile samples nothing with that sampler)."""
-    if payload["provenance"] is None:
-        return "This profile samples no point with this sampler."
-    prov, cfg = payload["provenance"], payload["provenance"]["config"]
-    sched = schedule(cfg, prov["sampler"])
-    steps = "warm-up steps" if prov["sampler"] == "nuts" else "warm-up sweeps"
-    where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
-             f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
-             f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as the page is built")
-    return (f"The {SAMPLER_NAMES[prov['sampler']]} samples ({prov['profile']} sizes) {where}. Each point is "
-            f"{sched['num_chains']} chains of {sched['num_samples']} draws after {sched['num_warmup']} {steps}; "
-            f"P = {cfg['n_train']} training and {cfg['n_test']} test sequences, T = {cfg['temperature']:g}.")
-
-
 # --------------------------------------------------------------------------- the theory against the samples
 
 
@@ -236,16 +224,68 @@ def gp_mean(prob: Problem, temperature: float) -> np.ndarray:
     return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature))
 
 
+@dataclass(frozen=True)
+class Paired:
+    """A paired difference of two accuracies on the same test sequences, with its standard error over ``n``
+    sequences (:func:`paththeory.experiments.stats.paired_difference`)."""
+
+    difference: float
+    se: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Accuracies:
+    """Test accuracies at one record's width: the ``theory``'s, the ``sampled`` mean predictor's, the ``gp``'s, and
+    the ``attention_theory``'s (the same heads without MLP blocks or skips)."""
+
+    theory: float
+    sampled: float
+    gp: float
+    attention_theory: float
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record against the theory at its width, on the same data (:func:`compare`): the ``network``, ``width``,
+    ``paths``, ``ratio = paths / width`` and ``sampler``; relative distances of the sampled ``U`` and mean predictor
+    from the theory's (``U_distance``, ``f_distance``) and from the GP point's (``U_gp_distance``,
+    ``f_gp_distance``), over the theory's norm, with their noise floors ``U_noise``, ``f_noise`` from
+    ``batch_means`` batch means (:func:`paththeory.experiments.compare.relative_distance`); ``inner_distance``, those
+    of the levels above (``U^(2)``, ..., ``U_a``), without a noise floor: the records keep those levels' means, not
+    their draws or errors; the :class:`Accuracies` and three :class:`Paired` differences; the share of the
+    sampled ``U``'s kernel trace through no attention head, ``sampled_shares_none``; the worst R-hat and bulk ESS of
+    ``U``, the sampler's seconds, and ``converged`` (R-hat at most :data:`R_HAT_OK`). Stored as JSON in
+    :func:`run`'s results (``rows``, ``gibbs_rows``) and read back by :func:`read_rows`."""
+
+    network: str
+    width: int
+    paths: int
+    ratio: float
+    sampler: str
+    U_distance: float
+    U_noise: float | None
+    batch_means: int | None
+    U_gp_distance: float
+    inner_distance: tuple[float, ...]
+    f_distance: float
+    f_noise: float | None
+    f_gp_distance: float
+    accuracy: Accuracies
+    theory_minus_sampled: Paired
+    sampled_minus_gp: Paired
+    sampled_minus_attention_theory: Paired
+    sampled_shares_none: float
+    r_hat: float
+    ess: float
+    seconds: float
+    converged: bool
+
+
 def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: dict[str, Problem] | None = None,
-            gp_means: dict[str, np.ndarray] | None = None) -> list[dict]:
-    """Every record against the theory at its width, on the same data: relative distances of the sampled ``U``
-    and mean predictor from the theory's (and the GP point's), over the theory's norm, with their Monte Carlo
-    noise floors ``s`` (the distance sampling noise alone gives, ``E d^2 = d_true^2 + s^2``, and a bound on
-    the standard deviation of ``d``) and ``batch_means``, how many batch means the errors come from
-    (:func:`paththeory.experiments.compare.record_batches`); ``inner_distance``, the levels above (``U^(2)``, ..., ``U_a``),
-    has no noise floor: the records keep the means of those levels, not their draws or errors; and the accuracies of the theory, the
-    samples, the GP and the attention-only theory (the same heads, no MLP and no skip) with paired standard
-    errors of the differences. ``problems``: :func:`problem` of every network, ``curves``: :func:`theory_curve` of
+            gp_means: dict[str, np.ndarray] | None = None) -> list[Row]:
+    """Every record of ``payload`` (:func:`samples`) against the theory at its width, on the same data: one
+    :class:`Row` per record. ``problems``: :func:`problem` of every network, ``curves``: :func:`theory_curve` of
     every network at (at least) the sampled widths, and ``gp_means``: :func:`gp_mean` of every network (at least
     the sampled ones); each computed here when not given."""
     if problems is None:
@@ -269,220 +309,270 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: di
         gp = mean_gp * prob.y_test > 0
         plain = base["points"][width]["correct"]
         diag = rec["diagnostics"]
-        rows.append({
-            "network": rec["network"], "width": width, "paths": prob.arch.n_paths, "sampler": payload["sampler"],
-            "U_distance": u_dist, "U_noise": u_noise, "batch_means": record_batches(rec),
-            "U_gp_distance": float(np.linalg.norm(np.asarray(rec["U"]) - gp_u) / np.linalg.norm(sol.U)),
-            "inner_distance": [relative_distance(s, t)[0]
-                               for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])],
-            "f_distance": f_dist, "f_noise": f_noise,
-            "f_gp_distance": float(np.linalg.norm(np.asarray(rec["mean"]) - mean_gp) / np.linalg.norm(point["mean"])),
-            "accuracy": {"theory": float(point["correct"].mean()), "sampled": float(sampled_correct.mean()),
-                         "gp": float(gp.mean()), "attention_theory": float(plain.mean())},
-            "theory_minus_sampled": stats.paired_difference(point["correct"], sampled_correct),
-            "sampled_minus_gp": stats.paired_difference(sampled_correct, gp),
-            "sampled_minus_attention_theory": stats.paired_difference(sampled_correct, plain),
-            "sampled_shares_none": float(path_shares(rec["U"], prob.train)[path_classes(prob.arch)["0 heads"]].sum()),
-            "r_hat": diag["r_hat_U_max"], "ess": diag["ess_bulk_U_min"], "seconds": diag["seconds"],
-            "converged": diag["r_hat_U_max"] <= R_HAT_OK,
-        })
+        rows.append(Row(
+            rec["network"], width, prob.arch.n_paths, prob.arch.n_paths / width, payload["sampler"],
+            u_dist, u_noise, record_batches(rec),
+            float(np.linalg.norm(np.asarray(rec["U"]) - gp_u) / np.linalg.norm(sol.U)),
+            tuple(relative_distance(s, t)[0] for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])),
+            f_dist, f_noise,
+            float(np.linalg.norm(np.asarray(rec["mean"]) - mean_gp) / np.linalg.norm(point["mean"])),
+            Accuracies(float(point["correct"].mean()), float(sampled_correct.mean()), float(gp.mean()),
+                       float(plain.mean())),
+            Paired(**stats.paired_difference(point["correct"], sampled_correct)),
+            Paired(**stats.paired_difference(sampled_correct, gp)),
+            Paired(**stats.paired_difference(sampled_correct, plain)),
+            float(path_shares(rec["U"], prob.train)[path_classes(prob.arch)["0 heads"]].sum()),
+            diag["r_hat_U_max"], diag["ess_bulk_U_min"], diag["seconds"], diag["r_hat_U_max"] <= R_HAT_OK))
     return rows
 
 
-def _sampler_name(rows: Sequence[dict]) -> str:
-    """The name of the one sampler behind ``rows`` (rows of two samplers are tabled apart)."""
-    samplers = {r["sampler"] for r in rows}
-    if len(samplers) != 1:
-        raise ValueError(f"rows of one sampler expected; got {sorted(samplers) or 'none'}.")
-    return SAMPLER_NAMES[samplers.pop()]
+def read_rows(results: dict, key: str = "rows") -> tuple[Row, ...]:
+    """The rows of :func:`run`'s ``results`` (``key``: ``"rows"`` for NUTS, ``"gibbs_rows"`` for Gibbs), read back
+    as :class:`Row` (:func:`paththeory.experiments.records.typed`: a renamed field fails here)."""
+    return tuple(typed(Row, r, f"results[{key!r}]") for r in results[key])
 
 
-def distance_table(rows: Sequence[dict]) -> str:
-    """The theory against the samples of one sampler, one row per record, with ``|Pi| / N`` (markdown)."""
-    from paththeory.display.tables import markdown_table
-
-    if not rows:
-        return "No record to compare in this profile."
-    _sampler_name(rows)
-
-    def noise(x):
-        return "" if x is None else f" ({x:.3f})"
-
-    body = [[NETWORK_NAMES[r["network"]], str(r["paths"]), str(r["width"]), f"{r['paths'] / r['width']:.2g}",
-             f"{r['U_distance']:.3f}{noise(r['U_noise'])}", f"{r['U_gp_distance']:.3f}",
-             f"{r['f_distance']:.3f}{noise(r['f_noise'])}", f"{r['f_gp_distance']:.3f}",
-             f"{r['r_hat']:.3f}", f"{r['ess']:.0f}"] for r in rows]
-    return markdown_table(["network", "paths", "N", "|Π|/N", "U: theory (MC error)", "U: GP",
-                           "predictor: theory (MC error)", "predictor: GP", "R-hat (U)", "ESS (U)"], body)
+# --------------------------------------------------------------------------- the findings
 
 
-def accuracy_table(rows: Sequence[dict]) -> str:
-    """Test accuracies with the paired standard errors of the differences (markdown)."""
-    from paththeory.display.tables import markdown_table
+@dataclass(frozen=True)
+class Shares:
+    """The kernel's trace share of the paths through no attention head (:func:`path_shares`), for one ``network``
+    at its smallest NUTS ``width``: in the ``theory``, with the ``sampled`` ``U``, and in the ``gp`` limit."""
 
-    if not rows:
-        return "No record to compare in this profile."
-    def diff(d):
-        return f"{d['difference']:+.3f} ± {d['se']:.3f}"
-
-    name = _sampler_name(rows)
-    body = [[NETWORK_NAMES[r["network"]], str(r["width"]), f"{r['accuracy']['theory']:.3f}",
-             f"{r['accuracy']['sampled']:.3f}", f"{r['accuracy']['gp']:.3f}", f"{r['accuracy']['attention_theory']:.3f}",
-             diff(r["theory_minus_sampled"]), diff(r["sampled_minus_gp"]), diff(r["sampled_minus_attention_theory"])]
-            for r in rows]
-    return markdown_table(["network", "N", "theory", name, "GP", "attention-only theory", f"theory − {name}",
-                           f"{name} − GP", f"{name} − attention-only"], body)
+    network: str
+    width: int
+    theory: float
+    sampled: float
+    gp: float
 
 
-def inner_table(rows: Sequence[dict]) -> str:
-    """Relative distances of the levels above, ``U^(2)`` to ``U_a``, from the sampled ones (markdown)."""
-    from paththeory.display.tables import markdown_table
+@dataclass(frozen=True)
+class AgainstAttention:
+    """One mixed NUTS record of a network with MLP blocks or skips against the attention-only theory at its width:
+    both accuracies, their paired ``difference`` and ``verdict``, :func:`paththeory.experiments.stats.verdict` on
+    ``|difference| > 0`` (``"holds"``: they differ; ``"fails"``: they match; ``"within noise"``)."""
 
-    if not rows:
-        return "No record to compare in this profile."
-    name = _sampler_name(rows)
-    body = [[NETWORK_NAMES[r["network"]], str(r["width"]), ", ".join(f"{d:.3f}" for d in r["inner_distance"])]
-            for r in rows]
-    return markdown_table(["network", "N", f"U^(2), ..., U_a: theory vs {name}"], body)
-
-
-def _fraction(x: float) -> str:
-    return f"{100 * x:.0f} %"
+    network: str
+    width: int
+    sampled: float
+    attention_theory: float
+    difference: Paired
+    verdict: str
 
 
-def shares_sentence(results: dict) -> str:
-    """What the figure of path-class shares shows, in numbers: the share of the paths through no attention head
-    at the smallest sampled width (theory and NUTS) and in the GP limit, for the two networks with skips."""
-    parts = []
+@dataclass(frozen=True)
+class Gain:
+    """One mixed record (either sampler) of a network with skips: finite width's ``gain`` over its GP, and, where
+    the attention-only network was sampled at the same width by the same sampler, the two ``sampled`` accuracies
+    (``plain``: without a residual stream) and their ``gap``."""
+
+    network: str
+    width: int
+    sampler: str
+    gain: Paired
+    sampled: float
+    plain: float | None
+    gap: float | None
+
+
+@dataclass(frozen=True)
+class MlpEffect:
+    """MLP blocks against the attention-only theory over the ``count`` mixed records (both samplers): the
+    ``largest`` ``|difference|`` with its ``sampler`` and ``width``, and at how many records it is ``beyond`` two
+    paired standard errors."""
+
+    largest: Paired
+    sampler: str
+    width: int
+    beyond: int
+    count: int
+
+
+@dataclass(frozen=True)
+class SkipTheory:
+    """The theory with skips against the ``count`` mixed records (both samplers) of the networks with skips: its
+    accuracy ``above`` the samples' at how many (``low`` to ``high``: the smallest and largest difference, theory
+    minus samples; ``beyond``: above by more than two paired standard errors), and its predictor ``further`` from
+    the samples' than the attention-only network's at the same width and sampler, beyond two combined Monte Carlo
+    errors, at how many of the ``pairs`` that have one."""
+
+    above: int
+    count: int
+    low: float
+    high: float
+    beyond: int
+    further: int
+    pairs: int
+
+
+@dataclass(frozen=True)
+class PrunedHead:
+    """One head of ``network`` pruned from the theory's mean predictor at ``width`` (:func:`pruning_table`): its
+    ``score``, the test ``accuracy`` with it pruned, the ``unpruned`` one and the ``change``."""
+
+    network: str
+    width: int
+    head: str
+    score: float
+    accuracy: float
+    unpruned: float
+    change: float
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """Per network, its pruned ``heads``, the ``lowest``-scored one and the ``cheapest`` to prune (highest accuracy
+    pruned), and whether they are the ``same`` head."""
+
+    network: str
+    heads: tuple[PrunedHead, ...]
+    lowest: PrunedHead
+    cheapest: PrunedHead
+    same: bool
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The chapter's verdicts, stored in :func:`run`'s results (``findings``) and read back by :func:`read`: the
+    kernel :class:`Shares`; NUTS's records against the attention-only theory (:class:`AgainstAttention`) and those
+    left out, ``unmixed`` (network, width); the GP accuracies with and without skips (``gp_skip``,
+    ``gp_attention``); finite width's :class:`Gain` with skips; the :class:`MlpEffect`; the :class:`SkipTheory`;
+    :class:`Pruning` per network."""
+
+    shares: tuple[Shares, ...]
+    against_attention: tuple[AgainstAttention, ...]
+    unmixed: tuple[tuple[str, int], ...]
+    gp_skip: float
+    gp_attention: float
+    gains: tuple[Gain, ...]
+    mlp: MlpEffect | None
+    skips: SkipTheory | None
+    pruning: tuple[Pruning, ...]
+
+
+def shares(results: dict, nuts: Sequence[Row]) -> tuple[Shares, ...]:
+    """:class:`Shares` of the two networks with skips, at the smallest width NUTS sampled (none where it sampled
+    none), from :func:`run`'s ``results`` (``path_classes``, ``shares``, ``gp_shares``)."""
+    out = []
     for network in ("skip", "residual"):
-        classes = {k: np.asarray(m) for k, m in results["path_classes"][network].items()}
-        none = classes["0 heads"]
-        sampled = [r for r in results["rows"] if r["network"] == network]
+        sampled = [r for r in nuts if r.network == network]
         if not sampled:
             continue
-        r = min(sampled, key=lambda row: row["width"])
-        theory = np.asarray(results["shares"][network][str(r["width"])])[none].sum()
-        parts.append(f"with {NETWORK_NAMES[network]} at N = {r['width']}, the paths through no attention head carry "
-                     f"{_fraction(theory)} of the kernel's trace in the theory and {_fraction(r['sampled_shares_none'])} "
-                     f"with NUTS's U, against {_fraction(np.asarray(results['gp_shares'][network])[none].sum())} in "
-                     "the GP limit")
-    return ("On this page's training set, " + "; ".join(parts) + ". The direction differs between the two networks, "
-            "and the trace share does not by itself explain the accuracies below: the off-diagonal entries of U, "
-            "which the share splits between classes, matter too.")
+        r = min(sampled, key=lambda row: row.width)
+        none = np.asarray(results["path_classes"][network]["0 heads"], bool)
+        out.append(Shares(network, r.width, float(np.asarray(results["shares"][network][str(r.width)])[none].sum()),
+                          r.sampled_shares_none, float(np.asarray(results["gp_shares"][network])[none].sum())))
+    return tuple(out)
 
 
-def accuracy_sentence(results: dict) -> str:
-    """The accuracy comparison in words, from the rows: where the finite network with a residual stream
-    differs from the attention-only theory, and by how much."""
+def against_attention(nuts: Sequence[Row]) -> tuple[AgainstAttention, ...]:
+    """:class:`AgainstAttention` of every mixed NUTS record of a network other than attention only."""
+    return tuple(AgainstAttention(r.network, r.width, r.accuracy.sampled, r.accuracy.attention_theory,
+                                  r.sampled_minus_attention_theory,
+                                  stats.verdict(abs(r.sampled_minus_attention_theory.difference),
+                                                r.sampled_minus_attention_theory.se))
+                 for r in nuts if r.network != "attention" and r.converged)
+
+
+def _mixed(rows: Sequence[Row]) -> dict[tuple[str, int, str], Row]:
+    """The mixed records by (network, width, sampler), sorted."""
+    return dict(sorted(((r.network, r.width, r.sampler), r) for r in rows if r.converged))
+
+
+def gains(rows: Sequence[Row]) -> tuple[Gain, ...]:
+    """:class:`Gain` of every mixed record (both samplers) of the networks with skips, with skips first."""
+    mixed = _mixed(rows)
     out = []
-    for r in results["rows"]:
-        if r["network"] == "attention" or not r["converged"]:
-            continue
-        d = r["sampled_minus_attention_theory"]
-        verdict = stats.verdict(abs(d["difference"]), d["se"])
-        word = {"holds": "differs from", "fails": "matches", "within noise": "cannot be told apart from"}[verdict]
-        out.append(f"{NETWORK_NAMES[r['network']]} at N = {r['width']}: NUTS {r['accuracy']['sampled']:.3f}, "
-                   f"which {word} the attention-only theory's {r['accuracy']['attention_theory']:.3f} "
-                   f"({100 * d['difference']:+.1f} ± {100 * d['se']:.1f} points)")
-    skipped = [f"{r['network']} at N = {r['width']}" for r in results["rows"] if not r["converged"]]
-    tail = (f" Left out, their chains not mixed (R-hat of U above {R_HAT_OK}): {', '.join(skipped)}." if skipped
-            else "")
-    return "Per sampled point: " + "; ".join(out) + "." + tail
-
-
-def conclusion(results: dict) -> str:
-    """What this page's numbers say about the residual stream on this task, each statement with its noise and
-    its sampler, from every record whose chains mixed (NUTS and Gibbs): the GP with and without skips, finite
-    width's gain over the GP, the samples with a residual stream against those without one at the same width,
-    MLP blocks against the attention-only theory (the largest effect, and whether it is beyond two paired
-    SEs), and, with skips, where the theory's accuracy and predictor stand against the samples."""
-    rows = {(r["network"], r["width"], r["sampler"]): r
-            for r in [*results["rows"], *results.get("gibbs_rows", [])] if r["converged"]}
-    gp = results["gp_accuracy"]
-    parts = [f"The all-skip path carries kernel weight in the GP limit but no information about this task's label "
-             f"(it reads the last token alone): the GP of the network with skips scores {gp['skip']:.3f} against "
-             f"{gp['attention']:.3f} without them."]
     for network in ("skip", "residual"):
-        for (n, w, sampler), r in sorted(rows.items()):
+        for (n, w, sampler), r in mixed.items():
             if n != network:
                 continue
-            name, g = SAMPLER_NAMES[sampler], r["sampled_minus_gp"]
-            text = (f"With {NETWORK_NAMES[network]} at N = {w}, finite width gains {100 * g['difference']:+.1f} ± "
-                    f"{100 * g['se']:.1f} points over that GP ({name})")
-            plain = rows.get(("attention", w, sampler))
-            if plain is not None:
-                gap = r["accuracy"]["sampled"] - plain["accuracy"]["sampled"]
-                text += (f", and the finite network scores {r['accuracy']['sampled']:.3f} against "
-                         f"{plain['accuracy']['sampled']:.3f} for the paper's network without a residual stream "
-                         f"({name} both, {100 * gap:+.1f} points)")
-            parts.append(text + ".")
-    mlp = [r for (n, _, _), r in sorted(rows.items()) if n == "mlp"]
-    if mlp:
-        worst = max(mlp, key=lambda r: abs(r["sampled_minus_attention_theory"]["difference"]))
-        d = worst["sampled_minus_attention_theory"]
-        beyond = [r for r in mlp if abs(r["sampled_minus_attention_theory"]["difference"])
-                  > 2 * r["sampled_minus_attention_theory"]["se"]]
-        parts.append(f"MLP blocks move the accuracy by at most {100 * d['difference']:+.1f} ± {100 * d['se']:.1f} "
-                     f"points ({SAMPLER_NAMES[worst['sampler']]} at N = {worst['width']} against the attention-only "
-                     f"theory), beyond two paired SEs at {len(beyond)} of {len(mlp)} points: they add order "
-                     "parameters, not paths.")
-    skips = [r for (n, _, _), r in sorted(rows.items()) if n in ("skip", "residual")]
-    if skips:
-        signs = [r["theory_minus_sampled"]["difference"] for r in skips]
-        above = [r for r in skips if r["theory_minus_sampled"]["difference"] > 2 * r["theory_minus_sampled"]["se"]]
-        pairs = [(r, rows[("attention", r["width"], r["sampler"])]) for r in skips
-                 if ("attention", r["width"], r["sampler"]) in rows]
-        further = [r for r, a in pairs if r["f_distance"] - a["f_distance"]
-                   > 2 * math.hypot(r["f_noise"] or 0, a["f_noise"] or 0)]
-        parts.append(f"With skips, the theory's accuracy lies above the samples' at {sum(x > 0 for x in signs)} of "
-                     f"{len(signs)} points (by {100 * min(signs):+.1f} to {100 * max(signs):+.1f} points; beyond two "
-                     f"paired SEs at {len(above)}), and its predictor is further from the samples' than without skips "
-                     f"at the same width, beyond two Monte Carlo errors, at {len(further)} of {len(pairs)} points.")
-    return " ".join(parts)
+            plain = mixed.get(("attention", w, sampler))
+            p = None if plain is None else plain.accuracy.sampled
+            out.append(Gain(n, w, sampler, r.sampled_minus_gp, r.accuracy.sampled, p,
+                            None if p is None else r.accuracy.sampled - p))
+    return tuple(out)
 
 
-def agreement_table(rows: Sequence[dict]) -> str:
-    """:func:`paththeory.experiments.compare.sampler_agreement` of NUTS against Gibbs as markdown: the distance with its
-    combined Monte Carlo error, the largest entry-wise ``|z|`` against the Sidak threshold (5 % family-wise over the
-    ``k`` entries), the entry ``(i, j)`` of ``U`` it is at and the family-wise p-value."""
-    from paththeory.display.tables import markdown_table
-
-    body = [[NETWORK_NAMES[r["network"]], str(r["width"]), f"{r['distance']:.3f}", f"{r['noise']:.3f}",
-             f"{r['max_z']:.1f} ({r['threshold']:.1f})", f"({r['entry'][0]}, {r['entry'][1]}) of {r['k']}",
-             f"{r['p_family']:.2g}", "yes" if r["mixed"] else "no",
-             f"{r['ess_per_second'][0]:.1f}", f"{r['ess_per_second'][1]:.1f}"] for r in rows]
-    return markdown_table(["network", "N", "U: NUTS vs Gibbs", "MC error", "max |z| (threshold)", "entry",
-                           "p (family)", "both mixed", "ESS/s NUTS", "ESS/s Gibbs"], body)
+def mlp_effect(rows: Sequence[Row]) -> MlpEffect | None:
+    """:class:`MlpEffect` of the mixed records (both samplers) with MLP blocks; ``None`` without one."""
+    mlp = [r for r in _mixed(rows).values() if r.network == "mlp"]
+    if not mlp:
+        return None
+    worst = max(mlp, key=lambda r: abs(r.sampled_minus_attention_theory.difference))
+    beyond = sum(abs(r.sampled_minus_attention_theory.difference) > 2 * r.sampled_minus_attention_theory.se
+                 for r in mlp)
+    return MlpEffect(worst.sampled_minus_attention_theory, worst.sampler, worst.width, int(beyond), len(mlp))
 
 
-def residual_claims(rows: Sequence[dict]) -> list[dict]:
-    """Verdict rows, all :data:`~paththeory.experiments.claims.OWN_TEST`, per record whose chains mixed (R-hat of
-    ``U`` at most :data:`R_HAT_OK`), against its sampler (NUTS or Gibbs): the theory's ``U`` within
-    :data:`~paththeory.experiments.claims.U_TOLERANCE` of the sampled one; the sampled mean predictor closer to
-    the theory's than to the GP's (distance difference against the Monte Carlo noise); the theory's accuracy
-    within :data:`~paththeory.experiments.claims.COMPARABLE_TOLERANCE` of the samples'; the samples above the GP
-    (paired)."""
+def skip_theory(rows: Sequence[Row]) -> SkipTheory | None:
+    """:class:`SkipTheory` of the mixed records (both samplers) with skips; ``None`` without one."""
+    mixed = _mixed(rows)
+    skips = [r for r in mixed.values() if r.network in ("skip", "residual")]
+    if not skips:
+        return None
+    diffs = [r.theory_minus_sampled.difference for r in skips]
+    pairs = [(r, mixed[("attention", r.width, r.sampler)]) for r in skips
+             if ("attention", r.width, r.sampler) in mixed]
+    further = sum(r.f_distance - a.f_distance > 2 * math.hypot(r.f_noise or 0, a.f_noise or 0) for r, a in pairs)
+    beyond = sum(r.theory_minus_sampled.difference > 2 * r.theory_minus_sampled.se for r in skips)
+    return SkipTheory(sum(d > 0 for d in diffs), len(skips), min(diffs), max(diffs), int(beyond), int(further),
+                      len(pairs))
+
+
+def pruning(heads: Sequence[PrunedHead]) -> tuple[Pruning, ...]:
+    """:class:`Pruning` of each network of :func:`pruning_table`'s ``heads``: the lowest-scored head against the
+    cheapest to prune."""
+    out = []
+    for network in dict.fromkeys(h.network for h in heads):
+        own = tuple(h for h in heads if h.network == network)
+        low, cheapest = min(own, key=lambda h: h.score), max(own, key=lambda h: h.accuracy)
+        out.append(Pruning(network, own, low, cheapest, low == cheapest))
+    return tuple(out)
+
+
+def findings(results: dict, heads: Sequence[PrunedHead]) -> Findings:
+    """:class:`Findings` of :func:`run`'s ``results`` (its rows of both samplers, shares and GP accuracies) and the
+    pruned ``heads``."""
+    nuts, gibbs = read_rows(results), read_rows(results, "gibbs_rows")
+    both = nuts + gibbs
+    gp = results["gp_accuracy"]
+    return Findings(shares(results, nuts), against_attention(nuts),
+                    tuple((r.network, r.width) for r in nuts if not r.converged), gp["skip"], gp["attention"],
+                    gains(both), mlp_effect(both), skip_theory(both), pruning(heads))
+
+
+def read(results: dict) -> Findings:
+    """The :class:`Findings` stored in :func:`run`'s ``results`` (or its ``results.json``), typed: a renamed or
+    missing field fails here, not where a sentence formats it."""
+    return typed(Findings, results["findings"], "results['findings']")
+
+
+def residual_claims(rows: Sequence[Row]) -> list[Claim]:
+    """Verdicts (:class:`~paththeory.experiments.claims.Claim`), all :data:`~paththeory.experiments.claims.OWN_TEST`,
+    per :class:`Row` whose chains mixed (R-hat of ``U`` at most :data:`R_HAT_OK`), against its sampler (NUTS or
+    Gibbs): the theory's ``U`` within :data:`~paththeory.experiments.claims.U_TOLERANCE` of the sampled one; the
+    sampled mean predictor closer to the theory's than to the GP's (distance difference against the Monte Carlo
+    noise); the theory's accuracy within :data:`~paththeory.experiments.claims.COMPARABLE_TOLERANCE` of the samples';
+    the samples above the GP (paired)."""
     claims = []
     for r in rows:
-        if not r["converged"]:
+        if not r.converged:
             continue
-        sampler, name = r["sampler"], SAMPLER_NAMES[r["sampler"]]
-        split = f"{NETWORK_NAMES[r['network']]}, N = {r['width']}"
-        noise = r["U_noise"] if r["U_noise"] is not None else float("nan")
-        claims.append(_row(f"u_{sampler}", f"the theory's U matches {name}'s", split, r["U_distance"],
-                           f"Monte Carlo {noise:.1%} (GP point: {r['U_gp_distance']:.0%})",
-                           stats.verdict(U_TOLERANCE - r["U_distance"], noise),
-                           f"relative error at most {U_TOLERANCE:.0%}", f"{r['U_distance']:.1%}", OWN_TEST))
-        gap = r["f_gp_distance"] - r["f_distance"]
-        f_noise = r["f_noise"] if r["f_noise"] is not None else float("nan")
-        claims.append(_row("mean_vs_gp", f"{name}'s mean predictor lies closer to the theory's than to the GP's",
-                           split, gap, f"Monte Carlo {f_noise:.1%}", stats.verdict(gap, f_noise), "not in the paper",
-                           f"{r['f_distance']:.1%} vs {r['f_gp_distance']:.1%}", OWN_TEST))
-        claims.append(_paired_row(f"acc_theory_{sampler}", f"the theory's accuracy matches {name}'s (within 2 points)",
-                                  split, r["theory_minus_sampled"], "not in the paper", OWN_TEST,
-                                  tolerance=COMPARABLE_TOLERANCE))
-        claims.append(_paired_row(f"acc_{sampler}_gp", f"the finite network ({name}) beats the GP", split,
-                                  r["sampled_minus_gp"], "not in the paper", OWN_TEST))
+        name, split = SAMPLER_NAMES[r.sampler], f"{NETWORK_NAMES[r.network]}, N = {r.width}"
+        claims.append(u_claim(f"u_{r.sampler}", f"the theory's U matches {name}'s", split, r.U_distance, r.U_noise,
+                              f"relative error at most {U_TOLERANCE:.0%}", OWN_TEST, r.U_gp_distance))
+        gap = r.f_gp_distance - r.f_distance
+        claims.append(claim_row("mean_vs_gp", f"{name}'s mean predictor lies closer to the theory's than to the GP's",
+                                split, gap, stats.verdict(gap, r.f_noise if r.f_noise is not None else float("nan")),
+                                "not in the paper", OWN_TEST, Evidence("monte_carlo", noise=r.f_noise), "distances",
+                                {"theory": r.f_distance, "gp": r.f_gp_distance}))
+        claims.append(paired_claim(f"acc_theory_{r.sampler}", f"the theory's accuracy matches {name}'s (within 2 "
+                                   "points)", split, asdict(r.theory_minus_sampled), "not in the paper", OWN_TEST,
+                                   tolerance=COMPARABLE_TOLERANCE))
+        claims.append(paired_claim(f"acc_{r.sampler}_gp", f"the finite network ({name}) beats the GP", split,
+                                   asdict(r.sampled_minus_gp), "not in the paper", OWN_TEST))
     return claims
 
 
@@ -600,14 +690,14 @@ def theory_path_contributions(U, prob: Problem, temperature: float) -> np.ndarra
     return np.einsum("tan,ab,bn->ta", prob.test, U, dual)
 
 
-def pruning_table(results: dict, problems: dict[str, Problem], temperature: float) -> list[dict]:
+def pruning_table(results: dict, problems: dict[str, Problem], temperature: float) -> list[PrunedHead]:
     """Per network without and with a skip around each attention layer, at the smallest theory width: each head's
     score from ``U*`` (:func:`paththeory.pruning.head_scores`, the skip no head) and the test accuracy of the
     theory's predictor with that head pruned (its paths dropped, a skip level's paths falling back on its skip)."""
     from paththeory.pruning import all_heads, head_scores, pruned_accuracies
 
     width = min(int(w) for w in results["U"]["skip"])
-    rows = []
+    heads_pruned = []
     for network in ("attention", "skip"):
         prob = problems[network]
         U = np.asarray(results["U"][network][str(width)])
@@ -616,32 +706,10 @@ def pruning_table(results: dict, problems: dict[str, Problem], temperature: floa
         heads = all_heads(prob.arch.heads)
         acc = pruned_accuracies(c, prob.y_test, prob.arch.heads, [[]] + [[h] for h in heads], prob.arch.skips)
         for (layer, head), a in zip(heads, acc[1:]):
-            rows.append({"network": network, "width": width, "head": f"layer {layer + 1}, head {head}",
-                         "score": float(scores[layer][head]), "accuracy": float(a), "unpruned": float(acc[0])})
-    return rows
-
-
-def pruning_markdown(rows: Sequence[dict]) -> str:
-    """:func:`pruning_table` as markdown."""
-    from paththeory.display.tables import markdown_table
-
-    body = [[NETWORK_NAMES[r["network"]], r["head"], f"{r['score']:.2f}", f"{r['accuracy']:.3f}",
-             f"{100 * (r['accuracy'] - r['unpruned']):+.1f}"] for r in rows]
-    return markdown_table(["network", "pruned head", "score", "accuracy", "change (points)"], body)
-
-
-def pruning_sentence(rows: Sequence[dict]) -> str:
-    """Whether the lowest-scored head is the cheapest to prune, per network, with the numbers."""
-    parts = []
-    for network in ("attention", "skip"):
-        sel = [r for r in rows if r["network"] == network]
-        low = min(sel, key=lambda r: r["score"])
-        cheapest = max(sel, key=lambda r: r["accuracy"])
-        same = "is also" if low is cheapest else "is not"
-        parts.append(f"with {NETWORK_NAMES[network]}, the lowest-scored head ({low['head']}, score {low['score']:.2f}) "
-                     f"{same} the cheapest to prune ({100 * (low['accuracy'] - low['unpruned']):+.1f} points; the "
-                     f"cheapest: {cheapest['head']}, {100 * (cheapest['accuracy'] - cheapest['unpruned']):+.1f})")
-    return "At N = " + str(rows[0]["width"]) + ": " + "; ".join(parts) + "."
+            heads_pruned.append(PrunedHead(network, width, f"layer {layer + 1}, head {head}",
+                                           float(scores[layer][head]), float(a), float(acc[0]),
+                                           float(a) - float(acc[0])))
+    return heads_pruned
 
 
 # --------------------------------------------------------------------------- the whole chapter
@@ -650,8 +718,8 @@ def pruning_sentence(rows: Sequence[dict]) -> str:
 def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
         progress: bool = False) -> dict:
     """The chapter's numbers at the profile's scale, or ``config``'s (the NUTS and Gibbs records shipped for
-    those sizes, or sampled afresh); write ``results.json``, ``features.npz`` and the figures to ``out_dir`` when
-    given (all or nothing)."""
+    those sizes, or sampled afresh), with their :class:`Findings` (``findings``, :func:`read`); write
+    ``results.json``, ``features.npz`` and the figures to ``out_dir`` when given (all or nothing)."""
     name = current_profile(profile)
     if out_dir is not None:
         out_dir = _io.check_output_folder(out_dir)
@@ -687,9 +755,9 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
         "sampled_in_this_run": payload["provenance"]["command"] == "sampled in this run",
         "seconds": time.perf_counter() - start,
     })
-    results["pruning"] = jsonable(pruning_table(results, problems, cfg.temperature))
-    results["claims"] = residual_claims(results["rows"])
-    results["gibbs_claims"] = residual_claims(results["gibbs_rows"])
+    results["findings"] = jsonable(findings(results, pruning_table(results, problems, cfg.temperature)))
+    results["claims"] = jsonable(residual_claims(read_rows(results)))
+    results["gibbs_claims"] = jsonable(residual_claims(read_rows(results, "gibbs_rows")))
     if out_dir is not None:
         _io.write_outputs(Path(out_dir), results, {"train_features_skip": skip.train, "y_train": skip.y_train},
                           {"shares": lambda: plot_shares(results), "order_parameters": lambda: plot_order_parameters(results)})

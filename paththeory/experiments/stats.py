@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 from scipy.special import log_ndtr
+from scipy.stats import chi2 as chi_square
 from scipy.stats import norm, rankdata
 from scipy.stats import t as student_t
 
@@ -393,6 +394,27 @@ def agreement_test(z, level: float = 0.05, dof=None) -> dict:
     worst_dof = None if dof is None else float(dof[worst])
     return {"k": int(z.size), "level": level, "index": worst, "max_z": float(z[worst]),
             "threshold": sidak_threshold(z.size, level, worst_dof), "p_family": p_family, "agree": p_family >= level}
+
+
+def goodness_of_fit(y, y_sd, predicted) -> dict:
+    """Measurements ``y`` with errors ``y_sd`` against a prediction made without them: ``chi2 = sum ((y - predicted) /
+    y_sd)^2`` over ``nu = len(y)`` points and its p-value ``P(chi2_nu >= chi2)`` (``p`` ``None`` without points).
+    Gaussian errors of known size are assumed; errors estimated from ``k`` batch means make ``p`` somewhat too small
+    (the test rejects a little too often), never too large.
+
+    Example:
+      >>> r = goodness_of_fit([1.0, 2.0], [0.1, 0.2], [1.1, 2.0])
+      >>> round(r["chi2"], 6), r["nu"], round(r["p"], 3)
+      (1.0, 2, 0.607)
+    """
+    y, y_sd, predicted = (np.asarray(a, dtype=float).ravel() for a in (y, y_sd, predicted))
+    if not (y.size == y_sd.size == predicted.size):
+        raise ValueError(f"y, y_sd and predicted must have one entry per point; got {y.size}, {y_sd.size} and "
+                         f"{predicted.size}.")
+    if np.any(~np.isfinite(y_sd)) or np.any(y_sd <= 0):
+        raise ValueError("y_sd must be finite and positive.")
+    chi2 = float(np.sum(((y - predicted) / y_sd) ** 2))
+    return {"chi2": chi2, "nu": int(y.size), "p": float(chi_square.sf(chi2, y.size)) if y.size else None}
 
 
 def weighted_mean(y, y_sd) -> dict:

@@ -15,9 +15,10 @@ NUTS samples the narrow networks; the exact blocked Gibbs sampler
 * :func:`shipped_samples` / :func:`write_samples`: the records of a profile shipped with the
   package, one file per sampler (written by ``python -m paththeory validity [--sampler gibbs]``),
   so that the book need not sample again;
-* :func:`compare`: the theory solved on the same training sets, against the records: the relative
-  distance of ``U`` with its Monte Carlo error, and the paired accuracy difference;
-* :func:`plot` and :func:`summary`: the figure and its sentences, generated from :func:`compare`.
+* :func:`compare`: the theory solved on the same training sets, against the records: one :class:`Row` per point,
+  the relative distance of ``U`` with its noise floor, debiased or bounded, and the paired accuracy difference;
+* :func:`findings`: the verdicts (:class:`Findings`: per task and sampler, and the two tasks at equal
+  ``|Pi| / N``); :func:`plot`: the figure. Their words: :mod:`paththeory.reports.validity`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import asdict, dataclass, is_dataclass
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Sequence
 
@@ -34,7 +35,6 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from paththeory.experiments import stats
-from paththeory.display.tables import markdown_table
 from paththeory.experiments import SAMPLER_NAMES
 from paththeory.experiments.records import ShippedRecords, jsonable, schedule, schedule_fields
 from paththeory.experiments.compare import record_batches, sampled_vs_theory
@@ -48,7 +48,6 @@ from paththeory.solve import Theory
 #: Where the shipped records live (one JSON file per profile).
 SHIPPED = Path(__file__).resolve().parent.parent / "results"
 TASKS = ("markov", "omniglot")
-TASK_NAMES = {"markov": "the hidden Markov chain (4 paths)", "omniglot": "Omniglot (16 paths)"}
 #: Largest rank-normalised R-hat of ``U``'s entries at which a point's Monte Carlo error is taken at face value.
 R_HAT_OK = 1.01
 
@@ -150,29 +149,49 @@ def problem(task: str, cfg: Config) -> Problem:
 
     Markov: the four-path task of the paper's Fig. 2 (``paththeory.experiments.markov.problem``).
     Omniglot: the shipped ``L = 2, H = 4`` network's queries and keys, balanced sequences of its
-    training characters for training and of its held-out characters for testing.
+    training characters for training and of its held-out characters for testing. Built once per task and sizes
+    (the Omniglot features take seconds; the arrays are read-only): every :func:`compare` of the same data shares it.
     """
     if task == "markov":
-        p = markov_experiment.problem("four_paths", cfg.markov_train, cfg.markov_test)
-        return Problem(task, p.arch, p.train, p.y_train, p.test, p.y_test, cfg.markov_temperature)
+        return _problem(task, cfg.markov_train, cfg.markov_test, cfg.markov_temperature, cfg.seed)
     if task == "omniglot":
+        return _problem(task, cfg.omniglot_train, cfg.omniglot_test, cfg.omniglot_temperature, cfg.seed)
+    raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
+
+
+@lru_cache(maxsize=8)
+def _problem(task: str, n_train: int, n_test: int, temperature: float, seed: int) -> Problem:
+    """:func:`problem` of the sizes that fix the data (a :class:`Config` is more: its widths and schedules)."""
+    if task == "markov":
+        p = markov_experiment.problem("four_paths", n_train, n_test)
+        arrays, arch = (p.train, p.y_train, p.test, p.y_test), p.arch
+    else:
         from paththeory.experiments.omniglot import trained_network
         from paththeory.experiments.omniglot_base import training_sequences
         from paththeory.model import path_features
 
         network = trained_network()
-        rng_train, rng_test = (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(2))
-        x, y = training_sequences(network, cfg.omniglot_train, rng_train)
-        xt, yt = training_sequences(network, cfg.omniglot_test, rng_test, characters="test")
+        rng_train, rng_test = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+        x, y = training_sequences(network, n_train, rng_train)
+        xt, yt = training_sequences(network, n_test, rng_test, characters="test")
         arch = network.architecture
-        return Problem(task, arch, np.asarray(path_features(arch, x)), np.asarray(y),
-                       np.asarray(path_features(arch, xt)), np.asarray(yt), cfg.omniglot_temperature)
-    raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
+        arrays = (path_features(arch, x), y, path_features(arch, xt), yt)
+    arrays = [np.array(a) for a in arrays]
+    for a in arrays:
+        a.setflags(write=False)
+    return Problem(task, arch, *arrays, temperature)
 
 
-def _widths(cfg: Config, sampler: str) -> dict[str, tuple[int, ...]]:
-    """``{task: widths}`` that ``sampler`` samples in ``cfg``: its first :data:`SAMPLERS` fields, one per task."""
-    return {task: tuple(getattr(cfg, name)) for task, name in zip(TASKS, SAMPLERS[RECORDS.check(sampler)])}
+def sampled_widths(cfg: Config | dict, sampler: str) -> dict[str, tuple[int, ...]]:
+    """``{task: widths}`` that ``sampler`` samples in ``cfg`` (a :class:`Config` or its JSON, as a provenance keeps
+    it): its first :data:`SAMPLERS` fields, one per task.
+
+    Example:
+      >>> sampled_widths(settings("smoke"), "gibbs")
+      {'markov': (100, 300, 1000), 'omniglot': (40, 100)}
+    """
+    cfg = asdict(cfg) if is_dataclass(cfg) else cfg
+    return {task: tuple(cfg[name]) for task, name in zip(TASKS, SAMPLERS[RECORDS.check(sampler)])}
 
 
 def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
@@ -185,7 +204,7 @@ def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False)
     and ``complete`` (``False`` when a chain has fewer than 4 draws, too few for a batch-means
     error; such a record's numbers are not used).
     """
-    widths = _widths(cfg, sampler)
+    widths = sampled_widths(cfg, sampler)
     records = []
     for task in TASKS:
         if not widths[task]:
@@ -238,136 +257,210 @@ def samples(profile: str | None = None, *, sampler: str = "nuts", progress: bool
                         partial(sample_points, progress=progress))
 
 
-def _widths_text(widths: Sequence[int]) -> str:
-    return ", ".join(map(str, widths))
+@dataclass(frozen=True)
+class Row:
+    """One sampled point against the theory on the same data: the ``sampler``, ``task``, ``width``, ``paths`` and
+    ``ratio = paths / width``; ``distance`` ``d = |U_sampled - U*|_F / |U*|_F`` with its noise floor ``noise`` ``s``
+    (``None``: not known) from ``batch_means`` batch means, and the GP point's distance ``gp_distance``
+    (:func:`paththeory.experiments.compare.sampled_vs_theory`); the paired accuracy difference sampled minus theory,
+    ``accuracy`` with its error ``accuracy_se`` over ``n_test`` sequences
+    (:func:`paththeory.experiments.stats.paired_difference`), and both accuracies; the worst R-hat and bulk ESS of
+    ``U``.
+
+    The verdicts: ``mixed`` (R-hat at most :data:`R_HAT_OK`); ``resolved`` (``d > 2 s``) with the debiased ``value``
+    and its error ``se``, else an ``upper_limit`` (and the ``limit``/``limit_se`` a censored fit takes:
+    :func:`paththeory.experiments.stats.debiased_distance`); ``gp_fraction`` ``d / d_GP`` (``None`` at the GP
+    point); ``accuracy_beyond``, the accuracy difference beyond two paired standard errors."""
+
+    sampler: str
+    task: str
+    width: int
+    paths: int
+    ratio: float
+    distance: float
+    noise: float | None
+    batch_means: int | None
+    gp_distance: float
+    accuracy: float
+    accuracy_se: float
+    n_test: int
+    theory_accuracy: float
+    sampled_accuracy: float
+    r_hat: float | None
+    ess: float | None
+    mixed: bool
+    resolved: bool
+    value: float | None
+    se: float | None
+    upper_limit: float | None
+    limit: float | None
+    limit_se: float | None
+    gp_fraction: float | None
+    accuracy_beyond: bool
 
 
-def provenance_text(payload: dict) -> str:
-    """A reader's sentence on where the records of ``payload`` (of either sampler) come from, and
-    their sizes."""
-    prov = payload["provenance"]
-    sampler = prov["sampler"]
-    cfg = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in prov["config"].items()})
-    widths, sched = _widths(cfg, sampler), schedule(cfg, sampler)
-    where = ("were drawn while this page was built" if prov["command"] == "sampled in this run" else
-             f"were drawn by `{prov['command']}` on {prov['date']} ({prov['machine']}, "
-             f"{prov['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as "
-             "the page is built")
-    steps = "warm-up steps" if sampler == "nuts" else "warm-up sweeps"
-    tasks = []
-    if widths["markov"]:
-        tasks.append(f"Markov: P = {cfg.markov_train} training and {cfg.markov_test} test sequences, "
-                     f"T = {cfg.markov_temperature:g}, N = {_widths_text(widths['markov'])}.")
-    if widths["omniglot"]:
-        tasks.append(f"Omniglot: P = {cfg.omniglot_train} training sequences (training characters) and "
-                     f"{cfg.omniglot_test} test sequences (held-out characters), T = {cfg.omniglot_temperature:g}, "
-                     f"N = {_widths_text(widths['omniglot'])}.")
-    return " ".join([f"The {SAMPLER_NAMES[sampler]} samples ({prov['profile']} sizes) {where}. Each point is "
-                     f"{sched['num_chains']} chains of {sched['num_samples']} draws after {sched['num_warmup']} "
-                     f"{steps}.", *tasks])
+def row(sampler: str, task: str, width: int, paths: int, distance: float, noise: float | None,
+        batch_means: int | None, gp_distance: float, accuracy: dict, theory_accuracy: float, sampled_accuracy: float,
+        r_hat: float | None = None, ess: float | None = None) -> Row:
+    """A :class:`Row` with its verdicts: the distance debiased or bounded where its noise floor is known
+    (:func:`paththeory.experiments.stats.debiased_distance`), and ``accuracy`` (a
+    :func:`~paththeory.experiments.stats.paired_difference`) beyond two errors or not.
+
+    Example:
+      >>> r = row("nuts", "markov", 10, 4, 0.05, 0.04, None, 0.5, {"difference": 0.002, "se": 0.004, "n": 500},
+      ...         0.9, 0.902, 1.01, 100.0)
+      >>> r.ratio, r.resolved, round(r.upper_limit, 2), r.gp_fraction, r.mixed, r.accuracy_beyond
+      (0.4, False, 0.13, 0.1, True, False)
+    """
+    known = noise is not None and math.isfinite(noise)
+    d = stats.debiased_distance(distance, noise, batch_means) if known else {
+        "resolved": False, "value": None, "se": None, "upper_limit": None, "limit": None, "limit_se": None}
+    return Row(sampler, task, int(width), int(paths), paths / width, float(distance), noise if known else None,
+               batch_means, float(gp_distance), accuracy["difference"], accuracy["se"], accuracy["n"],
+               float(theory_accuracy), float(sampled_accuracy), r_hat, ess,
+               r_hat is not None and r_hat <= R_HAT_OK, d["resolved"], d["value"], d["se"], d["upper_limit"],
+               d["limit"], d["limit_se"], distance / gp_distance if gp_distance > 0 else None,
+               abs(accuracy["difference"]) > 2 * accuracy["se"])
 
 
-def compare(runs: dict | Sequence[dict], cfg: Config) -> list[dict]:
-    """The theory against every complete record, on the same data (checked by its digest).
+def compare(runs: dict | Sequence[dict], cfg: Config) -> list[Row]:
+    """The theory against every complete record, on the same data (checked by its digest): one :class:`Row` per
+    point, sorted by task, then ``|Pi| / N``.
 
     ``runs``: a payload of :func:`samples` (``{"sampler", "provenance", "records"}``) or a list of
     records; a record without a ``sampler`` is NUTS's (the first shipped records predate the key)
-    unless the payload names another.
-
-    Per point: ``sampler``, ``task``, ``width``, ``ratio``; ``distance``, the relative Frobenius
-    distance ``|U_sampled - U*|_F / |U*|_F`` with its Monte Carlo ``noise`` and the GP point's
-    distance ``gp_distance`` (:func:`paththeory.experiments.compare.sampled_vs_theory`); ``batch_means``, how many batch
-    means the noise comes from (:func:`paththeory.experiments.compare.record_batches`); ``accuracy``, the
-    paired difference sampled minus theory on the test sequences
-    (:func:`paththeory.experiments.stats.paired_difference`); ``theory_accuracy``,
-    ``sampled_accuracy``; ``r_hat`` and ``ess``, the worst R-hat and bulk ESS of ``U``. Sorted by
-    task, then ``|Pi| / N``.
+    unless the payload names another. The data of each task are :func:`problem`'s, built once.
     """
     default = "nuts"
     if isinstance(runs, dict):
         default = runs.get("sampler") or runs["provenance"].get("sampler", "nuts")
         runs = runs["records"]
     rows = []
-    problems = {}
     for rec in runs:
         if not rec["complete"]:
             continue
         task, sampler = rec["task"], RECORDS.check(rec.get("sampler", default))
-        if task not in problems:  # built once per task (the Omniglot features take seconds)
-            problems[task] = problem(task, cfg)
-        prob = problems[task]
+        prob = problem(task, cfg)
         if prob.digest != rec["digest"]:
             flag = "" if sampler == "nuts" else f" --sampler {sampler}"
             raise ValueError(f"the {task} record ({SAMPLER_NAMES[sampler]}) at N = {rec['width']} was sampled on "
                              f"other data than this version builds (digest {rec['digest']} against {prob.digest}); "
                              f"sample again with `python -m paththeory validity{flag}`.")
         U = Theory(prob.arch, prob.train, prob.y_train).solve(rec["width"], prob.temperature).U
-        theory_right = np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, prob.temperature)) * prob.y_test > 0
+        theory_mean = np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, prob.temperature))
+        theory_right = theory_mean * prob.y_test > 0
         sampled_right = np.asarray(rec["correct"], dtype=bool)
         d = sampled_vs_theory(U, rec["U"], rec["U_se"], prob.arch.gp_scale)
         diag = rec["diagnostics"]
-        rows.append({"sampler": sampler, "task": task, "width": rec["width"], "paths": rec["paths"],
-                     "ratio": rec["ratio"], "distance": d["relative_distance"], "noise": d["noise"],
-                     "batch_means": record_batches(rec), "gp_distance": d["gp_relative_distance"],
-                     "accuracy": stats.paired_difference(sampled_right, theory_right),
-                     "theory_accuracy": float(theory_right.mean()), "sampled_accuracy": float(sampled_right.mean()),
-                     "r_hat": diag.get("r_hat_U_max"), "ess": diag.get("ess_bulk_U_min")})
-    return sorted(rows, key=lambda r: (r["task"], r["ratio"]))
+        rows.append(row(sampler, task, rec["width"], rec["paths"], d["relative_distance"], d["noise"],
+                        record_batches(rec), d["gp_relative_distance"],
+                        stats.paired_difference(sampled_right, theory_right), float(theory_right.mean()),
+                        float(sampled_right.mean()), diag.get("r_hat_U_max"), diag.get("ess_bulk_U_min")))
+    return sorted(rows, key=lambda r: (r.task, r.ratio))
 
 
-def table(rows: Sequence[dict]) -> str:
-    """The rows of :func:`compare` (of one sampler or both) as a Markdown table, narrow enough for a phone."""
-    short = {"markov": "Markov (4 paths)", "omniglot": "Omniglot (16 paths)"}
-    return markdown_table(
-        ["task", "sampler", "N", "paths/N", "distance of U (Monte Carlo error)", "GP point's distance",
-         "accuracy, sampled − theory", "R-hat / ESS of U"],
-        [(short[r["task"]], SAMPLER_NAMES[r["sampler"]], r["width"], f"{r['ratio']:.2g}",
-          f"{r['distance']:.3f} ({r['noise']:.3f})", f"{r['gp_distance']:.3f}",
-          f"{100 * r['accuracy']['difference']:+.1f} ± {100 * r['accuracy']['se']:.1f} pts",
-          "n/a" if r["r_hat"] is None or r["ess"] is None else f"{r['r_hat']:.2f} / {r['ess']:.0f}") for r in rows])
+@dataclass(frozen=True)
+class Group:
+    """The points of one ``task`` and ``sampler``, smallest ``|Pi| / N`` first."""
+
+    task: str
+    sampler: str
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class SameRatio:
+    """The two tasks at one ``ratio`` ``|Pi| / N``: the 4-path ``markov`` and 16-path ``omniglot`` points and
+    ``order``, where the 16-path distance lies against the 4-path one: ``"above"`` or ``"below"`` (beyond two
+    combined errors; an unresolved point is below the other only where its upper limit lies two errors under the
+    other's value), ``"within"`` (two resolved distances within two combined errors) or ``"unordered"`` (two
+    unresolved points, an unknown noise floor, or a limit that does not clear the other's value)."""
+
+    ratio: float
+    markov: Row
+    omniglot: Row
+    order: str
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The validity figure's verdicts: per task and sampler, its points (:class:`Group`), and the two tasks at every
+    ``|Pi| / N`` both sampled (:class:`SameRatio`)."""
+
+    groups: tuple[Group, ...]
+    same_ratio: tuple[SameRatio, ...]
+
+
+def order(markov: Row, omniglot: Row) -> str:
+    """:attr:`SameRatio.order` of the 16-path ``omniglot`` point against the 4-path ``markov`` one.
+
+    Example:
+      >>> def at(task, d, s):
+      ...     return row("nuts", task, 10, 4, d, s, None, 1.0, {"difference": 0.0, "se": 0.01, "n": 500}, 0.9, 0.9)
+      >>> order(at("markov", 0.10, 0.01), at("omniglot", 0.20, 0.01)), order(at("markov", 0.10, 0.01),
+      ...                                                                    at("omniglot", 0.02, 0.01))
+      ('above', 'below')
+    """
+    a, b = markov, omniglot
+    if a.noise is None or b.noise is None or not (a.resolved or b.resolved):
+        return "unordered"
+    if a.resolved and b.resolved:
+        gap, noise = b.value - a.value, math.hypot(a.se, b.se)
+        return "above" if gap > 2 * noise else "below" if gap < -2 * noise else "within"
+    if b.resolved:  # the 4-path point is an upper limit
+        return "above" if b.value - 2 * b.se > a.upper_limit else "unordered"
+    return "below" if a.value - 2 * a.se > b.upper_limit else "unordered"
+
+
+def findings(rows: Sequence[Row]) -> Findings:
+    """:class:`Findings` of the rows of :func:`compare` (of one sampler or both): per task and sampler in the order
+    of :data:`TASKS` and :data:`SAMPLERS`, and at every ``|Pi| / N`` where both tasks have a point, the first of
+    each task there (the tasks differ in data, temperature and, possibly, sampler too)."""
+    groups = []
+    for task in TASKS:
+        for sampler in SAMPLERS:
+            sel = sorted((r for r in rows if r.task == task and r.sampler == sampler), key=lambda r: r.ratio)
+            if sel:
+                groups.append(Group(task, sampler, tuple(sel)))
+    by_ratio: dict[float, dict[str, Row]] = {}
+    for r in rows:
+        by_ratio.setdefault(round(r.ratio, 9), {}).setdefault(r.task, r)
+    same = tuple(SameRatio(ratio, pair["markov"], pair["omniglot"], order(pair["markov"], pair["omniglot"]))
+                 for ratio, pair in sorted(by_ratio.items()) if len(pair) == 2)
+    return Findings(tuple(groups), same)
 
 
 #: The figure's marker of each (task, sampler): circles and squares NUTS, diamonds and triangles Gibbs.
 MARKERS = {("markov", "nuts"): "o", ("omniglot", "nuts"): "s", ("markov", "gibbs"): "D", ("omniglot", "gibbs"): "^"}
 
 
-def debiased(r: dict) -> dict | None:
-    """A row's distance with its noise floor (:func:`paththeory.experiments.stats.debiased_distance`, ``s``'s own error
-    from the row's ``batch_means`` carried): debiased with its error where resolved, else an upper limit; ``None``
-    where the noise is not known."""
-    if r["noise"] is None or not math.isfinite(r["noise"]):
-        return None
-    return stats.debiased_distance(r["distance"], r["noise"], r.get("batch_means"))
-
-
 @book_style
-def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
-    """Left: the distance of the sampled ``U`` from the theory's (filled: debiased with two errors where resolved,
-    :func:`debiased`; a triangle at its 97.7 % upper limit where not) and the GP point's distance (open), against
+def plot(rows: Sequence[Row], profile: str | None = None) -> Figure:
+    """Left: the distance of the sampled ``U`` from the theory's (filled: debiased with two errors where resolved;
+    a triangle at its 97.7 % upper limit where not: :class:`Row`) and the GP point's distance (open), against
     ``|Pi| / N``, on log scales. Right: the paired accuracy difference sampled minus theory with two standard
     errors. One marker per task and sampler (:data:`MARKERS`); the legend names the markers once and the kinds of
     points once."""
     fig, (left, right) = panel_grid(2, height=3.0)
     short = {"markov": "Markov", "omniglot": "Omniglot"}
     for (task, sampler), marker in MARKERS.items():
-        sel = [r for r in rows if r["task"] == task and r["sampler"] == sampler]
+        sel = [r for r in rows if r.task == task and r.sampler == sampler]
         if not sel:
             continue
-        x = np.array([r["ratio"] for r in sel])
-        points = [(r["ratio"], debiased(r)) for r in sel]
-        res = [(ratio, d) for ratio, d in points if d is not None and d["resolved"]]
+        x = np.array([r.ratio for r in sel])
+        res = [r for r in sel if r.resolved]
         if res:
-            d = np.array([v["value"] for _, v in res])
-            err = 2 * np.array([v["se"] for _, v in res])
-            left.errorbar([ratio for ratio, _ in res], d, yerr=[np.minimum(err, 0.9 * d), err],  # log axis: no zero
+            d = np.array([r.value for r in res])
+            err = 2 * np.array([r.se for r in res])
+            left.errorbar([r.ratio for r in res], d, yerr=[np.minimum(err, 0.9 * d), err],  # log axis: no zero
                           fmt=marker, color=COLOURS["theory"], capsize=3)
-        limits = [(ratio, d) for ratio, d in points if d is not None and not d["resolved"]]
+        limits = [r for r in sel if r.upper_limit is not None]
         if limits:
-            left.plot([ratio for ratio, _ in limits], [v["upper_limit"] for _, v in limits], "v",
-                      color=COLOURS["theory"], alpha=0.6)
-        left.plot(x, [r["gp_distance"] for r in sel], marker, mfc="none", color=COLOURS["gp"])
-        right.errorbar(x, [100 * r["accuracy"]["difference"] for r in sel],
-                       yerr=[200 * r["accuracy"]["se"] for r in sel], fmt=marker, color=COLOURS["nuts"], capsize=3)
+            left.plot([r.ratio for r in limits], [r.upper_limit for r in limits], "v", color=COLOURS["theory"],
+                      alpha=0.6)
+        left.plot(x, [r.gp_distance for r in sel], marker, mfc="none", color=COLOURS["gp"])
+        right.errorbar(x, [100 * r.accuracy for r in sel], yerr=[200 * r.accuracy_se for r in sel], fmt=marker,
+                       color=COLOURS["nuts"], capsize=3)
         left.plot([], [], marker, color="0.3", ls="none", label=f"{short[task]}, {SAMPLER_NAMES[sampler]}")
     left.plot([], [], "o", color=COLOURS["theory"], label="distance to the theory")
     left.plot([], [], "v", color=COLOURS["theory"], alpha=0.6, label="not resolved: below")
@@ -383,77 +476,3 @@ def plot(rows: Sequence[dict], profile: str | None = None) -> Figure:
     legend_below(fig, [left, right], columns=3)
     stamp_profile(fig, profile)
     return fig
-
-
-def _distance_text(r: dict, d: dict | None) -> str:
-    """A row's distance in words: debiased with its error, or an upper limit, or the raw distance without a noise."""
-    if d is None:
-        return f"{r['distance']:.3f} (its noise not known)"
-    if d["resolved"]:
-        return f"{d['value']:.3f} ± {d['se']:.3f}"
-    return f"below {d['upper_limit']:.3f} (not resolved: {r['distance']:.3f} against a noise floor of {r['noise']:.3f})"
-
-
-def same_ratio(rows: Sequence[dict]) -> str:
-    """The two tasks at equal ``|Pi| / N`` in words: at every ``|Pi| / N`` where both tasks have a point, the two
-    distances (:func:`debiased`) and whether the 16-path point lies above, below or within two combined errors of
-    the 4-path one; an unresolved point is below the other only where its upper limit lies two errors below the
-    other's value, and two unresolved points are not ordered (the tasks differ in data, temperature and, possibly,
-    sampler too)."""
-    by_ratio: dict[float, dict[str, dict]] = {}
-    for r in rows:
-        by_ratio.setdefault(round(r["ratio"], 9), {}).setdefault(r["task"], r)
-    parts = []
-    for ratio, pair in sorted(by_ratio.items()):
-        if len(pair) < 2:
-            continue
-        a, b = pair["markov"], pair["omniglot"]
-        da, db = debiased(a), debiased(b)
-        if da is None or db is None or not (da["resolved"] or db["resolved"]):
-            where = "cannot be ordered against"
-        elif da["resolved"] and db["resolved"]:
-            gap, noise = db["value"] - da["value"], math.hypot(da["se"], db["se"])
-            where = "above" if gap > 2 * noise else "below" if gap < -2 * noise else "within two errors of"
-        elif db["resolved"]:  # the 4-path point is an upper limit
-            where = "above" if db["value"] - 2 * db["se"] > da["upper_limit"] else "cannot be ordered against"
-        else:
-            where = "below" if da["value"] - 2 * da["se"] > db["upper_limit"] else "cannot be ordered against"
-        parts.append(f"at |Π|/N = {ratio:.2g} the 16-path Omniglot point (N = {b['width']}, "
-                     f"{SAMPLER_NAMES[b['sampler']]}) lies {where} the 4-path Markov one (N = {a['width']}, "
-                     f"{SAMPLER_NAMES[a['sampler']]}): {_distance_text(b, db)} against {_distance_text(a, da)}")
-    if not parts:
-        return "No value of |Π|/N is sampled for both tasks in this profile."
-    return ("Compared at equal |Π|/N: " + "; ".join(parts) + ". The two tasks differ in data, temperature and "
-            "training set size per width too, so a gap does not by itself separate |Π|/N from the mode count.")
-
-
-def summary(rows: Sequence[dict]) -> str:
-    """Sentences generated from :func:`compare`: per task and sampler, the distance at every ``|Pi| / N`` debiased
-    with its error where the run resolves it (beyond twice its noise floor) and an upper limit where it does not
-    (:func:`debiased`), the raw distance's ratio to the GP point's, a note where R-hat exceeds :data:`R_HAT_OK`,
-    and whether any accuracy difference is beyond two SEs."""
-    if not rows:
-        return "No point was sampled to completion, so this build has no comparison."
-    out = []
-    for task in TASKS:
-        for sampler in SAMPLERS:
-            sel = sorted((r for r in rows if r["task"] == task and r["sampler"] == sampler), key=lambda r: r["ratio"])
-            if not sel:
-                continue
-            parts = []
-            for r in sel:
-                mixing = "" if r["r_hat"] is None or r["r_hat"] <= R_HAT_OK else (
-                    f"; R-hat {r['r_hat']:.2f}: the chains have not fully mixed, so the error is itself uncertain")
-                parts.append(f"{_distance_text(r, debiased(r))} at |Π|/N = {r['ratio']:.2g} (N = {r['width']}; "
-                             f"{r['distance'] / r['gp_distance']:.2f} of the GP point's distance{mixing})")
-            beyond = [r for r in sel if abs(r["accuracy"]["difference"]) > 2 * r["accuracy"]["se"]]
-            acc = ("no accuracy difference is beyond two paired standard errors" if not beyond else
-                   "the accuracy differs beyond two paired standard errors at " +
-                   ", ".join(f"N = {r['width']} ({100 * r['accuracy']['difference']:+.1f} ± "
-                             f"{100 * r['accuracy']['se']:.1f} points)" for r in beyond))
-            name = TASK_NAMES[task]
-            out.append(f"{name[0].upper()}{name[1:]}, {SAMPLER_NAMES[sampler]}: the distance of U is "
-                       + "; ".join(parts) + f"; {acc}.")
-    return ("The distance of the sampled U from the theory's, debiased with its error where the run resolves it "
-            "(beyond twice its noise floor s: sqrt(d² − s²) ± s·d/sqrt(d² − s²)), else an upper limit at 97.7 % "
-            "(d + 2s). " + " ".join(out))

@@ -8,7 +8,7 @@ from matplotlib.ticker import NullLocator
 
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.display.tables import markdown_table
-from paththeory.experiments.prefactor import GROWTHS, Z_CONSISTENT, Findings, NetworkScaling, Point
+from paththeory.experiments.prefactor import GROWTHS, LEVEL, Z_CONSISTENT, Findings, NetworkScaling, Point
 
 #: The networks' names in text.
 NAMES = {"markov": "Markov task", "omniglot": "Omniglot", "attention": "attention only", "mlp": "with MLP blocks",
@@ -35,16 +35,35 @@ def _value(p: Point) -> str:
 
 
 def points_table(findings: Findings) -> str:
-    """Every sampled width: network, paths, N, sampler, d and its floor s, the debiased d or an upper limit, N d."""
+    """Every sampled width: network, paths, N, sampler, d and its floor s, the debiased d or an upper limit, N d, and
+    the next order of Laplace's method's N d where it covers the network."""
+    predicted = {(q.network, q.width): q.width * q.distance for q in findings.predictions}
     rows = []
     for s in findings.networks:
         for p in s.points:
             nd = (f"{p.width * p.value:.2f} ± {p.width * p.se:.2f}" if p.judged and p.resolved
                   else f"< {p.width * p.upper_limit:.2f}" if p.judged else "")
+            pred = predicted.get((s.network, p.width))
             rows.append([_name(s.network), s.paths, p.width, p.sampler.upper() if p.sampler == "nuts" else "Gibbs",
                          f"{100 * p.distance:.2f} %", "" if p.noise is None else f"{100 * p.noise:.2f} %",
-                         _value(p), nd])
-    return markdown_table(["network", "paths", "N", "sampler", "d", "noise floor s", "debiased d", "N d"], rows)
+                         _value(p), nd, "" if pred is None else f"{pred:.2f}"])
+    return markdown_table(["network", "paths", "N", "sampler", "d", "noise floor s", "debiased d", "N d",
+                           "N d predicted"], rows)
+
+
+def prediction_table(findings: Findings) -> str:
+    """Per network the next order of Laplace's method covers: its resolved points against the prediction (chi-square,
+    p), its upper limits above the prediction, and the verdict."""
+    rows = []
+    for c in findings.checks:
+        fit = "" if c.chi2 is None else f"{c.chi2:.1f} / {c.n_resolved}"
+        verdict = ("no resolved point" if c.agrees is None else "agree" if c.agrees
+                   else "disagree" + ("" if c.fit_agrees else f" (p < {LEVEL:g})")
+                   + ("" if c.limits_agree else " (an upper limit below the prediction)"))
+        rows.append([_name(c.network), c.paths, fit, "" if c.p is None else f"{c.p:.2f}",
+                     f"{c.limits_kept} of {c.limits}", verdict])
+    return markdown_table(["network", "paths", "χ² / resolved points", "p", "upper limits above the prediction",
+                           "measured against predicted"], rows)
 
 
 def _fit(s: NetworkScaling) -> str:
@@ -76,19 +95,19 @@ def growth_sentence(findings: Findings) -> str:
     if not g.determined:
         return ("Undetermined: a prefactor needs two resolved widths with N ≥ |Π|, and only "
                 + (f"{have} " if have else "no network ") + "has one here, so nothing compares two path counts.")
-    z = "; ".join(f"{GROWTH_WORDS[name]} (γ = {GROWTHS[name]:g}) {abs(g.z[name]):.1f} errors away"
+    z = "; ".join(f"{GROWTH_WORDS[name]} (κ = {GROWTHS[name]:g}) {abs(g.z[name]):.1f} errors away"
                   for name in GROWTHS)
     reads = (" and ".join(GROWTH_WORDS[c] for c in g.consistent) if g.consistent else "none of the three")
     chi = "" if g.chi2_nu is None else f", χ²/ν {g.chi2_nu:.1f}"
-    return (f"Fitted through the prefactors of {have}: N d ~ |Π|^γ with γ = {g.gamma:.2f} ± {g.gamma_se:.2f}{chi}; "
+    return (f"Fitted through the prefactors of {have}: N d ~ |Π|^κ with κ = {g.gamma:.2f} ± {g.gamma_se:.2f}{chi}; "
             f"{z}. Within {Z_CONSISTENT:g} errors: {reads}.")
 
 
 @book_style
 def plot(findings: Findings, profile: str | None = None) -> Figure:
     """``N d`` against ``N``, one panel per network with points: resolved widths debiased with two errors (filled),
-    unresolved ones as upper limits (open triangles), the prefactor as a band over the widths it averages; circles
-    NUTS, diamonds Gibbs."""
+    unresolved ones as upper limits (open triangles), the prefactor as a band over the widths it averages, the next
+    order of Laplace's method dashed where it covers the network; circles NUTS, diamonds Gibbs."""
     shown = [s for s in findings.networks if any(p.judged for p in s.points)]
     fig, axes = panel_grid(len(shown), height=2.4)
     for ax, s in zip(axes, shown):
@@ -101,6 +120,9 @@ def plot(findings: Findings, profile: str | None = None) -> Figure:
                             color=COLOURS["theory"], capsize=3, ms=5)
             else:
                 ax.plot([x], [p.width * p.upper_limit], "v", mfc="none", color=COLOURS["gp"], ms=6)
+        curve = sorted((q.width, q.width * q.distance) for q in findings.predictions if q.network == s.network)
+        if curve:
+            ax.plot([w * 1.0 for w, _ in curve], [nd for _, nd in curve], "--", color=COLOURS["gp"], lw=1.2)
         if s.prefactor is not None:
             lo, hi = s.regime_widths[0], s.regime_widths[-1]
             ax.fill_between([lo, hi], s.prefactor - 2 * s.prefactor_se, s.prefactor + 2 * s.prefactor_se,
@@ -118,6 +140,8 @@ def plot(findings: Findings, profile: str | None = None) -> Figure:
     axes[0].plot([], [], MARKERS["gibbs"], color=COLOURS["theory"], label="Gibbs, resolved (±2 errors)")
     axes[0].plot([], [], "v", mfc="none", color=COLOURS["gp"], label="upper limit")
     axes[0].fill_between([], [], [], color=COLOURS["theory"], alpha=0.15, lw=0, label="prefactor (±2 errors)")
+    if findings.predictions:
+        axes[0].plot([], [], "--", color=COLOURS["gp"], lw=1.2, label="next order of Laplace's method")
     legend_below(fig, list(axes), columns=2)
     stamp_profile(fig, profile)
     return fig

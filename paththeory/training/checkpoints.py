@@ -113,11 +113,11 @@ def save_checkpoint(stem: str | os.PathLike, params: Params, metadata: dict, *,
     arrays = {"Q": params["Q"], "K": params["K"], "V0": params["V0"], "a": params["a"]}
     arrays.update({f"V{l + 1}": v for l, v in enumerate(params["V"])})
     arrays = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()}
-    not_finite = [k for k, v in arrays.items() if not np.all(np.isfinite(v))]
-    if not_finite:
-        raise ValueError(f"weights {not_finite} hold NaN or infinite values (a diverged training run?); nothing was "
-                         "written. Train again with a smaller learning rate, or save an earlier checkpoint.")
     if storage == "float16":
+        not_finite = [k for k, v in arrays.items() if not np.all(np.isfinite(v))]
+        if not_finite:  # no storage helps these (and load_checkpoint refuses them from either)
+            raise ValueError(f"weights {not_finite} hold NaN or infinite values (a diverged training run?); nothing "
+                             "was written. Train again with a smaller learning rate, or save an earlier checkpoint.")
         too_large = [k for k, v in arrays.items() if not np.all(np.abs(v) < np.finfo(np.float16).max)]
         if too_large:
             raise ValueError(f"weights {too_large} exceed the float16 range (65504); save with storage='float32'.")

@@ -48,6 +48,27 @@ def test_files_and_keys(outputs):
     assert np.asarray(results["order_parameter"]["10"]).shape == (4, 4)
     assert results["two_path"]["paths"] == ["g", "d"] and results["two_path"]["accuracy"]["samples"] == {}
     assert len(results["pc_overlap"]["theory"]) == min(TINY.n_pcs, TINY.n_train)
+    assert exp.findings(json.loads((out / "results.json").read_text())) == exp.findings(results)
+
+
+def test_findings_are_typed_and_a_renamed_key_fails_where_they_are_read(outputs):
+    results, _ = outputs
+    found = exp.findings(results)
+    assert isinstance(found.pc_overlap, exp.PCOverlap) and isinstance(found.variance_vs_samples["30"], exp.Variance)
+    renamed = {**results, "pc_overlap": {**results["pc_overlap"], "best": results["pc_overlap"]["theory_leading"]}}
+    del renamed["pc_overlap"]["theory_leading"]
+    with pytest.raises(KeyError, match="unknown keys \\['best'\\], missing fields \\['theory_leading'\\]"):
+        exp.findings(renamed)
+
+
+def test_the_leading_pc_is_the_largest_overlap(outputs):
+    """Each kernel's leading overlap is the largest of its top PCs, at its rank, and carries its square of |y|^2."""
+    results, _ = outputs
+    pcs = exp.findings(results).pc_overlap
+    assert pcs.width == min(TINY.widths)
+    for overlaps, lead in ((pcs.theory, pcs.theory_leading), (pcs.gp, pcs.gp_leading)):
+        assert lead.overlap == max(overlaps) == overlaps[lead.rank - 1]
+        assert lead.share == pytest.approx(lead.overlap ** 2)
 
 
 def test_stored_features_reproduce_stored_accuracy(outputs):
@@ -135,13 +156,12 @@ def test_each_width_is_drawn_by_its_sampler_and_the_results_say_which(outputs):
         assert diag["method"] == sampler and diag["settings"]["method"] == sampler
         assert diag["complete"] and diag["draws_used"] == diag["draws_planned"]
         assert results["variance_vs_samples"][w]["sampler"] == sampler
+        assert results["variance_vs_samples"][w]["width"] == int(w)
         assert np.asarray(results["order_parameter_samples"][w]).shape == (4, 4)
     gibbs = results["sampling_diagnostics"]["30"]["settings"]
     assert (gibbs["num_warmup"], gibbs["num_samples"], gibbs["num_chains"]) == (
         TINY.gibbs_warmup, TINY.gibbs_samples, TINY.gibbs_chains)
     assert results["variance_vs_samples"]["30"]["draws"] == TINY.gibbs_chains * TINY.gibbs_samples
-    assert "Gibbs draws" in exp.variance_sentence(30, results["variance_vs_samples"]["30"])
-    assert "NUTS draws" in exp.variance_sentence(10, results["variance_vs_samples"]["10"])
     rows = {r["id"]: r for r in results["claims"]}
     assert "Gibbs" in rows["u_sampled:four_paths:30"]["claim"] and "NUTS" not in rows["u_sampled:four_paths:30"]["claim"]
     assert "NUTS" in rows["u_sampled:four_paths:10"]["claim"] and "Gibbs" in rows["accuracy_sampled:four_paths:30"]["claim"]
@@ -152,7 +172,7 @@ def test_results_carry_paired_errors_and_verdicts(outputs):
     """Every Fig. 2 comparison has its noise: paired SEs against each GP line on the same test
     sequences, the NUTS distance with its Monte Carlo error, and one verdict per claim."""
     from paththeory.experiments import stats
-    from paththeory.experiments.claims import OWN_TEST, fig2_claims
+    from paththeory.experiments.claims import OWN_TEST, fig2_claims, read_claims
 
     results, _ = outputs
     acc = results["accuracy"]
@@ -168,44 +188,46 @@ def test_results_carry_paired_errors_and_verdicts(outputs):
     nuts = results["sampled_vs_theory"]["10"]
     assert nuts["accuracy"]["difference"] == pytest.approx(acc["samples"]["10"] - acc["theory"]["10"])
     assert nuts["relative_distance"] >= 0 and nuts["noise"] > 0 and nuts["mantel"] is not None
-    rows = results["claims"]
+    rows = read_claims(results["claims"])
     assert rows == fig2_claims(results)
-    ids = {r["id"] for r in rows}
+    ids = {r.id for r in rows}
     assert {"finite_vs_gp_all", "finite_vs_gp_good", "finite_vs_gp_good_denoising", "gp_good_vs_all",
             "gp_denoising_vs_good", "pc_overlap", "u_sampled:four_paths:10", "accuracy_sampled:four_paths:10",
             "finite_vs_gp_good_denoising:two_path"} <= ids
     for r in rows:
-        assert r["verdict"] in stats.OUTCOMES and r["source"] and r["source"] != OWN_TEST
-        assert "SE" in r["noise"] or "Monte Carlo" in r["noise"] or r["id"] == "pc_overlap"
-    two_row = next(r for r in rows if r["id"] == "finite_vs_gp_good_denoising:two_path")
-    assert two_row["source"] == "§4.1, Fig. 2e; App. G.2.2, Fig. 5c"  # the uniform denoising head is App. G's variant
+        assert r.verdict in stats.OUTCOMES and r.source and r.source != OWN_TEST
+        assert r.evidence.kind == ("none" if r.id == "pc_overlap" else "monte_carlo" if r.id.startswith("u_")
+                                   else "paired")
+        assert r.evidence.se is not None or r.evidence.noise is not None or r.id == "pc_overlap"
+    two_row = next(r for r in rows if r.id == "finite_vs_gp_good_denoising:two_path")
+    assert two_row.source == "§4.1, Fig. 2e; App. G.2.2, Fig. 5c"  # the uniform denoising head is App. G's variant
 
 
 def test_verdicts_and_summary_follow_the_results(outputs):
-    """Change a result and the verdict, and the sentence written from it, change with it."""
+    """Change a result and the verdict, and the count of the paper's claims that hold, change with it."""
     import copy
 
-    from paththeory.experiments.claims import fig2_claims, reproduction_summary
+    from paththeory.experiments.claims import fig2_claims, reproduction
 
     results, _ = outputs
     changed = copy.deepcopy(results)
     def row(res):
-        return next(r for r in fig2_claims(res) if r["id"] == "finite_vs_gp_all")
+        return next(r for r in fig2_claims(res) if r.id == "finite_vs_gp_all")
 
     changed["finite_vs_gp"]["gp_all"]["10"].update(difference=0.2, se=0.01)
-    assert row(changed)["verdict"] == "holds"
-    before = reproduction_summary(fig2_claims(changed))
+    assert row(changed).verdict == "holds"
+    before = reproduction(fig2_claims(changed))
     changed["finite_vs_gp"]["gp_all"]["10"].update(difference=-0.2, se=0.01)
-    assert row(changed)["verdict"] == "fails"
-    after = reproduction_summary(fig2_claims(changed))
-    assert "Not reproduced here" in after and "-20.0 points" in after and after != before
+    assert row(changed).verdict == "fails" and row(changed).value == -0.2
+    after = reproduction(fig2_claims(changed))
+    assert after.held == before.held - 1 and "finite_vs_gp_all" in {c.id for c in after.fails}
     changed["sampled_vs_theory"]["10"].update(relative_distance=0.9, noise=0.01)
-    u_row = next(r for r in fig2_claims(changed) if r["id"] == "u_sampled:four_paths:10")
-    assert u_row["verdict"] == "fails" and u_row["measured"].startswith("90.0%")
+    u_row = next(r for r in fig2_claims(changed) if r.id == "u_sampled:four_paths:10")
+    assert u_row.verdict == "fails" and u_row.value == 0.9 and u_row.evidence.noise == 0.01
     changed["sampling_diagnostics"]["10"].update(complete=False, stopped={
         "chain": 0, "time_limit": 1.0, "phase": "sampling", "iteration": 3, "of": 10})
-    u_row = next(r for r in fig2_claims(changed) if r["id"] == "u_sampled:four_paths:10")
-    assert u_row["verdict"] == "not enough draws"
+    u_row = next(r for r in fig2_claims(changed) if r.id == "u_sampled:four_paths:10")
+    assert u_row.verdict == "not enough draws" and u_row.value is None
 
 
 def test_predictor_variance_against_draws_of_known_variance():
@@ -217,35 +239,36 @@ def test_predictor_variance_against_draws_of_known_variance():
     mean, var = np.asarray(mean), np.asarray(var)
     rng = np.random.default_rng(0)
     draws = mean + np.sqrt(var) * rng.normal(size=(2, 400, len(var)))
-    v = exp.variance_vs_samples(U, prob, 0.01, draws)
-    assert v["theory"] == pytest.approx(var.mean(), rel=1e-12)
-    assert v["sampled"] == pytest.approx(draws.reshape(-1, len(var)).var(axis=0, ddof=1).mean(), rel=1e-12)
-    assert abs(v["relative_difference"]) < 3 * v["noise"] < 0.1 and v["r"] > 0.9
-    assert "within two Monte Carlo errors" in exp.variance_sentence(10, v)
-    wide = exp.variance_vs_samples(U, prob, 0.01, mean + math.sqrt(2) * (draws - mean))
-    assert wide["relative_difference"] == pytest.approx(2 * (1 + v["relative_difference"]) - 1, rel=1e-9)
-    assert "beyond two Monte Carlo errors" in exp.variance_sentence(10, wide)
-    assert "+" in exp.variance_sentence(10, wide) and f"{wide['sampled']:.4g}" in exp.variance_sentence(10, wide)
+    v = exp.variance_vs_samples(U, prob, 0.01, draws, width=10)
+    assert (v.width, v.sampler, v.n, v.draws) == (10, "nuts", len(var), 800)
+    assert v.theory == pytest.approx(var.mean(), rel=1e-12)
+    assert v.sampled == pytest.approx(draws.reshape(-1, len(var)).var(axis=0, ddof=1).mean(), rel=1e-12)
+    assert abs(v.relative_difference) < 3 * v.noise < 0.1 and v.r > 0.9
+    assert v.resolved is False
+    wide = exp.variance_vs_samples(U, prob, 0.01, mean + math.sqrt(2) * (draws - mean), width=10)
+    assert wide.relative_difference == pytest.approx(2 * (1 + v.relative_difference) - 1, rel=1e-9)
+    assert wide.relative_difference > 2 * wide.noise and wide.resolved is True
+    few = exp.variance_vs_samples(U, prob, 0.01, draws[:, :3], width=10, sampler="gibbs")
+    assert few.noise is None and few.resolved is None and few.sampler == "gibbs"
     with pytest.raises(ValueError, match="f_draws"):
-        exp.variance_vs_samples(U, prob, 0.01, draws[0])
+        exp.variance_vs_samples(U, prob, 0.01, draws[0], width=10)
 
 
 def test_results_compare_the_predictor_variance_with_nuts(outputs):
     results, _ = outputs
-    v = results["variance_vs_samples"]["10"]
-    assert v["theory"] > 0 and v["sampled"] > 0 and v["noise"] > 0
-    assert v["draws"] == TINY.num_chains * TINY.num_samples and v["n"] == TINY.n_test
+    v = exp.findings(results).variance_vs_samples["10"]
+    assert v.theory > 0 and v.sampled > 0 and v.noise > 0 and v.resolved == (abs(v.relative_difference) > 2 * v.noise)
+    assert v.draws == TINY.num_chains * TINY.num_samples and v.n == TINY.n_test
     assert results["two_path"]["variance_vs_samples"] == {}
 
 
-def test_captions_say_where_each_sampler_drew_points(outputs):
+def test_samples_are_grouped_by_their_sampler(outputs):
     results, _ = outputs
-    assert exp.sampled_points(results["accuracy"], results["samplers"]) == (
-        "Samples of the finite network: NUTS samples (squares) at N = 10; exact Gibbs samples (diamonds) at N = 30.")
-    assert exp.sampled_points(results["two_path"]["accuracy"], results["two_path"]["samplers"]).startswith(
-        "This build draws no samples")
+    assert exp.by_sampler(results["accuracy"], results["samplers"]) == {
+        "nuts": {"10": results["accuracy"]["samples"]["10"]}, "gibbs": {"30": results["accuracy"]["samples"]["30"]}}
+    assert exp.by_sampler(results["two_path"]["accuracy"], results["two_path"]["samplers"]) == {}
     # a results.json written before the Gibbs sampler has no samplers: its points are NUTS's
-    assert exp.sampled_points({"samples": {"10": 0.7}}) == "Samples of the finite network: NUTS samples (squares) at N = 10."
+    assert exp.by_sampler({"samples": {"10": 0.7}}, None) == {"nuts": {"10": 0.7}}
 
 
 def test_the_figures_tell_the_samplers_apart(outputs):
@@ -268,10 +291,3 @@ def test_the_figures_tell_the_samplers_apart(outputs):
     fig = exp.plot_two_path(results)
     assert not [line for line in fig.axes[0].get_lines() if "samples" in line.get_label()]
     plt.close(fig)
-
-
-def test_sizes_table_is_markdown():
-    table = exp.sizes_table(TINY)
-    assert table.splitlines()[1] == "|---|---|"
-    assert "P = 20 / 40" in table and "N = 10: 1 chain of 10 draws" in table and "not sampled" in table
-    assert "| exact Gibbs samples, four paths | N = 30: 2 chains of 20 sweeps after 10 warm-up sweeps each |" in table

@@ -20,6 +20,7 @@ from paththeory.experiments import stats
 from paththeory.experiments import omniglot as exp
 from paththeory.experiments import omniglot_base
 from paththeory.experiments import pruning as prune_exp
+from paththeory.experiments.records import jsonable, typed
 from paththeory.predict import accuracy, predictor
 from paththeory.profiles import PROFILES
 from paththeory.pruning import head_mask, head_scores, score_order
@@ -99,6 +100,7 @@ def test_files_and_keys(outputs):
     assert all(v["n"] == results["data"]["n"][s] for s, v in sampled.items())
     ag = comp["agreement"]
     assert set(ag["block"]) == {"theory", "sampled", "gd"} and ag["theory_vs_sampled"]["noise"] > 0
+    assert typed(exp.PathSimilarity, results["path_similarity"]).alike in (True, False)
     sens = results["score_sensitivity"]
     assert set(sens["variants"]) == set(prune_exp.SCORE_VARIANTS) and len(sens["resamples"]) == 1
     assert set(sens["train_sizes"]) == {"12", "24"}
@@ -273,21 +275,22 @@ def test_path_similarity_sees_paths_that_share_their_first_head():
     f = np.stack([base[i // 2] + 0.2 * rng.normal(size=(40, 8)) for i in range(8)], axis=1)
     sim = exp.path_similarity(f, heads)
     cos = exp.path_cosines(f)
+    np.testing.assert_allclose(sim.cosine, cos)
     pairs = [(a, b) for a in range(8) for b in range(8) if a != b]
     same = [(a, b) for a, b in pairs if a // 2 == b // 2]
     later = [(a, b) for a, b in pairs if a // 2 != b // 2 and a % 2 == b % 2]
     none = [(a, b) for a, b in pairs if a // 2 != b // 2 and a % 2 != b % 2]
     for key, group in (("same_first", same), ("shared_later", later), ("shared_none", none),
                        ("different_first", later + none)):
-        assert sim[key] == pytest.approx(np.mean([cos[a, b] for a, b in group]))
-    assert sim["same_first"] > 0.9 > 0.3 > abs(sim["different_first"])
-    assert sim["mantel"]["p_greater"] < 0.05
-    sentence = exp.path_similarity_sentence(sim)
-    assert "do carry more similar inputs" in sentence and f"{sim['same_first']:.3f}" in sentence
+        assert getattr(sim, key) == pytest.approx(np.mean([cos[a, b] for a, b in group]))
+    assert sim.same_first > 0.9 > 0.3 > abs(sim.different_first)
+    assert sim.mantel["p_greater"] < 0.05 and sim.alpha == 0.05 and sim.alike is True
+    assert exp.path_similarity(f, heads, alpha=sim.mantel["p_greater"]).alike is False  # p must be below alpha
     shuffled = f[:, [0, 2, 4, 6, 1, 3, 5, 7]]  # now the paths sharing h1 hold unrelated inputs
     flipped = exp.path_similarity(shuffled, heads)
-    assert flipped["same_first"] < flipped["different_first"]
-    assert "stays a hypothesis" in exp.path_similarity_sentence(flipped)
+    assert flipped.same_first < flipped.different_first and flipped.alike is False
+    stored = json.loads(json.dumps(jsonable(sim)))  # as results.json holds it, read back typed
+    assert typed(exp.PathSimilarity, stored) == sim
     with pytest.raises(ValueError, match="heads"):
         exp.path_similarity(f, (2, 2))
 

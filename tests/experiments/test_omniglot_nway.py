@@ -104,7 +104,10 @@ def test_each_control_changes_one_thing_only():
         om.nway_label_vectors(2, fresh="yes")
 
 
-def test_control_sentences_follow_the_numbers():
+def control_results(trained=(0.7, 0.75), fresh=(0.69, 0.74, (-0.01, -0.01)),
+                    moved=(0.51, 0.5, (-0.19, -0.25))) -> dict:
+    """Results of the 2-way controls built by hand: per format, the GP's and the theory's (N = 10) accuracy on the
+    one-shot runs (SE 0.02, chance 0.5) and their paired changes from the trained format (SE 0.02)."""
     def entry(acc, diff=None):
         out = {"accuracy": acc, "se": 0.02}
         if diff is not None:
@@ -112,41 +115,39 @@ def test_control_sentences_follow_the_numbers():
         return out
 
     def fmt(gp, th, diff=None):
-        return {"gp": {"one_shot_runs": entry(gp, diff and diff[0])},
-                "theory": {"10": {"one_shot_runs": entry(th, diff and diff[1])}},
+        return {"gp": {s: entry(gp, diff and diff[0]) for s in nway.SPLITS},
+                "theory": {"10": {s: entry(th, diff and diff[1]) for s in nway.SPLITS}},
                 "temperature": {"gp": 0.5, "10": 0.25}, "converged": {"10": True}}
 
-    results = {"config": {"widths": [10]}, "controls": {
-        "n_train": 120, "chance": 0.5, "n_eval": {"one_shot_runs": 400}, "formats": {
-            "trained format": fmt(0.7, 0.75),
-            "fresh label vectors": fmt(0.69, 0.74, (-0.01, -0.01)),
-            "the query at its 5-way position": fmt(0.51, 0.5, (-0.19, -0.25))}}}
-    text = nway.controls_sentences(results)
-    assert "(400 sequences of the evaluation alphabets (one-shot runs), P = 120) the GP scores 0.700" in text
-    assert "With fresh label vectors: the GP does not change beyond noise (-0.010 ± 0.020, now above chance)" in text
-    assert "the theory at N = 10 falls (-0.250 ± 0.020, now at chance)" in text
-    assert ("Changing the label vectors alone leaves the GP (0.690 ± 0.020) and the theory at N = 10 "
-            "(0.740 ± 0.020) above chance.") in text
-    assert text.endswith("Moving the query alone brings every predictor that is above chance in the trained format "
-                         "to chance.")
-    table = nway.controls_table(results)
-    assert "0.500 ± 0.020 (-0.250 ± 0.020)" in table and "| 0.5, 0.25 |" in table
-    formats = results["controls"]["formats"]
-    formats["the query at its 5-way position"] = fmt(0.6, 0.5, (-0.1, -0.25))
-    assert nway.controls_sentences(results).endswith(
-        "Moving the query alone brings the theory at N = 10 to chance, while the GP (0.600 ± 0.020) stays above "
-        "chance.")
-    # at chance afterwards but without a significant drop: not counted as brought to chance
-    formats["the query at its 5-way position"] = fmt(0.53, 0.53, (-0.01, -0.02))
-    assert nway.controls_sentences(results).endswith(
-        "Moving the query alone leaves the GP and the theory at N = 10 at chance without a significant drop.")
-    formats["the query at its 5-way position"] = fmt(0.40, 0.40, (-0.3, -0.35))
-    assert nway.controls_sentences(results).endswith("in the trained format to or below chance.")
-    formats["trained format"] = fmt(0.52, 0.51)
-    assert nway.controls_sentences(results).endswith("cannot tell the two apart.")
-    formats["the query at its 5-way position"]["theory"]["10"]["one_shot_runs"]["accuracy"] = 0.5
-    results["controls"]["formats"]["trained format"]["converged"]["10"] = False
-    assert "(not converged)" in nway.controls_table(results)
+    return {"config": {"widths": [10]}, "ways": {}, "controls": {
+        "n_train": 120, "chance": 0.5, "n_eval": {s: 400 for s in nway.SPLITS}, "formats": {
+            "trained format": fmt(*trained), "fresh label vectors": fmt(*fresh),
+            "the query at its 5-way position": fmt(*moved)}}}
+
+
+def test_controls_findings_follow_the_numbers():
+    """Per changed format and predictor: the paired change and what is left against chance (two SEs), and which
+    predictor above chance in the trained format each change brings to chance (a significant drop)."""
+    def outcome(**formats):
+        found = nway.findings(control_results(**formats)).controls["one_shot_runs"]
+        return found, {c.format: (c.outcome, c.all_broken, c.all_to_chance) for c in found.changes}
+
+    found, got = outcome()
+    assert found.any_above and [p.chance for p in found.trained] == ["holds", "holds"]
+    fresh, moved = found.changes
+    assert [p.gain.verdict for p in fresh.predictors] == ["within noise"] * 2
+    assert [(p.gain.verdict, p.chance) for p in moved.predictors] == [("fails", "within noise")] * 2
+    assert got == {"fresh label vectors": (("kept", "kept"), False, False),
+                   "the query at its 5-way position": (("to chance", "to chance"), True, True)}
+    assert outcome(moved=(0.6, 0.5, (-0.1, -0.25)))[1]["the query at its 5-way position"] == (
+        ("kept", "to chance"), False, False)
+    # at chance afterwards without a significant drop: not brought to chance
+    assert outcome(moved=(0.53, 0.53, (-0.01, -0.02)))[1]["the query at its 5-way position"] == (
+        ("unclear", "unclear"), False, False)
+    assert outcome(moved=(0.40, 0.40, (-0.3, -0.35)))[1]["the query at its 5-way position"] == (
+        ("below chance", "below chance"), True, False)
+    found, got = outcome(trained=(0.52, 0.51), moved=(0.40, 0.40, (-0.3, -0.35)))
+    assert not found.any_above and got["the query at its 5-way position"][0] == ("was at chance",) * 2
 
 
 @pytest.mark.clock
@@ -249,19 +250,28 @@ def test_argmax_accuracy_and_paired_errors_match_a_hand_loop():
         nway.split_correct(mean[:30], classes)
 
 
-def test_verdicts_say_at_chance_when_the_accuracy_is_chance():
+def way_results() -> dict:
+    """Results of one C = 5 built by hand: on the test split the GP and the theory (N = 10) at chance, on the runs
+    the theory above chance and above the GP (paired 0.1 ± 0.01)."""
     def entry(acc, se, diff):
         return {"accuracy": acc, "se": se, "gain": {"difference": diff, "se": 0.01, "n": 400}}
 
-    results = {"config": {"widths": [10]}, "ways": {"5": {
-        "chance": 0.2, "n_eval": {"test": 400, "one_shot_runs": 400},
-        "gp": {"test": entry(0.21, 0.02, 0)}, "theory": {"10": {"test": entry(0.2, 0.02, -0.01)}}}}}
-    results["ways"]["5"]["gp"]["one_shot_runs"] = entry(0.5, 0.025, 0)
-    results["ways"]["5"]["theory"]["10"]["one_shot_runs"] = entry(0.6, 0.024, 0.1)
-    assert "at chance" in nway.verdict_sentences(results, "test")
-    text = nway.verdict_sentences(results)
-    assert "above chance" in text and "better than the GP" in text
-    assert "0.600 ± 0.024" in nway.accuracy_table(results)
+    way = {"chance": 0.2, "n_eval": {"test": 400, "one_shot_runs": 400}, "converged": {"10": True},
+           "gp": {"test": entry(0.21, 0.02, 0), "one_shot_runs": entry(0.5, 0.025, 0)},
+           "theory": {"10": {"test": entry(0.2, 0.02, -0.01), "one_shot_runs": entry(0.6, 0.024, 0.1)}}}
+    for r in (way["gp"], way["theory"]["10"]):
+        r["validation"] = r["test"]
+    return {"config": {"widths": [10]}, "ways": {"5": way}, "controls": control_results()["controls"]}
+
+
+def test_verdicts_say_at_chance_when_the_accuracy_is_chance():
+    found = nway.findings(way_results())
+    gp, theory = found.ways["5"]["test"]
+    assert (gp.name, gp.chance, theory.name, theory.chance, theory.gain.verdict) == (
+        "gp", "within noise", "10", "within noise", "within noise")
+    gp, theory = found.ways["5"]["one_shot_runs"]
+    assert (gp.chance, theory.chance, theory.gain.verdict, theory.gain.difference) == ("holds", "holds", "holds", 0.1)
+    assert found.converged == {"5": True}
 
 
 def test_feature_batches_bound_the_attention_memory():
@@ -318,22 +328,27 @@ def test_match_share_is_one_on_the_match_and_one_over_c_when_uniform():
         nway.match_share(np.zeros((30, 2, 48, 48)), index)
 
 
-def test_query_attention_sentences_follow_the_numbers():
+def attention_measurements() -> dict:
+    """Per-C measurements of query_attention built by hand, two heads: at C = 2 head 1.2 (0.9) far above chance and
+    head 1.1 (0.52 ± 0.02) not (Bonferroni z = 1.96 for 2 heads); at C = 5 neither."""
     def entry(chance, share, se, on_query, on_33_48):
         return {"chance": chance, "uniform": chance * 2 / 3 if chance == 0.5 else 1 / 6, "n": 200,
                 "share": [share], "se": [se], "on_query": [on_query], "on_query_se": [[0.01, 0.01]],
                 "on_trained_query": [on_33_48], "on_trained_query_se": [[0.02, 0.02]]}
 
-    # head 1.2 at C = 2: 0.9 is far above 0.5; head 1.1: 0.52 +- 0.02 is not (Bonferroni z = 1.96 for 2 heads)
-    att = {"2": entry(0.5, [0.52, 0.9], [0.02, 0.02], [0.4, 0.8], [0.4, 0.8]),
-           "5": entry(0.2, [0.2, 0.19], [0.02, 0.02], [0.3, 0.05], [0.1, 0.4])}
-    text = nway.query_attention_sentences(att)
-    assert "C = 2: 1 of 2 heads above chance (1.2)" in text
-    assert "C = 5: no head above chance (largest 0.20 ± 0.02, head 1.1; chance 0.20)" in text
-    assert "stop doing so at C = 5" in text
-    assert "Head 1.2 gives the query's drawing 0.80 ± 0.010" in text
-    assert "at C = 5 it gives the query 0.05 ± 0.010 and tokens 33–48 0.40 ± 0.020 (a blind head: 0.17)" in text
+    return {"2": entry(0.5, [0.52, 0.9], [0.02, 0.02], [0.4, 0.8], [0.4, 0.8]),
+            "5": entry(0.2, [0.2, 0.19], [0.02, 0.02], [0.3, 0.05], [0.1, 0.4])}
+
+
+def test_query_attention_findings_test_each_head_at_the_family_wise_level():
+    att = attention_measurements()
+    found = nway.attention_findings(att)
+    two, five = found.ways
+    assert two.z == pytest.approx(1.95996, abs=1e-4) and two.heads == 2 and found.alpha == 0.05
+    assert (two.above, two.best, five.above, five.best) == (((0, 1),), (0, 1), (), (0, 0))
+    assert (found.trained_above, found.lost, found.query_head) == (True, True, (0, 1))
     att["2"]["share"] = [[0.5, 0.5]]
-    assert "does not explain the failure at more ways" in nway.query_attention_sentences(att)
-    table = nway.query_attention_table(att)
-    assert "| 5 | on query / tokens 33–48 | 0.17 | 0.30 / 0.10 | 0.05 / 0.40 |" in table
+    found = nway.attention_findings(att)
+    assert (found.trained_above, found.lost) == (False, False)
+    assert nway.attention_findings({"5": att["5"]}).query_head is None
+    assert nway.attention_findings(att, alpha=1.0).ways[0].z == pytest.approx(0.0, abs=1e-12)  # 1 - 1 / 2: the median

@@ -85,3 +85,55 @@ def test_scan_settings_sample_wider_and_longer_than_the_chapters():
     assert all(w >= 9 for n, w in r.gibbs) and r.gibbs_samples == 3200
     with pytest.raises(ValueError, match="experiment must be one of"):
         prefactor.write_scan("markov", "smoke")
+
+
+def test_the_adapters_carry_each_experiments_rows_into_points():
+    """A validity row has debiased its distance already (the point takes it as is); a residual row is debiased here,
+    its mixing the experiment's own verdict (R-hat within residual.R_HAT_OK)."""
+    from paththeory.experiments import residual, validity
+
+    v = validity.row("gibbs", "omniglot", 40, 16, 0.3, 0.05, 20, 0.8, {"difference": 0.0, "se": 0.01, "n": 500},
+                     0.9, 0.9, 1.0, 100.0)
+    (p,) = prefactor.validity_points([v])
+    assert (p.network, p.paths, p.width, p.sampler, p.mixed) == ("omniglot", 16, 40, "gibbs", True)
+    assert p == point("omniglot", 16, 40, "gibbs", 0.3, 0.05, 20, True)
+    paired = residual.Paired(0.0, 0.01, 500)
+    r = residual.Row("skip", 30, 9, 0.3, "nuts", 0.049, 0.026, 20, 1.2, (0.05,), 0.09, 0.07, 0.17,
+                     residual.Accuracies(0.7, 0.7, 0.67, 0.94), paired, paired, paired, 0.3, 1.05, 400.0, 60.0, False)
+    (q,) = prefactor.residual_points([r])
+    assert q == point("skip", 9, 30, "nuts", 0.049, 0.026, 20, False) and not q.judged and not q.resolved
+
+
+def test_the_prediction_check_agrees_with_a_true_prediction_and_rejects_a_wrong_one():
+    """Points about a known d = 1/N, off by one or half a floor: the true prediction passes the chi-square at 5 %
+    (chi2 about 2.5 over 4), one 30 % too high is rejected, and an upper limit below a prediction is named."""
+    widths, z = (20, 40, 100, 200), (0.5, -0.5, 1.0, -1.0)  # deviations in units of the floor: chi2 = 2.5
+    pts = [point("x", 4, w, "gibbs", (1.0 + 0.02 * e) / w, 0.02 / w, 40, True) for w, e in zip(widths, z)]
+    true = [prefactor.Prediction("x", 4, w, 1.0 / w) for w in widths]
+    wrong = [prefactor.Prediction("x", 4, w, 1.3 / w) for w in widths]
+    c = prefactor.check_prediction(pts, true, "x")
+    assert c.n_resolved == 4 and c.fit_agrees and c.limits_agree and c.agrees and c.p >= prefactor.LEVEL
+    assert prefactor.check_prediction(pts, wrong, "x").agrees is False
+    limit = point("x", 4, 400, "gibbs", 0.001, 0.001, 40, True)  # unresolved: upper limit about 0.003
+    above = prefactor.check_prediction(pts + [limit], true + [prefactor.Prediction("x", 4, 400, 0.01)], "x")
+    assert (above.limits, above.limits_kept, above.limits_agree, above.agrees) == (1, 0, False, False)
+    f = findings(pts, true)
+    assert [q.network for q in f.checks] == ["x"] and f.checks[0] == c
+
+
+def test_predictions_follow_the_next_order_of_laplace_on_the_markov_data():
+    """predict() solves the theory on the validity experiment's Markov data at every judged width and reads the next
+    order off it: N d stays of order one and matches paththeory.laplace directly."""
+    from paththeory.experiments import validity
+    from paththeory.laplace import laplace_shift
+    from paththeory.solve import Theory
+
+    pts = [point("markov", 4, w, "gibbs", 1.0 / w, 0.1 / w, 40, True) for w in (10, 100)]
+    pts.append(point("markov", 4, 30, "nuts", 0.03, 0.01, 20, False))  # not mixed: not predicted
+    got = prefactor.predict(pts, "smoke")
+    assert [(q.network, q.width) for q in got] == [("markov", 10), ("markov", 100)]
+    prob = validity.problem("markov", validity.settings("smoke"))
+    theory = Theory(prob.arch, prob.train, prob.y_train)
+    direct = laplace_shift(theory, theory.solve(100.0, prob.temperature)).relative
+    assert got[1].distance == pytest.approx(direct, rel=1e-10)
+    assert all(0.3 < q.width * q.distance < 3 for q in got)

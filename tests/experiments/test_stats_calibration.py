@@ -232,3 +232,13 @@ def test_with_many_entries_the_censored_fit_overshoots_within_its_errors():
     new, err, _ = _fits((6.0, 3.0, 1.5, 0.8), 20, 200, seed=42)
     assert 0.05 < new.mean() - 1 < 0.25
     assert np.mean(np.abs(new - 1) <= 2 * err) > 0.95
+
+
+@pytest.mark.parametrize("n_points", [2, 6])
+def test_the_goodness_of_fit_raises_5_percent_false_alarms_against_a_true_prediction(n_points):
+    """Measurements drawn about a true prediction with known Gaussian errors: p < 0.05 in 5 % of runs."""
+    rng = np.random.default_rng(11)
+    truth, sd = np.linspace(1.0, 2.0, n_points), np.linspace(0.1, 0.3, n_points)
+    p = [stats.goodness_of_fit(truth + sd * rng.normal(size=n_points), sd, truth)["p"] for _ in range(20_000)]
+    rate = float(np.mean(np.asarray(p) < 0.05))
+    assert abs(rate - 0.05) < 4 * math.sqrt(0.05 * 0.95 / 20_000), rate

@@ -2,7 +2,8 @@
 
 The comparison is checked against records whose answer is known (the theory's own U and
 predictions give distance 0 and no accuracy difference; the GP point gives its own distance),
-the sentences change with the numbers, records of other data are refused, short real runs of
+the verdicts (debiased or bounded distances, the two tasks' order) are numbers from hand-built rows (their words:
+tests/reports/test_validity.py), records of other data are refused, short real runs of
 both samplers go through the command line, the JSON file and the comparison, a shipped file
 serves only its own sampler, and the shipped Gibbs records reach the theory at N = 1000.
 """
@@ -46,12 +47,14 @@ def test_the_theory_against_itself_is_at_distance_zero(theory_at_8):
     prob, U, right = theory_at_8
     se = np.full(U.shape, 0.01)
     (row,) = validity.compare([_record(TINY, 8, U, se, right)], TINY)
-    assert row["distance"] == pytest.approx(0, abs=1e-6)  # the solver's tolerance, not sampling
-    assert row["noise"] == pytest.approx(np.linalg.norm(se) / np.linalg.norm(U), rel=1e-12)
-    assert row["accuracy"]["difference"] == 0 and row["accuracy"]["se"] == 0
+    assert row.distance == pytest.approx(0, abs=1e-6)  # the solver's tolerance, not sampling
+    assert row.noise == pytest.approx(np.linalg.norm(se) / np.linalg.norm(U), rel=1e-12)
+    assert row.accuracy == 0 and row.accuracy_se == 0 and not row.accuracy_beyond
     gp = prob.arch.gp_scale * np.eye(4)
-    assert row["gp_distance"] == pytest.approx(np.linalg.norm(U - gp) / np.linalg.norm(U), rel=1e-6)
-    assert row["ratio"] == 0.5 and row["theory_accuracy"] == pytest.approx(right.mean())
+    assert row.gp_distance == pytest.approx(np.linalg.norm(U - gp) / np.linalg.norm(U), rel=1e-6)
+    assert row.ratio == 0.5 and row.theory_accuracy == pytest.approx(right.mean())
+    assert not row.resolved and row.upper_limit == pytest.approx(row.distance + 2 * row.noise)
+    assert row.mixed  # R-hat 1.01
 
 
 def test_a_gp_sample_is_as_far_as_the_gp_point_and_incomplete_runs_are_left_out(theory_at_8):
@@ -63,11 +66,22 @@ def test_a_gp_sample_is_as_far_as_the_gp_point_and_incomplete_runs_are_left_out(
                              _record(TINY, 8, None, None, None, complete=False)], TINY)
     assert len(rows) == 1
     (row,) = rows
-    assert row["distance"] == pytest.approx(np.linalg.norm(gp - U) / np.linalg.norm(U), rel=1e-6)
-    assert row["gp_distance"] == pytest.approx(0, abs=1e-12)
-    assert row["accuracy"]["n"] == len(right)
+    assert row.distance == pytest.approx(np.linalg.norm(gp - U) / np.linalg.norm(U), rel=1e-6)
+    assert row.gp_distance == pytest.approx(0, abs=1e-12) and row.gp_fraction is None
+    assert row.n_test == len(right)
     expected = (flipped.astype(float) - right).mean()
-    assert row["accuracy"]["difference"] == pytest.approx(expected)
+    assert row.accuracy == pytest.approx(expected)
+    assert row.resolved and row.value == pytest.approx(stats.debiased_distance(row.distance, row.noise)["value"])
+
+
+def test_the_problem_is_built_once_per_data():
+    """compare() and prefactor's scan share the data: a config that differs in widths and schedules only gets the
+    same (read-only) arrays."""
+    other = dataclasses.replace(TINY, gibbs_markov_widths=(100,), gibbs_samples=99)
+    assert validity.problem("markov", other) is validity.problem("markov", TINY)
+    other_data = dataclasses.replace(TINY, markov_train=22)
+    assert validity.problem("markov", other_data) is not validity.problem("markov", TINY)
+    assert not validity.problem("markov", TINY).train.flags.writeable
 
 
 def test_records_of_other_data_are_refused(theory_at_8):
@@ -78,69 +92,56 @@ def test_records_of_other_data_are_refused(theory_at_8):
         validity.compare([rec], TINY)
 
 
-def _row(task, width, distance, noise, gp, diff, se, sampler="nuts"):
-    return {"sampler": sampler, "task": task, "width": width, "paths": 4 if task == "markov" else 16,
-            "ratio": (4 if task == "markov" else 16) / width, "distance": distance, "noise": noise,
-            "gp_distance": gp, "accuracy": {"difference": diff, "se": se, "n": 500},
-            "theory_accuracy": 0.9, "sampled_accuracy": 0.9 + diff, "r_hat": 1.01, "ess": 100.0}
+def _row(task, width, distance, noise, gp, diff, se, sampler="nuts", batch_means=None, r_hat=1.01):
+    return validity.row(sampler, task, width, 4 if task == "markov" else 16, distance, noise, batch_means, gp,
+                        {"difference": diff, "se": se, "n": 500}, 0.9, 0.9 + diff, r_hat, 100.0)
 
 
-def test_the_summary_is_generated_from_the_numbers():
+def test_a_row_debiases_its_distance_and_judges_its_accuracy():
     """Oracle: stats.debiased_distance. A resolved distance (d > 2 s) is debiased with its error, an unresolved one
-    is an upper limit d + 2 s."""
-    rows = [_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004), _row("omniglot", 10, 0.3, 0.05, 0.6, 0.0, 0.01)]
-    text = validity.summary(rows)
-    assert "below 0.130 (not resolved: 0.050 against a noise floor of 0.040) at |Π|/N = 0.4 (N = 10; 0.10" in text
-    resolved = stats.debiased_distance(0.3, 0.05)
-    assert (resolved["value"], resolved["se"]) == pytest.approx((math.sqrt(0.3**2 - 0.05**2), 0.05 * 0.3 / 0.2958),
-                                                               abs=1e-4)
-    assert f"{resolved['value']:.3f} ± {resolved['se']:.3f} at |Π|/N = 1.6 (N = 10; 0.50" in text  # 0.296 ± 0.051
-    assert text.count("no accuracy difference is beyond two paired standard errors") == 2
-    rows[1]["accuracy"] = {"difference": -0.05, "se": 0.01, "n": 500}
-    assert "differs beyond two paired standard errors at N = 10 (-5.0 ± 1.0 points)" in validity.summary(rows)
-    assert validity.summary([]).startswith("No point was sampled")
-    rows[0]["r_hat"] = 1.08
-    assert "R-hat 1.08: the chains have not fully mixed" in validity.summary(rows)
-    table = validity.table(rows)
-    assert table.count("\n") == 3 and "+0.2 ± 0.4 pts" in table and "0.050 (0.040)" in table
-    assert "Gibbs" not in text + table  # "NUTS" only where it is NUTS, and Gibbs only where it is Gibbs
-    with_batches = dict(rows[1], batch_means=20)  # the floor's own error widens the debiased one
-    assert validity.debiased(with_batches)["se"] > resolved["se"]
-    assert validity.debiased(dict(rows[1], noise=None)) is None
+    is an upper limit d + 2 s; the floor's own error (batch means) widens the debiased error; an unknown floor
+    resolves nothing and bounds nothing."""
+    low, high = _row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004), _row("omniglot", 10, 0.3, 0.05, 0.6, 0.0, 0.01)
+    assert not low.resolved and low.upper_limit == pytest.approx(0.13) and low.value is None
+    assert low.gp_fraction == pytest.approx(0.1) and low.ratio == 0.4 and not low.accuracy_beyond
+    assert high.resolved and (high.value, high.se) == pytest.approx(
+        (math.sqrt(0.3**2 - 0.05**2), 0.05 * 0.3 / math.sqrt(0.3**2 - 0.05**2)), rel=1e-12)
+    assert high.ratio == 1.6 and high.upper_limit is None
+    assert _row("omniglot", 10, 0.3, 0.05, 0.6, 0.0, 0.01, batch_means=20).se > high.se
+    unknown = _row("markov", 10, 0.3, None, 0.6, 0.0, 0.01)
+    assert (unknown.resolved, unknown.value, unknown.upper_limit) == (False, None, None)
+    assert _row("markov", 10, 0.3, 0.05, 0.6, -0.05, 0.01).accuracy_beyond
+    assert not _row("markov", 10, 0.3, 0.05, 0.6, -0.05, 0.01, r_hat=1.08).mixed
+    assert not _row("markov", 10, 0.3, 0.05, 0.6, 0.0, 0.01, r_hat=None).mixed
 
 
-def test_the_two_tasks_are_compared_at_equal_paths_per_width():
+def test_the_findings_group_by_task_and_sampler():
+    rows = [_row("markov", 1000, 0.005, 0.002, 0.05, 0.0, 0.002, sampler="gibbs"), _row("omniglot", 10, 0.3, 0.05,
+            0.6, 0.0, 0.01), _row("markov", 30, 0.03, 0.01, 0.3, 0.0, 0.002), _row("markov", 10, 0.05, 0.04, 0.5, 0, 1)]
+    found = validity.findings(rows)
+    assert [(g.task, g.sampler, tuple(r.width for r in g.rows)) for g in found.groups] == [
+        ("markov", "nuts", (30, 10)), ("markov", "gibbs", (1000,)), ("omniglot", "nuts", (10,))]
+    assert found.same_ratio == ()
+    assert validity.findings([]).groups == ()
+
+
+def test_the_two_tasks_are_ordered_at_equal_paths_per_width():
     """Oracle: rows built by hand. At |Pi|/N = 0.4 (Markov N = 10, Omniglot N = 40) the 16-path point is below,
     above or within two combined errors of the 4-path one (debiased values); an unresolved point is below only
-    when its upper limit lies two errors under the other's value, two unresolved points are not ordered; no shared
-    ratio is said so; a point without R-hat or ESS tables as n/a."""
+    when its upper limit lies two errors under the other's value, two unresolved points are not ordered."""
     markov = _row("markov", 10, 0.10, 0.01, 1.0, 0.0, 0.01)
     m = stats.debiased_distance(0.10, 0.01)
-    below = [markov, _row("omniglot", 40, 0.02, 0.01, 0.8, 0.0, 0.01, sampler="gibbs")]  # unresolved: below 0.040
+    below = _row("omniglot", 40, 0.02, 0.01, 0.8, 0.0, 0.01, sampler="gibbs")  # unresolved: below 0.040
     assert m["value"] - 2 * m["se"] > 0.04
-    text = validity.same_ratio(below)
-    assert "at |Π|/N = 0.4 the 16-path Omniglot point (N = 40, Gibbs) lies below the 4-path Markov one" in text
-    assert f"below 0.040 (not resolved: 0.020 against a noise floor of 0.010) against {m['value']:.3f} ± " \
-           f"{m['se']:.3f}" in text
-    assert "lies above" in validity.same_ratio([markov, _row("omniglot", 40, 0.2, 0.01, 0.8, 0.0, 0.01)])
-    assert "within two errors of" in validity.same_ratio([markov, _row("omniglot", 40, 0.12, 0.01, 0.8, 0.0, 0.01)])
+    (pair,) = validity.findings([markov, below]).same_ratio
+    assert pair.ratio == 0.4 and pair.markov == markov and pair.omniglot == below and pair.order == "below"
+    assert validity.order(markov, _row("omniglot", 40, 0.2, 0.01, 0.8, 0.0, 0.01)) == "above"
+    assert validity.order(markov, _row("omniglot", 40, 0.12, 0.01, 0.8, 0.0, 0.01)) == "within"
     unresolved = _row("markov", 10, 0.015, 0.01, 1.0, 0.0, 0.01)  # below 0.035: no order against 0.03 ± 0.01
-    assert "cannot be ordered against" in validity.same_ratio([unresolved, _row("omniglot", 40, 0.0316, 0.01, 0.8,
-                                                                                   0.0, 0.01)])
-    assert "cannot be ordered against" in validity.same_ratio([unresolved, _row("omniglot", 40, 0.01, 0.01, 0.8,
-                                                                                   0.0, 0.01)])
-    assert validity.same_ratio([markov]).startswith("No value of |Π|/N is sampled for both tasks")
-    assert "n/a" in validity.table([{**markov, "r_hat": None, "ess": None}])
-
-
-def test_the_summary_and_table_name_each_points_sampler():
-    rows = [_row("markov", 10, 0.05, 0.04, 0.5, 0.002, 0.004),
-            _row("markov", 1000, 0.005, 0.002, 0.05, 0.0, 0.002, sampler="gibbs")]
-    text = validity.summary(rows)
-    assert "The hidden Markov chain (4 paths), NUTS: the distance of U is below 0.130" in text
-    assert "The hidden Markov chain (4 paths), Gibbs: the distance of U is 0.005 ± 0.002" in text  # sqrt(21e-6)
-    lines = validity.table(rows).splitlines()
-    assert "sampler" in lines[0] and "| NUTS |" in lines[2] and "| Gibbs |" in lines[3]
+    assert validity.order(unresolved, _row("omniglot", 40, 0.0316, 0.01, 0.8, 0.0, 0.01)) == "unordered"
+    assert validity.order(unresolved, _row("omniglot", 40, 0.01, 0.01, 0.8, 0.0, 0.01)) == "unordered"
+    assert validity.order(markov, _row("omniglot", 40, 0.2, None, 0.8, 0.0, 0.01)) == "unordered"
+    assert validity.findings([markov]).same_ratio == ()
 
 
 def test_the_figure_has_both_panels_and_one_marker_per_task_and_sampler():
@@ -173,8 +174,8 @@ def test_a_short_nuts_run_from_the_command_line(tmp_path, monkeypatch):
     (rec,) = payload["records"]
     assert rec["complete"] and rec["width"] == 8 and len(rec["correct"]) == 40
     (row,) = validity.compare(payload["records"], TINY)
-    assert 0 <= row["distance"] < row["gp_distance"] + 1  # a finite, sane number from 20 draws
-    assert "were drawn by `python -m paththeory validity --profile smoke`" in validity.provenance_text(payload)
+    assert 0 <= row.distance < row.gp_distance + 1  # a finite, sane number from 20 draws
+    assert payload["provenance"]["command"] == "python -m paththeory validity --profile smoke"
 
 
 @pytest.mark.clock  # each sampler under the time limit, from the command line
@@ -193,13 +194,11 @@ def test_a_short_run_of_each_sampler_goes_through_the_command_line_and_the_compa
         draws = TINY.num_chains * TINY.num_samples if sampler == "nuts" else TINY.gibbs_chains * TINY.gibbs_samples
         assert rec["complete"] and rec["diagnostics"]["draws_used"] == rec["diagnostics"]["draws_planned"] == draws
     rows = validity.compare(payload, TINY)
-    assert [r["sampler"] for r in rows] == [sampler] * len(widths)
-    assert all(0 <= r["distance"] < r["gp_distance"] + 1 for r in rows)  # finite, sane numbers from a few draws
+    assert [r.sampler for r in rows] == [sampler] * len(widths)
+    assert all(0 <= r.distance < r.gp_distance + 1 for r in rows)  # finite, sane numbers from a few draws
     flag = "" if sampler == "nuts" else " --sampler gibbs"
-    text = validity.provenance_text(payload)
-    assert f"were drawn by `python -m paththeory validity --profile smoke{flag}`" in text
-    assert text.startswith(f"The {validity.SAMPLER_NAMES[sampler]} samples") and "Omniglot" not in text
-    assert f"N = {', '.join(map(str, widths))}." in text
+    assert payload["provenance"]["command"] == f"python -m paththeory validity --profile smoke{flag}"
+    assert validity.sampled_widths(payload["provenance"]["config"], sampler) == {"markov": widths, "omniglot": ()}
 
 
 @pytest.mark.clock  # each sampler under the time limit, as a fresh run
@@ -208,8 +207,7 @@ def test_a_fresh_run_of_each_sampler_when_nothing_ships_for_its_sizes():
     assert nuts["provenance"]["command"] == gibbs["provenance"]["command"] == "sampled in this run"
     assert (nuts["sampler"], gibbs["sampler"]) == ("nuts", "gibbs")
     rows = validity.compare(nuts, TINY) + validity.compare(gibbs, TINY)
-    assert sorted((r["sampler"], r["width"]) for r in rows) == [("gibbs", 8), ("gibbs", 40), ("nuts", 8)]
-    assert "were drawn while this page was built" in validity.provenance_text(gibbs)
+    assert sorted((r.sampler, r.width) for r in rows) == [("gibbs", 8), ("gibbs", 40), ("nuts", 8)]
 
 
 def test_samples_of_other_sizes_are_not_used(monkeypatch):
@@ -300,9 +298,9 @@ def test_the_shipped_gibbs_records_match_this_version_and_reach_the_theory_at_th
         assert rec["complete"], rec["diagnostics"]
         assert rec["digest"] == digests[rec["task"]] and len(rec["correct"]) == rec["n_test"]
     widest = max(cfg.gibbs_markov_widths)
-    (row,) = [r for r in validity.compare(payload, cfg) if r["task"] == "markov" and r["width"] == widest]
-    assert row["sampler"] == "gibbs" and row["r_hat"] <= validity.R_HAT_OK, row
-    assert row["distance"] + 2 * row["noise"] < U_TOLERANCE, row
+    (row,) = [r for r in validity.compare(payload, cfg) if r.task == "markov" and r.width == widest]
+    assert row.sampler == "gibbs" and row.mixed, row
+    assert row.distance + 2 * row.noise < U_TOLERANCE, row
     # where NUTS sampled the same posterior (Markov, N = 100): the two samplers' U within three combined
     # Monte Carlo errors (Frobenius, relative to Gibbs's; measured 1.3 % against 0.85 %)
     nuts = {(r["task"], r["width"]): r for r in validity.shipped_samples("smoke")["records"]}

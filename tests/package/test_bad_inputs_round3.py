@@ -3,9 +3,7 @@ how to fix it, never a result from mixed sources or a KeyError from deep inside.
 
 from __future__ import annotations
 
-import gzip
 import shutil
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -77,13 +75,12 @@ def test_check_with_a_list_of_ids_says_how_to_call_it():
     _one_line(err)
 
 
-@pytest.mark.parametrize("storage", ["float32", "float16"])
-def test_a_checkpoint_with_nan_weights_is_refused_as_such(tmp_path, storage):
+def test_a_float16_checkpoint_with_nan_weights_is_refused_as_such(tmp_path):
     from tests.training.test_training import _params
 
     params = jax.tree.map(lambda a: np.asarray(a, np.float32), _params())
     params["a"] = params["a"] * np.nan
     with pytest.raises(ValueError, match=r"\['a'\] hold NaN or infinite values") as err:
-        training.save_checkpoint(tmp_path / "ck", params, {"config": {}}, storage=storage)
+        training.save_checkpoint(tmp_path / "ck", params, {"config": {}}, storage="float16")
     _one_line(err)
     assert list(tmp_path.iterdir()) == []

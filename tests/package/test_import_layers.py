@@ -4,7 +4,7 @@ Ranks, bottom to top (``README.md``, "Where things are"):
 
 0. private helpers and the scale switch: ``paththeory._*`` (validation, atomic I/O, label packing,
    the in-loop L-BFGS, the compilation cache, the aliases of the 0.1 module paths) and ``paththeory.profiles``;
-1. the theory: the other top-level modules (model, kernels, action, solve, hessian, predict, one_path, pruning);
+1. the theory: the other top-level modules (model, kernels, action, solve, hessian, predict, one_path, laplace, pruning);
 2. ``paththeory.sampling`` and ``paththeory.tasks``;
 3. ``paththeory.training``;
 4. the public face, ``paththeory`` itself (``import paththeory as pt``);

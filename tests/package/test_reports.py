@@ -58,10 +58,25 @@ def test_the_prefactor_report_formats_the_findings_numbers():
     f = findings(pts)
     text = report.growth_sentence(f)
     g = f.growth
-    assert f"γ = {g.gamma:.2f} ± {g.gamma_se:.2f}" in text and "growth like the number of paths" in text
+    assert f"κ = {g.gamma:.2f} ± {g.gamma_se:.2f}" in text and "growth like the number of paths" in text
     assert "Markov task (4 paths), Omniglot (16 paths)" in text
     table = report.scaling_table(f)
     assert f"{f.networks[0].prefactor:.2f} ± {f.networks[0].prefactor_se:.2f} (N = 20, 60, 200)" in table
     assert "undetermined (0 resolved widths)" in table  # the skip network: one unresolved point
     assert "< " in report.points_table(f)  # its upper limit
     assert report.growth_sentence(findings(pts[:3])).startswith("Undetermined")
+
+
+def test_the_prefactor_report_words_the_prediction_check():
+    from paththeory.experiments.prefactor import Prediction, check_prediction
+    from paththeory.reports import prefactor as report
+
+    pts = [point("markov", 4, w, "gibbs", 1.0 / w, 0.02 / w, 40, True) for w in (20, 100)]
+    good = findings(pts, [Prediction("markov", 4, w, 1.0 / w) for w in (20, 100)])
+    bad = findings(pts, [Prediction("markov", 4, w, 2.0 / w) for w in (20, 100)])
+    c = good.checks[0]
+    assert f"| Markov task | 4 | {c.chi2:.1f} / 2 | {c.p:.2f} | 0 of 0 | agree |" in report.prediction_table(good)
+    assert "disagree (p < 0.05)" in report.prediction_table(bad)
+    assert "| 1.00 |" in report.points_table(good)  # N d predicted
+    assert check_prediction(pts, bad.predictions, "markov").agrees is False
+

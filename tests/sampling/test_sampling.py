@@ -142,8 +142,9 @@ def test_the_claim_of_a_stopped_run_gets_no_number_and_no_verdict():
     mantel = {"r": 0.5, "p_greater": 0.01, "p_less": 0.99, "n": 2, "exact": True}
     comp = {"diagnostics": res.diagnostics, "agreement": {"theory_vs_sampled": None, "theory_vs_gd": mantel,
                                                           "block": {"theory": {"contrast": 2.0, "mantel": mantel}}}}
-    row = {r["id"]: r for r in fig3_claims({"order_parameter_comparison": comp})}["u_sampled"]
-    assert row["verdict"] == NOT_ENOUGH_DRAWS and row["value"] is None and row["measured"].startswith("NUTS incomplete")
+    row = {r.id: r for r in fig3_claims({"order_parameter_comparison": comp})}["u_sampled"]
+    assert row.verdict == NOT_ENOUGH_DRAWS and row.value is None and row.evidence.kind == "not_enough_draws"
+    assert row.evidence.diagnostics["complete"] is False
 
 
 def test_bad_input_raises():

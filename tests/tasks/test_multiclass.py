@@ -169,17 +169,18 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     d = results["decoupling"]
     assert d["width"] == 10.0
     assert d["off_block_max"] < 1e-6 * d["live_trace"] and d["first_block_vs_single"] < 1e-6 * d["live_trace"]
-    assert ex.structure_width(results) == "30"
-    for text in (ex.sampled_table(results), ex.comparison_table(results), ex.accuracy_table(results),
-                 ex.scaling_table(results), ex.scaling_sentence(results), ex.comparison_sentence(results),
-                 ex.decoupling_sentence(d), ex.block_sentence(results, "30"), ex.sampler_sentence(results),
-                 ex.sampler_speed_table(results)):
+    found = ex.stored_findings(results)
+    assert found == ex.findings(results) and found.structure_width == 30 and found.valid_widths == (30,)
+    assert found.decoupling.exact and [w.sampler for w in found.widths] == ["nuts", "gibbs"]
+    assert found.widths[1].batch_means == 2 * 10  # 2 chains of 40 sweeps, 10 batches each
+    from paththeory.reports import multiclass as report
+
+    for text in (report.sampled_table(results), report.comparison_table(results), report.accuracy_table(results),
+                 report.scaling_table(results), report.scaling_sentence(results), report.comparison_sentence(results),
+                 report.decoupling_sentence(results), report.block_sentence(results),
+                 report.resolution_sentence(results), report.sampler_sentence(results),
+                 report.sampler_speed_table(results)):
         assert text and "nan" not in text.lower()
-    assert "| 10 | NUTS |" in ex.sampled_table(results) and "| 30 | Gibbs |" in ex.sampled_table(results)
-    assert ex.sampler_sentence(results) == ("This run samples N = 10 with NUTS (2 chains of 20 draws after 20 "
-                                            "warm-up steps) and N = 30 with the exact Gibbs sampler (2 chains of "
-                                            "40 sweeps after 20 warm-up sweeps).")
-    assert "Gibbs samples'" in ex.block_sentence(results, "30")
 
 
 def test_profiles_sample_with_gibbs_exactly_where_its_measured_lead_is_at_least_twofold():
@@ -196,8 +197,9 @@ def test_profiles_sample_with_gibbs_exactly_where_its_measured_lead_is_at_least_
     for name, cfg in ex.SETTINGS.items():
         assert max(cfg.sample_widths, default=0) < first_win <= min(cfg.gibbs_widths), name
         assert list(samplers(cfg)) == sorted({*cfg.sample_widths, *cfg.gibbs_widths}), name
-    table = ex.sampler_speed_table()
-    assert "| 30 |" in table and "×" in table
+    speed = {s.width: s for s in ex.sampler_speed()}
+    assert speed[30].lead == pytest.approx((4.0, 4.2488), abs=1e-3)  # two runs at N = 30: least and most
+    assert speed[300].rate["gibbs"] == (569.3 / 23.0, 569.3 / 23.0)  # one run
     with pytest.raises(ValueError, match="one sampler only; N = 30"):
         ex.Config(6, 4, 3, 12, 30, 0.1, (30,), 20, 20, 2, 3600.0, (2, 3), 4, 0.5, gibbs_widths=(30,))
 
@@ -207,3 +209,85 @@ def test_cli_reproduce_accepts_multiclass(tmp_path):
 
     args = build_parser().parse_args(["reproduce", "multiclass", "--profile", "smoke", "--out", str(tmp_path)])
     assert args.experiment == "multiclass"
+
+
+# --------------------------------------------------------------------------- the chapter's findings
+
+
+def fake_results(cov=(0.149, 0.0683), gains=((0.073, 0.017), (0.08, 0.022), (-0.037, 0.022))) -> dict:
+    """Results of :func:`paththeory.experiments.multiclass.run` built by hand (C = 3, 4 paths), at N = 30 (Gibbs,
+    C |Pi| / N = 0.4) and N = 10 (NUTS, 1.2): the theory's ``U`` the identity, the samples' with off-diagonal blocks
+    of 0.1; the covariance's distance ``cov`` = (d, s); finite width's gains over the GP at C = 2, 3, 5."""
+    U = np.eye(12)
+    sampled = U + 0.1 * (np.kron(np.ones((3, 3)), np.eye(4)) - np.eye(12))
+    right = {"theory": [1, 1, 1, 0, 1, 0], "sampled": [1, 1, 0, 0, 1, 0], "gp": [0, 1, 0, 0, 0, 0],
+             "independent": [1, 1, 1, 0, 1, 0], "kronecker": [1, 0, 1, 0, 1, 1]}
+
+    def width(sampler, ratio, errors, noise):
+        return {"sampler": sampler, "ratio": ratio, "U_theory": U.tolist(), "U_sampled": sampled.tolist(),
+                "batch_means": 20, "noise": {"U": noise, "mean": noise, "cov": cov[1]},
+                "errors": {k: {"U": e, "mean": e} for k, e in errors.items()},
+                "theory_vs_sampled": {"U": errors["theory"], "mean": errors["theory"], "cov": cov[0]},
+                "accuracy": {k: sum(v) / 6 for k, v in right.items()}, "correct": right,
+                "diagnostics": {"r_hat_max": 1.02, "ess_bulk_min": 205.0, "ess_per_second": 55.3, "seconds": 4.0,
+                                "method": sampler}}
+
+    return {"config": {"n_classes": 3, "num_warmup": 60, "num_samples": 80, "num_chains": 2, "gibbs_warmup": 100,
+                       "gibbs_samples": 400, "gibbs_chains": 2},
+            "n_paths": 4, "samplers": {"10": "nuts", "30": "gibbs"},
+            "widths": {"10": width("nuts", 1.2, {"theory": 0.3, "gp": 0.9, "independent": 0.5, "kronecker": 0.31},
+                                   0.02),
+                       "30": width("gibbs", 0.4, {"theory": 0.05, "gp": 0.45, "independent": 0.174,
+                                                  "kronecker": 0.035}, 0.02)},
+            "decoupling": {"off_block_max": 1e-9, "first_block_vs_single": 2e-9, "live_trace": 2.0,
+                           "dead_trace": 0.71},
+            "scaling": {str(c): {"n_train": 20 * c, "width": 40 * c / 3, "ratio": 0.3, "chance": 1 / c,
+                                 "theory": 0.6, "gp": 0.55, "gain": {"difference": g, "se": se, "n": 300}}
+                        for c, (g, se) in zip((2, 3, 5), gains)}}
+
+
+def with_findings(results: dict) -> dict:
+    from paththeory.experiments import multiclass as ex
+    from paththeory.experiments.records import jsonable
+
+    return {**results, "findings": jsonable(ex.findings(results))}
+
+
+def test_findings_resolve_every_distance_and_decide_every_verdict_from_the_numbers():
+    """Distances against twice their floor (stats.debiased_distance); the samples' mean closer to the theory than to
+    each competitor (gap against the floor); the gain's change with C (errors in quadrature); decoupling within
+    DECOUPLING_TOLERANCE; the block ratio of U; the width drawn: the narrowest valid one."""
+    import json
+
+    from paththeory.experiments import multiclass as ex
+
+    results = with_findings(fake_results())
+    found = ex.stored_findings(json.loads(json.dumps(results)))
+    assert found == ex.findings(results)
+    n30 = {w.width: w for w in found.widths}[30]
+    assert n30.valid and not {w.width: w for w in found.widths}[10].valid
+    assert n30.cov.resolved and n30.cov.value == pytest.approx(np.sqrt(0.149**2 - 0.0683**2))
+    assert n30.U["theory"].resolved and not n30.U["kronecker"].resolved  # 0.05 > 2 x 0.02 > 0.035
+    assert n30.U["kronecker"].upper_limit > 0.035 and n30.U["kronecker"].value is None
+    assert {k: v.verdict for k, v in n30.closer.items()} == {"gp": "holds", "independent": "holds",
+                                                              "kronecker": "within noise"}
+    assert n30.closer["gp"].difference == pytest.approx(0.4) and n30.closer["gp"].se == 0.02
+    assert n30.accuracy["gp"].difference == pytest.approx(3 / 6) and n30.accuracy["sampled"].difference == 1 / 6
+    assert n30.blocks["theory"] == 0.0 and n30.blocks["sampled"] == pytest.approx(0.1 * np.sqrt(24 / 12))
+    assert (found.comparisons, found.closer, found.valid_widths, found.structure_width) == (3, 2, (30,), 30)
+    g = found.class_gain
+    assert (g.smallest, g.largest) == (2, 5) and g.gain.difference == pytest.approx(-0.11)
+    assert g.gain.se == pytest.approx(np.hypot(0.017, 0.022)) and g.gain.verdict == "fails"
+    assert found.decoupling.exact and found.decoupling.worst == pytest.approx(1e-9)
+    # the covariance within twice its floor: bounded, not resolved (the chapter's N = 120 in smoke)
+    unresolved = ex.findings(fake_results(cov=(0.0995, 0.0677))).widths[1].cov
+    assert not unresolved.resolved and unresolved.value is None and unresolved.upper_limit > 0.0995
+    # no width with C |Pi| / N <= 0.4: no comparison, and the widest width is the one drawn
+    results["widths"]["30"]["ratio"] = 0.5
+    found = ex.findings(results)
+    assert (found.comparisons, found.valid_widths, found.structure_width) == (0, (), 30)
+    equal = ex.findings(fake_results(gains=((0.05, 0.02), (0.05, 0.02), (0.06, 0.02)))).class_gain.gain
+    assert equal.verdict == "within noise"
+    off = dict(fake_results(), decoupling={"off_block_max": 1e-5, "first_block_vs_single": 0.0, "live_trace": 2.0,
+                                           "dead_trace": 0.7})
+    assert not ex.findings(off).decoupling.exact

@@ -246,8 +246,8 @@ def exercises_page(book_dir: str | Path) -> str:
     from paththeory.exercises import problems
 
     book = Path(book_dir)
-    missing = sorted({f"{name.split('.')[0]}.md" for name in EXERCISES} | {"problems.md"}
-                     - {p.name for p in book.glob("*.md")}) if book.is_dir() else None
+    needed = {f"{name.split('.')[0]}.md" for name in EXERCISES} | {"problems.md"}
+    missing = sorted(needed - {p.name for p in book.glob("*.md")}) if book.is_dir() else None
     if missing is None or missing:
         raise FileNotFoundError(f"{book} is not the book's folder (book/ of the repository): "
                                 + ("no such folder." if missing is None else f"it lacks {', '.join(missing)}."))
