@@ -166,6 +166,20 @@ class Growth:
 
 
 @dataclass(frozen=True)
+class CommonWidth:
+    """``N d`` of every network at ``width``, the largest width at which each has a resolved mixed point (NUTS and
+    Gibbs pooled by their weighted mean, :func:`paththeory.experiments.stats.weighted_mean`), and the :class:`Growth`
+    fitted through them: the growth with the architecture, without the different width ranges of the prefactors."""
+
+    width: int
+    networks: tuple[str, ...]
+    paths: tuple[int, ...]
+    values: tuple[float, ...]
+    ses: tuple[float, ...]
+    growth: Growth
+
+
+@dataclass(frozen=True)
 class Prediction:
     """The next order of Laplace's method at one width of one network (:func:`paththeory.laplace.laplace_shift`):
     ``distance``, ``|E[U] - U*|_F / |U*|_F``, what the debiased distance of an exact sampler's mean approaches."""
@@ -205,6 +219,7 @@ class Findings:
     growth: Growth
     predictions: tuple[Prediction, ...] = ()
     checks: tuple[PredictionCheck, ...] = ()
+    common: CommonWidth | None = None
 
 
 def network_scaling(points: Sequence[Point], network: str) -> NetworkScaling:
@@ -249,17 +264,47 @@ def growth(scalings: Sequence[NetworkScaling]) -> Growth:
       (1.0, ('paths',))
     """
     have = [s for s in scalings if s.prefactor is not None]
-    names, paths = tuple(s.network for s in have), tuple(s.paths for s in have)
+    return _growth(tuple(s.network for s in have), tuple(s.paths for s in have), [s.prefactor for s in have],
+                   [s.prefactor_se for s in have])
+
+
+def _growth(names: tuple[str, ...], paths: tuple[int, ...], values, ses) -> Growth:
+    """:class:`Growth` of ``values`` (with errors ``ses``) against the numbers of ``paths``."""
     empty = Growth(names, paths, False, None, None, None, None, ())
     if len(set(paths)) < 2:
         return empty
-    f = stats.power_law_fit(paths, [s.prefactor for s in have], [s.prefactor_se for s in have])
+    f = stats.power_law_fit(paths, values, ses)
     if not f["determined"]:
         return empty
     gamma, se = -f["b"], f["b_se"]
     z = {name: (gamma - g) / se for name, g in GROWTHS.items()}
     consistent = tuple(name for name in GROWTHS if abs(z[name]) <= Z_CONSISTENT)
     return Growth(names, paths, True, gamma, se, f["chi2_nu"], z, consistent)
+
+
+def common_width(scalings: Sequence[NetworkScaling]) -> CommonWidth | None:
+    """:class:`CommonWidth` of ``scalings`` (``None`` when no width is resolved for every network).
+
+    Example:
+      >>> pts = [point(n, k, w, "gibbs", k / w, 0.1 * k / w, 40, True)
+      ...        for n, k in (("a", 4), ("b", 16)) for w in (20, 60)]
+      >>> c = common_width([network_scaling(pts, "a"), network_scaling(pts, "b")])
+      >>> c.width, [round(v, 2) for v in c.values], round(c.growth.gamma, 3)
+      (60, [3.98, 15.92], 1.0)
+    """
+    resolved = [{p.width for p in s.points if p.judged and p.resolved} for s in scalings]
+    shared = set.intersection(*resolved) if resolved else set()
+    if not shared:
+        return None
+    width = max(shared)
+    values, ses = [], []
+    for s in scalings:
+        here = [p for p in s.points if p.width == width and p.judged and p.resolved]
+        m = stats.weighted_mean([width * p.value for p in here], [width * p.se for p in here])
+        values.append(m["mean"])
+        ses.append(m["se"])
+    names, paths = tuple(s.network for s in scalings), tuple(s.paths for s in scalings)
+    return CommonWidth(width, names, paths, tuple(values), tuple(ses), _growth(names, paths, values, ses))
 
 
 def check_prediction(points: Sequence[Point], predictions: Sequence[Prediction], network: str) -> PredictionCheck:
@@ -290,14 +335,14 @@ def check_prediction(points: Sequence[Point], predictions: Sequence[Prediction],
 
 def findings(points: Sequence[Point], predictions: Sequence[Prediction] = ()) -> Findings:
     """:class:`Findings` from every network's points: one :class:`NetworkScaling` per network of :data:`NETWORKS`
-    that has points (others, in order after them), their :class:`Growth`, and a :class:`PredictionCheck` per network
-    with ``predictions`` (:func:`predict`)."""
+    that has points (others, in order after them), their :class:`Growth`, their :class:`CommonWidth`, and a
+    :class:`PredictionCheck` per network with ``predictions`` (:func:`predict`)."""
     present = [n for n in NETWORKS if any(p.network == n for p in points)]
     present += sorted({p.network for p in points} - set(present))
     scalings = tuple(network_scaling(points, n) for n in present)
     predicted = [n for n in present if any(q.network == n for q in predictions)]
     checks = tuple(check_prediction(points, predictions, n) for n in predicted)
-    return Findings(scalings, growth(scalings), tuple(predictions), checks)
+    return Findings(scalings, growth(scalings), tuple(predictions), checks, common_width(scalings))
 
 
 def predict(points: Sequence[Point], profile: str | None = None) -> tuple[Prediction, ...]:

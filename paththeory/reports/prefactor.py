@@ -8,7 +8,7 @@ from matplotlib.ticker import NullLocator
 
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.display.tables import markdown_table
-from paththeory.experiments.prefactor import GROWTHS, LEVEL, Z_CONSISTENT, Findings, NetworkScaling, Point
+from paththeory.experiments.prefactor import GROWTHS, LEVEL, Z_CONSISTENT, Findings, Growth, NetworkScaling, Point
 
 #: The networks' names in text.
 NAMES = {"markov": "Markov task", "omniglot": "Omniglot", "attention": "attention only", "mlp": "with MLP blocks",
@@ -95,12 +95,28 @@ def growth_sentence(findings: Findings) -> str:
     if not g.determined:
         return ("Undetermined: a prefactor needs two resolved widths with N ≥ |Π|, and only "
                 + (f"{have} " if have else "no network ") + "has one here, so nothing compares two path counts.")
+    return f"Fitted through the prefactors of {have}: {_kappa(g)}"
+
+
+def _kappa(g: Growth) -> str:
+    """A determined :class:`Growth`: its exponent, how far it lies from each reference, and the ones it is within."""
     z = "; ".join(f"{GROWTH_WORDS[name]} (κ = {GROWTHS[name]:g}) {abs(g.z[name]):.1f} errors away"
                   for name in GROWTHS)
     reads = (" and ".join(GROWTH_WORDS[c] for c in g.consistent) if g.consistent else "none of the three")
     chi = "" if g.chi2_nu is None else f", χ²/ν {g.chi2_nu:.1f}"
-    return (f"Fitted through the prefactors of {have}: N d ~ |Π|^κ with κ = {g.gamma:.2f} ± {g.gamma_se:.2f}{chi}; "
-            f"{z}. Within {Z_CONSISTENT:g} errors: {reads}.")
+    return (f"N d ~ |Π|^κ with κ = {g.gamma:.2f} ± {g.gamma_se:.2f}{chi}; {z}. Within {Z_CONSISTENT:g} errors: "
+            f"{reads}.")
+
+
+def common_sentence(findings: Findings) -> str:
+    """The growth at one width every network resolves, where the prefactors' different width ranges cannot bias it."""
+    c = findings.common
+    if c is None:
+        return "No width is resolved for every network, so none compares them all at one width."
+    values = ", ".join(f"{v:.2f} ± {e:.2f} ({_name(n)}, {k} paths)"
+                       for n, k, v, e in zip(c.networks, c.paths, c.values, c.ses))
+    fit = _kappa(c.growth) if c.growth.determined else "too few path counts to fit a growth."
+    return f"At N = {c.width}, the largest width every network resolves, N d is {values}. Fitted through them: {fit}"
 
 
 @book_style

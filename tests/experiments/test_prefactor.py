@@ -137,3 +137,21 @@ def test_predictions_follow_the_next_order_of_laplace_on_the_markov_data():
     direct = laplace_shift(theory, theory.solve(100.0, prob.temperature)).relative
     assert got[1].distance == pytest.approx(direct, rel=1e-10)
     assert all(0.3 < q.width * q.distance < 3 for q in got)
+
+
+def test_the_common_width_compares_every_network_at_one_width_and_pools_the_samplers():
+    """Networks resolved at different width ranges are compared at the largest width all resolve; two samplers at
+    that width are pooled by their weighted mean; the growth through them recovers a known exponent (1)."""
+    pts = [point(n, k, w, "gibbs", k / w, 0.05 * k / w, 40, True)
+           for n, k in (("a", 4), ("b", 16)) for w in (20, 100)]
+    pts.append(point("b", 16, 300, "gibbs", 16 / 300, 0.05 * 16 / 300, 40, True))  # b alone: not common
+    pts.append(point("a", 4, 100, "nuts", 4.4 / 100, 0.1 * 4.4 / 100, 40, True))  # a second sampler at 100
+    c = findings(pts).common
+    assert c.width == 100 and c.networks == ("a", "b") and c.paths == (4, 16)
+    at = [p for p in pts if p.network == "a" and p.width == 100]  # debiased values and their errors, times N
+    w = np.array([1 / (100 * p.se) ** 2 for p in at])
+    assert c.values[0] == pytest.approx(float(np.sum(w * np.array([100 * p.value for p in at])) / w.sum()), rel=1e-12)
+    assert 4.0 < c.values[0] < 4.4
+    assert c.growth.determined and c.growth.gamma == pytest.approx(0.96, abs=0.05)
+    assert findings([point("a", 4, 20, "gibbs", 0.1, 0.01, 40, True),
+                     point("b", 16, 30, "gibbs", 0.1, 0.01, 40, True)]).common is None

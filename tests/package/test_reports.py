@@ -80,3 +80,18 @@ def test_the_prefactor_report_words_the_prediction_check():
     assert "| 1.00 |" in report.points_table(good)  # N d predicted
     assert check_prediction(pts, bad.predictions, "markov").agrees is False
 
+
+def test_the_prefactor_report_words_the_common_width():
+    from paththeory.reports import prefactor as report
+
+    pts = [point(n, k, w, "gibbs", 0.3 * k / w, 0.006 * k / w, 40, True)
+           for n, k in (("markov", 4), ("omniglot", 16)) for w in (20, 60)]
+    f = findings(pts)
+    c = f.common
+    text = report.common_sentence(f)
+    assert text.startswith(f"At N = 60, the largest width every network resolves, N d is {c.values[0]:.2f} ± "
+                           f"{c.ses[0]:.2f} (Markov task, 4 paths)")
+    assert f"κ = {c.growth.gamma:.2f} ± {c.growth.gamma_se:.2f}" in text
+    assert report.common_sentence(findings(pts[:2])).startswith("At N = 60")  # one network: no growth to fit
+    assert "too few path counts" in report.common_sentence(findings(pts[:2]))
+
