@@ -19,7 +19,7 @@ With widths ``n_0..n_L`` and variances ``(sigma_0^2, sigma_1^2..sigma_L^2, sigma
       &+ \ln\det(K_U + T I) + y^\top (K_U + T I)^{-1} y .
     \end{aligned}
 
-With ``C`` outputs (labels ``Y[P, C]``, issue 23) every ``U^(l)`` carries the output index too,
+With ``C`` outputs (labels ``Y[P, C]``; book: the many-outputs chapter) every ``U^(l)`` carries the output index too,
 slowest: ``(c, h_l, ..., h_L)``, size ``C prod_{m >= l} H_m``; ``U_a`` is ``C x C``, ``ln U_a`` becomes
 ``ln det U_a``, ``Tr U^(L) / U_a`` becomes ``Tr[U_a^{-1} Tr_{h_L} U^(L)]``, the partial traces keep
 ``c``, and the energy acts on the ``(C P) x (C P)`` kernel with ``y = vec(Y)`` (output index slowest).

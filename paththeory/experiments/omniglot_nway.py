@@ -1,4 +1,4 @@
-"""Omniglot, N-way: the multi-output theory on ``C``-way one-shot sequences (the book's own; issue 23).
+"""Omniglot, N-way: the multi-output theory on ``C``-way one-shot sequences (book: the many-outputs chapter).
 
 The network of :mod:`paththeory.experiments.omniglot` was trained on 2-way sequences (two context
 images with the label vectors ``E_0``, ``E_1``, then a query with ``E_2``; 48 tokens). Here its

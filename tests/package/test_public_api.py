@@ -73,3 +73,12 @@ def test_the_page_reader_sees_members_and_all_members():
     pages = documented(page)
     assert pages == {"paththeory.model": {"Architecture", "path_features"}, "paththeory.action": None}
     assert on_page("paththeory.action", "entropy", pages) and not on_page("paththeory.model", "sweep", pages)
+
+
+def test_the_readme_counts_the_common_names_right():
+    from pathlib import Path
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    said = re.search(r"`pt\.__all__`, (\d+) of them", readme)
+    assert said and int(said.group(1)) == len(pt.__all__), "README.md gives a stale count of pt.__all__"
