@@ -62,9 +62,16 @@ def _unpack(x, sizes):
     return x[0], out
 
 
-def mean_shift(half_action, log_measure, x_star) -> np.ndarray:
-    """``E[x] - x*`` to first order in ``1/N`` for the density ``exp(-half_action(x) + log_measure(x))`` against
-    ``dx``, ``x*`` the minimiser of ``half_action`` (of order ``N``; ``log_measure`` of order one): ``Sigma (grad J -
+def log_measure(x, sizes) -> jnp.ndarray:
+    """``J(x) = -ln U_a - sum_l (D_l + 1)/2 ln det U^(l)``: the invariant measure's log-density against ``dx``, for
+    order parameters of sizes ``D_l = sizes[l]`` packed in ``x`` as :func:`laplace_shift` packs them."""
+    U_a, mats = _unpack(x, sizes)
+    return -jnp.log(U_a) - sum(0.5 * (n + 1) * jnp.linalg.slogdet(U)[1] for n, U in zip(sizes, mats))
+
+
+def mean_shift(half_action, measure, x_star) -> np.ndarray:
+    """``E[x] - x*`` to first order in ``1/N`` for the density ``exp(-half_action(x) + measure(x))`` against
+    ``dx``, ``x*`` the minimiser of ``half_action`` (of order ``N``; ``measure`` of order one): ``Sigma (grad J -
     1/2 grad tr(Sigma H(x)))`` at ``x*`` (module docstring); forward over reverse mode.
 
     Example:
@@ -76,7 +83,7 @@ def mean_shift(half_action, log_measure, x_star) -> np.ndarray:
     sigma = jnp.linalg.inv(hess(x_star))
     sigma = 0.5 * (sigma + sigma.T)
     contracted = jax.grad(lambda x: jnp.vdot(sigma, hess(x)))(x_star)
-    return np.asarray(sigma @ (jax.grad(log_measure)(x_star) - 0.5 * contracted))
+    return np.asarray(sigma @ (jax.grad(measure)(x_star) - 0.5 * contracted))
 
 
 def laplace_shift(theory: Theory, solution: Solution) -> LaplaceShift:
@@ -109,11 +116,7 @@ def laplace_shift(theory: Theory, solution: Solution) -> LaplaceShift:
         ent = entropy_with_readout(mats, U_a, widths, arch.heads, arch.variances)
         return 0.5 * (ent + _energy(jnp.einsum("ab,abpq->pq", mats[0], C), y, temperature))
 
-    def log_measure(x):
-        U_a, mats = _unpack(x, sizes)
-        return -jnp.log(U_a) - sum(0.5 * (n + 1) * jnp.linalg.slogdet(U)[1] for n, U in zip(sizes, mats))
-
-    shift_x = mean_shift(half_action, log_measure, x_star)
+    shift_x = mean_shift(half_action, lambda x: log_measure(x, sizes), x_star)
     _, (shift, *_) = _unpack(jnp.asarray(shift_x), sizes)
     shift = np.asarray(shift)
     return LaplaceShift(Us[0] + shift, shift, float(np.linalg.norm(shift) / np.linalg.norm(Us[0])),

@@ -219,16 +219,13 @@ def reach_problem() -> str | None:
     if box.kind != "namespaces+nobody":
         return None
     files = [str(f) for f in _needed_files()]
-    base = Path(tempfile.mkdtemp(prefix="paththeory-probe-"))
-    work = base / "work"
-    work.mkdir()
-    os.chown(work, NOBODY, NOBODY)
+    work = scratch_folder()
     try:
         done = subprocess.run(_command([sys.executable, "-c", f"for f in {files!r}: open(f).close()"], [], box),
                               cwd=work, env=_environment(work, box), stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, errors="replace", timeout=120)
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(work.parent, ignore_errors=True)
     if done.returncode == 0:
         return None
     tail = (done.stderr.strip().splitlines() or ["no message"])[-1][:300]
