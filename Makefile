@@ -3,8 +3,10 @@
 #               (every chapter executed, any warning, cell error or stderr output fails) into _build/html, and
 #               check what a reader sees (.ci/check_html.py);
 #               BOOK_JOBS chapters execute at once (tools/paththeory_tools/build.py; BOOK_JOBS=1: serial)
-#   make test   create .venv, install paththeory with [test,widgets] and the repository tooling (tools/), run the tests in
-#               TEST_WORKERS processes (pytest-xdist, one test file per process at a time)
+#   make test   create .venv, install paththeory with [test,widgets] and the repository tooling (tools/), lint the
+#               code (make lint), then run the tests in TEST_WORKERS processes (pytest-xdist, one test file per process
+#               at a time)
+#   make lint   ruff (pinned in tools/pyproject.toml) with the rules of pyproject.toml's [tool.ruff]
 #   make student   the web book without solutions into _build/student/html (builds the book first if needed)
 # `make install` alone sets up .venv; it reinstalls only when pyproject.toml or tools/pyproject.toml changes.
 # `make pdf` builds the whole book as one HTML page and prints it to _build/paththeory.pdf with
@@ -18,7 +20,7 @@ STAMP  := $(VENV)/.paththeory-installed
 BOOK_JOBS ?= 2
 TEST_WORKERS ?= 2
 
-.PHONY: install book student test pdf clean
+.PHONY: install book student lint test pdf clean
 
 install: $(STAMP)
 
@@ -44,7 +46,10 @@ pdf: install
 	  --print-to-pdf=_build/paththeory.pdf _build/singlehtml/index.html
 	@echo "The book as one PDF: _build/paththeory.pdf"
 
-test: install
+lint: install
+	$(BIN)/ruff check --no-cache .
+
+test: lint
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 clean:

@@ -157,6 +157,13 @@ def _as_number(value, name: str) -> float:
         raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}.") from None
 
 
+def check_choice(value, name: str, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of the strings ``choices``; else raise a ValueError naming ``name`` and them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}; got {value!r}.")
+    return value
+
+
 def check_count(value, name: str, minimum: int = 1, hint: str = "") -> int:
     """Return ``value`` as an int if it is a whole number ``>= minimum``; else raise naming ``name`` (and
     adding ``hint``, a sentence on why)."""

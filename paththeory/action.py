@@ -113,6 +113,9 @@ def order_parameter_sizes(heads: Sequence[int], n_outputs: int = 1, skips: Seque
 
     Book: Any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
 
+    Book, with ``C`` outputs: The derivation with an output index
+    (https://paththeory.github.io/paththeory/book/many_outputs.html#many-outputs-derivation)
+
     Example:
       >>> order_parameter_sizes((2, 3)), order_parameter_sizes((2, 3), n_outputs=2)
       ([6, 3], [12, 6])
@@ -135,6 +138,9 @@ def gp_order_parameters(heads: Sequence[int], variances: Sequence[float], n_outp
     still diagonal.
 
     Book: The GP point (corollary) (https://paththeory.github.io/paththeory/book/depth.html#cor-gp-point)
+
+    Book, with ``C`` outputs: The derivation with an output index
+    (https://paththeory.github.io/paththeory/book/many_outputs.html#many-outputs-derivation)
 
     Example:
       >>> [round(float(u[0, 0]), 4) for u in gp_order_parameters((2, 3), (1.0, 0.6, 1.7, 2.1))]
@@ -260,6 +266,9 @@ def readout_order_parameter(traced_last: Array, widths: Sequence[float], heads: 
     (``Tr U^(L)``, one output) gives a scalar.
 
     Book: The result at any depth (https://paththeory.github.io/paththeory/book/depth.html#derivation-any-depth)
+
+    Book, with ``C`` outputs: The derivation with an output index
+    (https://paththeory.github.io/paththeory/book/many_outputs.html#many-outputs-derivation)
 
     Example:
       >>> round(float(readout_order_parameter(2.5, (10.0, 10.0, 30.0), (2, 3), (1.0, 1.0, 0.8, 1.5))), 6)

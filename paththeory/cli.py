@@ -221,23 +221,20 @@ def _scan(args, experiment: str) -> int | None:
     return 0
 
 
-def _validity(args) -> int:
-    from paththeory.experiments import validity
+#: The experiments whose records a command samples, and what their records are for, in words.
+RECORDED = {"validity": "the validity figure", "residual": "the residual-stream chapter",
+            "multiclass": "the many-outputs chapter"}
 
-    if _scan(args, "validity") is not None:
+
+def _records(args) -> int:
+    """Sample one experiment's records (``args.command``: a key of :data:`RECORDED`) and write them, or its scan."""
+    import importlib
+
+    if _scan(args, args.command) is not None:
         return 0
-    path = validity.write_samples(args.profile, args.out, sampler=args.sampler, progress=not args.quiet)
-    print(f"the {validity.SAMPLER_NAMES[args.sampler]} records of the validity figure: {path}")
-    return 0
-
-
-def _residual(args) -> int:
-    from paththeory.experiments import residual
-
-    if _scan(args, "residual") is not None:
-        return 0
-    path = residual.write_samples(args.profile, args.out, sampler=args.sampler, progress=not args.quiet)
-    print(f"the {residual.SAMPLER_NAMES[args.sampler]} records of the residual-stream chapter: {path}")
+    module = importlib.import_module(f"paththeory.experiments.{args.command}")
+    path = module.write_samples(args.profile, args.out, sampler=args.sampler, progress=not args.quiet)
+    print(f"the {module.SAMPLER_NAMES[args.sampler]} records of {RECORDED[args.command]}: {path}")
     return 0
 
 
@@ -258,12 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Time the order-parameter solver against the Adam baseline.")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--case", choices=("markov", "omniglot", "multioutput", "multioutput_omniglot", "all",
-                                          "sampling"),
+                                          "sampling", "large_p"),
                        default="all",
                        help="which problem to time (default: all; multioutput: the Markov size with 3 outputs; "
                             "multioutput_omniglot: 3 outputs at P = 600 with 16 paths, about a minute; sampling: "
                             "Gibbs against NUTS on the Markov task at N = 10, 30, 100, 300, about 20 minutes on "
-                            "2 CPU cores, not part of all)")
+                            "2 CPU cores, not part of all; large_p: the Markov task at P = 1,000 to 10,000 with "
+                            "the feature-space and the P x P backends, time and peak memory, about 20 minutes, "
+                            "not part of all)")
     bench.add_argument("--baseline-max-steps", type=positive_int, default=50_000,
                        help="cap on the baseline's Adam steps (the original rule is 50,000)")
     bench.set_defaults(func=_bench)
@@ -289,14 +288,18 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=_train)
 
     for name, func, help_text, description in (
-        ("validity", _validity, "sample the networks for the figure of where the saddle point stops being "
+        ("validity", _records, "sample the networks for the figure of where the saddle point stops being "
          "accurate", "Sample the Markov (4 paths) and Omniglot (16 paths) networks with NUTS or Gibbs at the "
          "profile's widths for that sampler and write the records the validity chapter compares with the theory "
          "(default: the package's own file for the profile and sampler)."),
-        ("residual", _residual, "sample the networks with MLP blocks and skip connections for the "
+        ("residual", _records, "sample the networks with MLP blocks and skip connections for the "
          "residual-stream chapter", "Sample the four networks of the residual-stream chapter (attention only, with "
          "MLP blocks, with skip connections, two residual blocks) with NUTS or Gibbs at the profile's points and write the "
          "records the chapter compares with the theory (default: the package's own file for the profile)."),
+        ("multiclass", _records, "sample the three-output network of the many-outputs chapter",
+         "Sample the three-output network of the many-outputs chapter with NUTS or Gibbs at the profile's widths for "
+         "that sampler and write the records the chapter compares with the theory (default: the package's own file "
+         "for the profile and sampler)."),
     ):
         records = sub.add_parser(name, help=help_text, description=description)
         records.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,

@@ -234,7 +234,7 @@ def _add_row_block(out: Array, i0: int, i1: int, A: Array, B: Array, AL: Array, 
     after = 0.0 * out[0, 0]
     S = (jnp.einsum("kja,kic->ijac", B[:, :i1, i0:] + after, AL[:, i0:i1, :])
          + jnp.einsum("kia,kjc->ijac", A[:, i0:i1, i0:] + after, Q[:, :i1, :]))
-    k0, k1, m = i0 * (i0 + 1) // 2, i1 * (i1 + 1) // 2, size * (size + 1) // 2
+    k0, k1 = i0 * (i0 + 1) // 2, i1 * (i1 + 1) // 2
     tril_i, tril_j = np.tril_indices(size)  # theta's order: k = i (i + 1) / 2 + j
     S = S.reshape((i1 - i0) * i1, (size - i0) * size)[(tril_i[k0:k1] - i0) * i1 + tril_j[k0:k1]]
     S = S[:, (tril_i[k0:] - i0) * size + tril_j[k0:]]

@@ -54,6 +54,9 @@ def predictor(U, features_train, y, features_test, temperature, batch_size: int 
     Book: Step 5: integrate the auxiliary variables: the predictor
     (https://paththeory.github.io/paththeory/book/derivation.html#derivation-step-predictor)
 
+    Book, with ``C`` outputs: The derivation with an output index
+    (https://paththeory.github.io/paththeory/book/many_outputs.html#many-outputs-derivation)
+
     Args:
       U: ``[n_paths, n_paths]`` order parameter, symmetric positive semi-definite (``arch.gp_scale * I`` for the GP);
         ``C n_paths`` square (blocks ``U^{cd}``, output index slowest) for ``C`` outputs.

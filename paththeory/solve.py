@@ -1,8 +1,9 @@
 """The order-parameter solver: minimise S/N over positive-definite matrices (paper Eq. (11), App. B.1 Eq. (32)).
 
-Every order parameter is parametrised by a Cholesky factor with a log-diagonal,
+Every order parameter is parametrised by a Cholesky factor ``R_l`` (the book's letter: ``L`` is the depth) with a
+log-diagonal,
 
-    U^(l) = c_l L_l L_l^T,   L_l = strict_tril(theta_l) + diag(exp(diag theta_l)),
+    U^(l) = c_l R_l R_l^T,   R_l = strict_tril(theta_l) + diag(exp(diag theta_l)),
 
 with ``c_l`` its GP value, so ``theta = 0`` is the GP point and every iterate is positive
 definite. ``U_a`` is eliminated in closed form; all ``U^(l)`` are optimised jointly with
@@ -25,6 +26,11 @@ solver runs in mixed precision
 per evaluation, until the gradient reaches 1e-5 (or float32's own error, measured at the start)
 or float32 can no longer certify descent, then finishes in float64 from there with the same
 curvature history. Tolerances and reported gradients are always float64's.
+
+With one output and many more examples than features (``P >= 1.5 n_paths N0``, from P = 1000) the energy is
+evaluated in the ``n_paths N0``-dimensional feature space instead of from the ``P x P`` kernel
+(:class:`~paththeory.kernels.LowRankKernel`, :func:`~paththeory.kernels.low_rank_energy`): at the Markov task's
+P = 10,000 one solve takes seconds and the process stays under 3 GB.
 
 Convergence is measured on the gradient, as in the authors' code (the paper, App. E, minimises
 the action with Adam): ``tol`` bounds the largest absolute entry of the gradient of ``S/N`` with
@@ -73,7 +79,10 @@ from paththeory.kernels import (
     DEFAULT_MEMORY_BUDGET,
     GramBlocks,
     KernelOperator,
+    LowRankKernel,
+    _low_rank_energy,
     apply_operator,
+    check_backend,
     check_features,
     kernel_operator,
     operator_astype,
@@ -169,10 +178,10 @@ def theta_to_matrices(theta: Array, sizes: Sequence[int], scales: Sequence[float
                       skips: Sequence[bool] | None = None, n_outputs: int = 1) -> list[Array]:
     """Unpack the flat parameter vector into ``[U^(1), ..., U^(L)]`` (all positive definite).
 
-    A level without a skip is ``U = c L L^T`` (``c = scales[l]``, ``L`` lower triangular with a log-diagonal).
+    A level without a skip is ``U = c R R^T`` (``c = scales[l]``, ``R`` lower triangular with a log-diagonal).
     A skip level is built on the level above's factor ``F`` (``F F^T = U^(l+1)``), in branch-major order:
-    ``[[F, 0], [G X, G L]]`` with ``G = sigma_l (I_H x F)`` (``sigma_l^2 = scales[l]``), so its skip block
-    is ``U^(l+1)`` exactly, its Schur complement is ``G L L^T G^T`` and ``theta = 0`` is the GP point. With a
+    ``[[F, 0], [G X, G R]]`` with ``G = sigma_l (I_H x F)`` (``sigma_l^2 = scales[l]``), so its skip block
+    is ``U^(l+1)`` exactly, its Schur complement is ``G R R^T G^T`` and ``theta = 0`` is the GP point. With a
     skip at the top level, ``sizes`` and ``scales`` end with ``U_a``'s (``C`` and ``sigma_a^2``) and ``U_a``
     is the last matrix returned.
 
@@ -253,6 +262,25 @@ def _n_outputs(sizes, heads, skips) -> int:
     return sizes[len(heads) - 1] // (heads[-1] + skips[-1])
 
 
+def _action(us, op: KernelOperator, y, temperature, widths, heads, variances, skips, U_a=None):
+    """``S/N`` (:func:`~paththeory.action.action`) with the energy of the backend ``op``: from the ``P x P``
+    kernel, or in feature space for :class:`~paththeory.kernels.LowRankKernel`
+    (:func:`~paththeory.kernels.low_rank_energy`)."""
+    if not isinstance(op, LowRankKernel):
+        return action(us, apply_operator(op, us[0]), y, temperature, widths, heads, variances, skips, U_a)
+    ent = entropy(us, widths, heads, variances, skips) if U_a is None else entropy_with_readout(
+        us, U_a, widths, heads, variances, skips)
+    return (ent + _low_rank_energy(op, us[0], y, temperature)) / jnp.max(jnp.asarray(widths))
+
+
+def _objective(theta, data: _Data, sizes, scales, heads, variances, skips):
+    """``S/N`` as a function of the flat parameters ``theta``."""
+    us = theta_to_matrices(theta, sizes, scales, skips, _n_outputs(sizes, heads, skips))
+    widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
+    return _action(us[:len(heads)], data.op, data.y, data.temperature, widths, heads, variances, skips,
+                   us[len(heads)] if skips[-1] else None)
+
+
 def _gradients(theta, data: _Data, sizes, scales, heads, variances, skips):
     """``(S/N, dS/dtheta, [dS/dU^(l)])``; the U-gradients come for free from the chain rule. Those reported
     are the free entries' (:func:`_free_gradients`)."""
@@ -261,9 +289,8 @@ def _gradients(theta, data: _Data, sizes, scales, heads, variances, skips):
     widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
 
     def s_of_u(us):
-        K = apply_operator(data.op, us[0])
         U_a = us[len(heads)] if skips[-1] else None
-        return action(us[:len(heads)], K, data.y, data.temperature, widths, heads, variances, skips, U_a)
+        return _action(us[:len(heads)], data.op, data.y, data.temperature, widths, heads, variances, skips, U_a)
 
     f, g_us = jax.value_and_grad(s_of_u)(Us)
     g_us = [0.5 * (g + g.T) for g in g_us]
@@ -302,9 +329,14 @@ def _hessian(theta, data: _Data, sizes, scales, heads, variances, skips) -> Arra
     held fixed in the second term; the small entropy and parametrisation terms are left to autodiff.
     With ``C > 1`` outputs ``J^T H_E J`` comes from :func:`~paththeory.hessian.energy_hessian_cholesky`,
     the second term row by row (:func:`_hessian_rows`), and only the upper triangle is exact: the one
-    its Cholesky factor reads (:func:`_factored_inverse`).
+    its Cholesky factor reads (:func:`_factored_inverse`). With the feature-space backend
+    (:class:`~paththeory.kernels.LowRankKernel`) the whole Hessian comes from autodiff, ``D`` Hessian-vector
+    products through :func:`~paththeory.kernels.low_rank_energy`.
     """
     th = theta.astype(data.features.dtype)
+    if isinstance(data.op, LowRankKernel):  # the energy in feature space: autodiff through it, row by row
+        H = _hessian_rows(lambda t: _objective(t, data, sizes, scales, heads, variances, skips), th)
+        return (0.5 * (H + H.T)).astype(theta.dtype)
     widths = tuple(data.widths[i] for i in range(data.widths.shape[0]))
     n_outputs = _n_outputs(sizes, heads, skips)
     width = jnp.max(data.widths).astype(th.dtype)
@@ -330,9 +362,9 @@ def _hessian(theta, data: _Data, sizes, scales, heads, variances, skips) -> Arra
         return (0.5 * (H + H.T)).astype(theta.dtype)
     rows, cols = _tril(sizes[0])
     first = rows.size
-    L = jnp.zeros((sizes[0], sizes[0]), th.dtype).at[rows, cols].set(
+    R = jnp.zeros((sizes[0], sizes[0]), th.dtype).at[rows, cols].set(
         jnp.where(rows == cols, jnp.exp(th[:first]), th[:first]))
-    return energy_hessian_cholesky(data.features, K, y, temperature, L, scales[0], 1.0 / width,
+    return energy_hessian_cholesky(data.features, K, y, temperature, R, scales[0], 1.0 / width,
                                    _hessian_rows(rest, th), n_outputs)
 
 
@@ -357,9 +389,9 @@ def _inverse_hessian(H: Array) -> Array:
 
 
 class _CholeskyInverse(NamedTuple):
-    """``(L L^T)^{-1} x`` by two triangular solves in the factor's precision (the L-BFGS initial matrix ``h0``,
+    """``(R R^T)^{-1} x`` by two triangular solves in the factor's precision (the L-BFGS initial matrix ``h0``,
     applied as ``h0 @ x``); ``x`` itself where no factor was found (``ok`` false). The factor is held as
-    ``upper = L^T``: row-major, that is ``L`` in LAPACK's column-major order, so that neither the solves nor the
+    ``upper = R^T``: row-major, that is ``R`` in LAPACK's column-major order, so that neither the solves nor the
     quasi-Newton loop that carries it copy it."""
 
     upper: Array
@@ -557,7 +589,7 @@ class Solution:
       temperature: the Gibbs temperature ``T``.
       report: convergence report: ``grad_norm`` (max ``|d(S/N)/dU|``), ``iterations``,
         ``evaluations``, ``seconds``, ``converged``, ``status``, ``action`` (S/N), ``tolerance``,
-        ``rtol``.
+        ``rtol``, ``precision``, ``hessian``, ``kernel_backend`` (the kernel operator's class name).
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -590,6 +622,9 @@ class Theory:
     """The theory for one architecture and training set: holds the kernel operator for reuse.
 
     Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
+    Book, with ``C`` outputs: The derivation with an output index
+    (https://paththeory.github.io/paththeory/book/many_outputs.html#many-outputs-derivation)
 
     Args:
       arch: the :class:`~paththeory.model.Architecture` (heads and variances are used here).
@@ -624,7 +659,16 @@ class Theory:
         (``paththeory._compiled``), the shift search factored one copy of the Hessian at a time and the
         kernel's gradient stopped holding a zero array; the code before these two changes, run just before on
         the same machine, took 291 s at a peak of 4.11 GiB to the same U (largest difference 4.7e-12).
-        ``memory_budget`` gates it (:func:`hessian_pays`).
+        ``memory_budget`` gates it (:func:`hessian_pays`). With the feature-space backend (below) the
+        Hessian comes from autodiff and is off unless set, since it does not pay there.
+      backend: ``"auto"`` (default), ``"dense"`` or ``"low_rank"`` (:func:`~paththeory.kernels.kernel_operator`).
+        ``K_U`` has rank at most ``n_paths N0``; with one output and ``P >= max(1000, 1.5 n_paths N0)`` examples
+        (:func:`~paththeory.kernels.low_rank_pays`) ``"auto"`` evaluates the energy in that feature space
+        (:class:`~paththeory.kernels.LowRankKernel`, :func:`~paththeory.kernels.low_rank_energy`: an
+        ``(n_paths N0)``-square Cholesky factor per evaluation instead of a ``P x P`` one), in float64
+        throughout. ``"low_rank"`` forces it at any ``P`` (with ``C > 1`` outputs it warns and uses the
+        ``P x P`` form); it needs ``T > 0``. Book: Many more examples than features
+        (https://paththeory.github.io/paththeory/book/solver.html#solver-low-rank).
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -638,9 +682,10 @@ class Theory:
     """
 
     def __init__(self, arch: Architecture, features, y, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 precision: str = "auto", hessian: bool | None = None):
+                 precision: str = "auto", hessian: bool | None = None, backend: str = "auto"):
         if precision not in ("auto", "double", "mixed"):
             raise ValueError(f"precision must be 'auto', 'double' or 'mixed'; got {precision!r}.")
+        backend = check_backend(backend)
         check_architecture(arch)
         hessian = None if hessian is None else check_flag(hessian, "hessian")
         feats = check_features(features)
@@ -655,9 +700,11 @@ class Theory:
         self.y = jnp.asarray(labels if np.ndim(y) == 2 else labels[:, 0])
         self.n_outputs = labels.shape[1]
         self.targets = jnp.asarray(stacked(labels))  # vec(Y) [C P], output index slowest
-        self.operator = kernel_operator(feats, memory_budget, self.n_outputs)
+        self.operator = kernel_operator(feats, memory_budget, self.n_outputs, backend)
+        low_rank = isinstance(self.operator, LowRankKernel)
         gram = isinstance(self.operator, GramBlocks)
-        pays = gram or feats.shape[1] * feats.shape[2] >= MIXED_PRECISION_MIN_FACTORISED_WIDTH
+        # In feature space an evaluation is one m x m Cholesky factor, kept in float64 (no float32 phase).
+        pays = not low_rank and (gram or feats.shape[1] * feats.shape[2] >= MIXED_PRECISION_MIN_FACTORISED_WIDTH)
         # C outputs: the energy is that of C P examples.
         mixed = precision == "mixed" or (
             precision == "auto" and pays and self.n_outputs * feats.shape[0] >= MIXED_PRECISION_MIN_EXAMPLES)
@@ -666,18 +713,29 @@ class Theory:
         skips = self.skips = arch.skips
         free_readout = (self.n_outputs,) if skips[-1] else ()  # a top-level skip ties U_a: no closed form
         self.sizes = tuple(order_parameter_sizes(arch.heads, self.n_outputs, skips)) + free_readout
-        # Scales: U = c L L^T without a skip (c the GP value), sigma_l^2 of the weighted block at a skip level.
+        # Scales: U = c R R^T without a skip (c the GP value), sigma_l^2 of the weighted block at a skip level.
         self.scales = tuple(arch.variances[l + 1] if skip else level_scale(l, arch.variances)
                             for l, skip in enumerate(skips)) + ((arch.variances[-1],) if skips[-1] else ())
-        streamed = self.n_outputs > 1 and skips[0]  # the streamed C > 1 Hessian needs U^(1) = c L L^T
-        self.hessian = False if streamed else (
-            hessian_pays(*feats.shape, memory_budget, self.n_outputs, 4 if mixed else 8,
-                         parameter_count(self.sizes, skips)) if hessian is None else bool(hessian))
+        streamed = self.n_outputs > 1 and skips[0]  # the streamed C > 1 Hessian needs U^(1) = c R R^T
+        if low_rank and hessian is None:
+            # Here the Hessian is D Hessian-vector products through the m x m factor, about 4 evaluations each:
+            # at the Markov task's P = 2,000 (D = 13) it took 14 s against 8 s for the whole solve without it.
+            self.hessian = False
+        else:
+            self.hessian = False if streamed else (
+                hessian_pays(*feats.shape, memory_budget, self.n_outputs, 4 if mixed else 8,
+                             parameter_count(self.sizes, skips)) if hessian is None else bool(hessian))
         self._gp_eigmin: float | None = None
 
     # ------------------------------------------------------------------ checks
     def _check_temperature(self, temperature) -> float:
         t = check_nonnegative(temperature, "temperature")
+        if t == 0 and isinstance(self.operator, LowRankKernel):
+            p, n, n0 = self.features.shape
+            fix = ("the kernel, of rank at most n N0 < P, is singular: use T > 0" if p > n * n0
+                   else "use T > 0, or Theory(..., backend='dense')")
+            raise ValueError(f"temperature T = 0 is outside the low-rank backend, whose energy holds (P - n N0) ln T "
+                             f"(P = {p}, n N0 = {n * n0}); {fix}.")
         if t == 0:
             if self._gp_eigmin is None:
                 K = np.asarray(apply_operator(self.operator, jnp.eye(self.arch.n_paths)))
@@ -735,10 +793,9 @@ class Theory:
         widths = self.arch.widths(width)
         t = self._check_temperature(temperature)
         mats = [jnp.asarray(U) for U in self._check_order_parameters(Us, "Us")]
-        K = apply_operator(self.operator, mats[0])
         L = self.arch.n_layers
-        return float(action(mats[:L], K, self.targets, t, widths, self.arch.heads, self.arch.variances, self.skips,
-                            mats[L] if self.skips[-1] else None))
+        return float(_action(mats[:L], self.operator, self.targets, t, widths, self.arch.heads, self.arch.variances,
+                             self.skips, mats[L] if self.skips[-1] else None))
 
     def solve(self, width, temperature, init=None, tol: float = 1e-9, max_iter: int = 5000,
               rtol: float = 0.0) -> Solution:
@@ -816,6 +873,7 @@ class Theory:
                 "rtol": rtol,
                 "precision": self.precision,
                 "hessian": use_hessian,
+                "kernel_backend": type(self.operator).__name__,
             }
             heads = self.arch.heads
             U_a = mats[L][b] if self.skips[-1] else np.asarray(readout_order_parameter(
@@ -951,6 +1009,7 @@ def sweep(arch: Architecture, features, y, widths, temperatures, **opts):
 
 
 def _theory(arch: Architecture, features, y, opts: dict) -> Theory:
-    """A :class:`Theory` from the one-call functions' options (pops ``memory_budget``, ``precision``, ``hessian``)."""
+    """A :class:`Theory` from the one-call functions' options (pops ``memory_budget``, ``precision``, ``hessian``,
+    ``backend``)."""
     return Theory(arch, features, y, opts.pop("memory_budget", DEFAULT_MEMORY_BUDGET), opts.pop("precision", "auto"),
-                  opts.pop("hessian", None))
+                  opts.pop("hessian", None), opts.pop("backend", "auto"))

@@ -22,3 +22,17 @@ def markdown_table(header, rows) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *map(line, body)])
+
+
+def scientific(x: float, digits: int = 0) -> str:
+    """``x`` in scientific notation as typeset maths (for Markdown with ``$...$``), not as ``1e-06``.
+
+    Example:
+      >>> scientific(1e-6), scientific(2.5e-5, 1), scientific(0.0)
+      ('$10^{-6}$', '$2.5\\\\times10^{-5}$', '$0$')
+    """
+    if x == 0:
+        return "$0$"
+    mantissa, exponent = f"{x:.{digits}e}".split("e")
+    power = f"10^{{{int(exponent)}}}"
+    return f"${power}$" if mantissa in ("1", "1." + "0" * digits) else f"${mantissa}\\times{power}$"

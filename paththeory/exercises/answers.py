@@ -103,14 +103,7 @@ def _invalid(exercise_id: str, spec: Answer, problem: str, advice: str = "") -> 
 def _as_numbers(exercise_id: str, value, spec: Answer, shape: tuple, item: str = "") -> np.ndarray:
     """``value`` as a float array of ``shape``, or raise :class:`InvalidAnswer` saying what is wrong."""
     what = (item + " is " if item else "got ") + _what(value)
-    if value is None:
-        raise _invalid(exercise_id, spec, "no answer given" + (f" ({item} is None)" if item else " (`answer` is None)"),
-                       "Store your result in `answer` before calling check.")
-    if isinstance(value, (str, bytes)):
-        raise _invalid(exercise_id, spec, what + " (text, not a number)",
-                       "Store the number itself, not its text: e.g. answer = 3, not answer = '3'.")
-    if isinstance(value, (bool, np.bool_, dict, set)) or callable(value):
-        raise _invalid(exercise_id, spec, what)
+    _refuse_non_numbers(exercise_id, value, spec, item, what)
     try:
         arr = np.asarray(value)
         if arr.dtype.kind == "O" and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in arr.flat):
@@ -132,6 +125,26 @@ def _as_numbers(exercise_id: str, value, spec: Answer, shape: tuple, item: str =
         raise _invalid(exercise_id, spec, f"{what.replace(' and dtype ' + str(arr.dtype), '')}, not shape {tuple(shape)}",
                        "Check which axes your result keeps and their order.")
     arr = arr.astype(float)
+    _refuse_non_finite(exercise_id, arr, spec, item)
+    if spec.kind == "integer" and arr.ndim == 0 and float(arr) != round(float(arr)):
+        raise _invalid(exercise_id, spec, f"{what}, not a whole number")
+    return arr
+
+
+def _refuse_non_numbers(exercise_id: str, value, spec: Answer, item: str, what: str) -> None:
+    """Raise :class:`InvalidAnswer` for no answer, text, a boolean, a container of no numbers or a function."""
+    if value is None:
+        raise _invalid(exercise_id, spec, "no answer given" + (f" ({item} is None)" if item else " (`answer` is None)"),
+                       "Store your result in `answer` before calling check.")
+    if isinstance(value, (str, bytes)):
+        raise _invalid(exercise_id, spec, what + " (text, not a number)",
+                       "Store the number itself, not its text: e.g. answer = 3, not answer = '3'.")
+    if isinstance(value, (bool, np.bool_, dict, set)) or callable(value):
+        raise _invalid(exercise_id, spec, what)
+
+
+def _refuse_non_finite(exercise_id: str, arr: np.ndarray, spec: Answer, item: str) -> None:
+    """Raise :class:`InvalidAnswer` when the float array ``arr`` holds a NaN or an infinite value."""
     bad = ~np.isfinite(arr)
     if bad.any():
         kind = "NaN" if np.isnan(arr).any() else "an infinite value"
@@ -139,9 +152,6 @@ def _as_numbers(exercise_id: str, value, spec: Answer, shape: tuple, item: str =
         raise _invalid(exercise_id, spec, f"{item + ' ' if item else 'the answer '}contains {kind}{where}",
                        "A NaN or inf usually comes from 0/0, a division by zero, the log or square root of a "
                        "negative number, or the mean of an empty selection: print the intermediate quantities.")
-    if spec.kind == "integer" and arr.ndim == 0 and float(arr) != round(float(arr)):
-        raise _invalid(exercise_id, spec, f"{what}, not a whole number")
-    return arr
 
 
 def validate(exercise_id: str, value, spec: Answer) -> list[np.ndarray]:
@@ -173,37 +183,47 @@ def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, accura
       >>> diagnose(np.array(0.03), np.array(0.97), 1e-9, 0, accuracy=True)
       ['it is 1 minus the expected value: an error rate instead of an accuracy?']
     """
-    notes = []
     if got.ndim == 0:
-        g, w = float(got), float(want)
-        if g == 0:
-            return ["your answer is 0 and the expected one is not"]
-        if w == 0:
-            return ["the expected answer is much smaller in magnitude than yours"]
-        if 0 < w < 1 and math.isclose(g, 1 - w, rel_tol=max(rtol, 1e-9), abs_tol=max(atol, 1e-12)):
-            return ["it is 1 minus the expected value: " + ("an error rate instead of an accuracy?" if accuracy
-                                                            else "a complement (1 - x) of what is asked?")]
-        if math.isclose(abs(g), abs(w), rel_tol=max(rtol, 1e-12), abs_tol=atol):
-            return ["only the sign is wrong"]
-        if np.sign(g) != np.sign(w):
-            notes.append("the sign is wrong")
-        ratio = abs(g / w)
-        if ratio >= 10 or ratio <= 0.1:
-            k = round(math.log10(ratio))
-            notes.append(f"it is about 10^{abs(k)} times too {'large' if k > 0 else 'small'} in magnitude: "
-                         "check a prefactor, a power or a normalisation")
-            return notes
-        rel = abs(abs(g) - abs(w)) / abs(w)
-        if rel < FLOAT32_LEVEL:
-            return notes + [_FLOAT32.format(rel=rel)]
-        size = "too large" if abs(g) > abs(w) else "too small"
-        if accuracy:
-            close = (" (close: is it the accuracy on the set asked for, e.g. the test set rather than the "
-                     "training or validation set, at the stated temperature and sizes?)")
-        else:
-            close = " (within 1%: check a small term, a sample size or a solver tolerance)" if rel < 0.01 else ""
-        notes.append(f"the order of magnitude is right, but it is {size} in magnitude{close}")
+        return _diagnose_number(float(got), float(want), rtol, atol, accuracy)
+    return _diagnose_array(got, want, rtol, atol)
+
+
+def _diagnose_number(g: float, w: float, rtol: float, atol: float, accuracy: bool) -> list[str]:
+    """:func:`diagnose` of a single number ``g`` against ``w``."""
+    notes = []
+    if g == 0:
+        return ["your answer is 0 and the expected one is not"]
+    if w == 0:
+        return ["the expected answer is much smaller in magnitude than yours"]
+    if 0 < w < 1 and math.isclose(g, 1 - w, rel_tol=max(rtol, 1e-9), abs_tol=max(atol, 1e-12)):
+        return ["it is 1 minus the expected value: " + ("an error rate instead of an accuracy?" if accuracy
+                                                        else "a complement (1 - x) of what is asked?")]
+    if math.isclose(abs(g), abs(w), rel_tol=max(rtol, 1e-12), abs_tol=atol):
+        return ["only the sign is wrong"]
+    if np.sign(g) != np.sign(w):
+        notes.append("the sign is wrong")
+    ratio = abs(g / w)
+    if ratio >= 10 or ratio <= 0.1:
+        k = round(math.log10(ratio))
+        notes.append(f"it is about 10^{abs(k)} times too {'large' if k > 0 else 'small'} in magnitude: "
+                     "check a prefactor, a power or a normalisation")
         return notes
+    rel = abs(abs(g) - abs(w)) / abs(w)
+    if rel < FLOAT32_LEVEL:
+        return notes + [_FLOAT32.format(rel=rel)]
+    size = "too large" if abs(g) > abs(w) else "too small"
+    if accuracy:
+        close = (" (close: is it the accuracy on the set asked for, e.g. the test set rather than the "
+                 "training or validation set, at the stated temperature and sizes?)")
+    else:
+        close = " (within 1%: check a small term, a sample size or a solver tolerance)" if rel < 0.01 else ""
+    notes.append(f"the order of magnitude is right, but it is {size} in magnitude{close}")
+    return notes
+
+
+def _diagnose_array(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> list[str]:
+    """:func:`diagnose` of an array ``got`` against ``want`` of the same shape."""
+    notes = []
     ok = np.isclose(got, want, rtol=rtol, atol=atol)
     flat_w, flat_g = want.ravel(), got.ravel()
     scale = float(flat_w @ flat_w)
@@ -223,18 +243,24 @@ def diagnose(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, accura
     if np.allclose(np.sort(flat_g), np.sort(flat_w), rtol=rtol, atol=atol):
         return ["it has the right entries in the wrong places: check the order of the axes or of the paths"]
     notes.append(f"{int(ok.sum())} of {ok.size} entries are right")
-    ng, nw = float(np.linalg.norm(flat_g)), norm_w
+    return notes + _size_notes(flat_g, flat_w)
+
+
+def _size_notes(flat_g: np.ndarray, flat_w: np.ndarray) -> list[str]:
+    """How the size (norm) and direction of a wrong array compare with the expected one's."""
+    ng, nw = float(np.linalg.norm(flat_g)), float(np.linalg.norm(flat_w))
     if ng == 0:
-        notes.append("your array is all zeros")
-    elif nw > 0:
-        ratio = ng / nw
-        if ratio >= 10 or ratio <= 0.1:
-            k = round(math.log10(ratio))
-            notes.append(f"its size (norm) is about 10^{abs(k)} times too {'large' if k > 0 else 'small'}")
-        else:
-            notes.append("its size (norm) has the right order of magnitude")
-        if scale > 0 and float(flat_g @ flat_w) < 0:
-            notes.append("it points the opposite way to the expected array (check a sign)")
+        return ["your array is all zeros"]
+    if nw == 0:
+        return []
+    ratio = ng / nw
+    if ratio >= 10 or ratio <= 0.1:
+        k = round(math.log10(ratio))
+        notes = [f"its size (norm) is about 10^{abs(k)} times too {'large' if k > 0 else 'small'}"]
+    else:
+        notes = ["its size (norm) has the right order of magnitude"]
+    if float(flat_g @ flat_g) > 0 and float(flat_w @ flat_w) > 0 and float(flat_g @ flat_w) < 0:
+        notes.append("it points the opposite way to the expected array (check a sign)")
     return notes
 
 

@@ -290,6 +290,78 @@ def _pruning_lowest_two_explain(truth: float) -> str:
             f"{truth:.3f} (unpruned {full:.3f}).")
 
 
+# --------------------------------------------------------------------------- the residual chapter
+
+#: One attention layer of one head inside a skip, the readout above it, all widths ``n``: the exercise
+#: on the coefficient of ``ln det U^(l+1)`` (``H`` in place of ``H + 1``).
+SKIP_HEAD_SETUP = {"width": 10.0, "variances": (1.0, 0.7, 1.5)}
+
+
+def _residual_h_instead_truth() -> float:
+    """U_a at the minimum of the entropy with ``H`` in place of ``H + 1``: the package's entropy (with ``H + 1``)
+    minus ``n ln U_a``, minimised over ``ln U_a``, the cross entry and the log of the Schur complement by BFGS."""
+    import jax
+    import jax.numpy as jnp
+    from scipy import optimize
+
+    from paththeory.action import entropy_with_readout
+
+    jax.config.update("jax_enable_x64", True)
+    n, variances = SKIP_HEAD_SETUP["width"], SKIP_HEAD_SETUP["variances"]
+
+    def value(p):
+        u_a, cross, schur = jnp.exp(p[0]), p[1], jnp.exp(p[2])
+        U = jnp.array([[u_a, cross], [cross, schur + cross**2 / u_a]])
+        return entropy_with_readout([U], u_a, (n, n), (1,), variances, (True,)) - n * p[0]
+
+    value_and_grad = jax.jit(jax.value_and_grad(value))
+    result = optimize.minimize(lambda x: tuple(np.asarray(v, float) for v in value_and_grad(jnp.asarray(x))),
+                               np.array([0.0, 0.3, 0.0]), jac=True, method="BFGS", options={"gtol": 1e-12})
+    return float(np.exp(result.x[0]))
+
+
+# --------------------------------------------------------------------------- the many-outputs chapter
+
+
+@functools.lru_cache(maxsize=None)
+def _many_outputs_decoupling() -> tuple[float, float, float, float]:
+    """Two outputs ``Y = [y, -y] / sqrt 2`` on the toy task at ``N = 5``, ``T = 1``, rotated by
+    ``O = [[1, 1], [-1, 1]] / sqrt 2``: the largest entry of the off-diagonal block, the traces of the dead and the
+    live output's blocks, and the trace of one output's block at the GP point."""
+    from paththeory.solve import Theory
+
+    arch, f_train, y_train, _, _ = toy_problem()
+    n = arch.n_paths
+    U = Theory(arch, f_train, np.stack([y_train, -y_train], axis=1) / np.sqrt(2.0)).solve(5, 1.0).U
+    O = np.array([[1.0, 1.0], [-1.0, 1.0]]) / np.sqrt(2.0)
+    rot = np.kron(O.T, np.eye(n)) @ U @ np.kron(O, np.eye(n))
+    return (float(np.max(np.abs(rot[:n, n:]))), float(np.trace(rot[n:, n:])), float(np.trace(rot[:n, :n])),
+            float(arch.gp_scale * n))
+
+
+# --------------------------------------------------------------------------- the solver chapter
+
+
+def _solver_curvature_truth() -> float:
+    """d^2/dt^2 E(U + t Delta) at t = 0 by automatic differentiation of the package's energy."""
+    import jax
+    import jax.numpy as jnp
+
+    import paththeory as pt
+    from paththeory.action import energy
+    from paththeory.kernels import kernel_matrix
+    from paththeory.tasks.examples import two_layer_problem
+
+    jax.config.update("jax_enable_x64", True)
+    arch, x, y = two_layer_problem()
+    features = pt.path_features(arch, x)
+    U = arch.gp_scale * np.eye(arch.n_paths)
+    delta = np.zeros_like(U)
+    delta[0, 1] = delta[1, 0] = 1.0
+    along = lambda t: energy(kernel_matrix(jnp.asarray(U) + t * delta, features), jnp.asarray(y, float), 0.05)
+    return float(jax.grad(jax.grad(along))(0.0))
+
+
 _ACCURACY = "a test accuracy, a fraction between 0 and 1"
 
 EXERCISES: dict[str, Exercise] = {
@@ -341,6 +413,16 @@ EXERCISES: dict[str, Exercise] = {
         "Revisit the single-path entropy: fix U^(1) = 2, minimise over U^(2) and U^(3) (positive: optimise "
         "their logs), with the widths SINGLE_PATH_WIDTHS and unit variances, and store the minimum value, "
         "not the minimiser.",
+        rtol=1e-6),
+    "solver.curvature": Exercise(
+        "the second derivative of the energy along a symmetric direction",
+        Answer("number", meaning="d^2 E(U + t Delta) / dt^2 at t = 0"),
+        _solver_curvature_truth,
+        lambda t: f"{t:.4f}: -Tr(K^-1 C_D K^-1 C_D) + 2 psi^T C_D K^-1 C_D psi, the sum of four entries of "
+                  "the entrywise Hessian, not one of them.",
+        "Revisit the Hessian of the energy in this chapter: the direction Delta is symmetric (1 at [0, 1] "
+        "and [1, 0]), so C_Delta = C^01 + C^10, and along it the two label terms count equally; the GP "
+        "point of two_layer_problem, T = 0.05.",
         rtol=1e-6),
     "gp_vs_finite.good_path": Exercise(
         "the GP test accuracy of the good path alone",
@@ -438,4 +520,25 @@ EXERCISES: dict[str, Exercise] = {
         "Revisit the pruning experiment: U solved at N = 10, T = 0.25 on the training features, heads scored "
         "from that U, and the two lowest-scoring heads pruned together.",
         rtol=0, atol=1e-12),
+    "many_outputs.decoupling": Exercise(
+        "two classes on two outputs: the rotated U*",
+        Answer("array", (2,), "[largest |entry| of the rotated off-diagonal block, trace of the dead block]"),
+        lambda: np.array(_many_outputs_decoupling()[:2]),
+        lambda t: f"the rotated off-diagonal block vanishes (largest entry {t[0]:.1e}); the dead output's block "
+                  f"has trace {t[1]:.4f} against {_many_outputs_decoupling()[2]:.4f} for the live one and "
+                  f"{_many_outputs_decoupling()[3]:g} at the GP point: without labels, only the entropy and the "
+                  "log-determinant shape it, and they shrink it.",
+        "Revisit the decoupling case: U* with labels Y = [y, -y] / sqrt 2 at N = 5, T = 1, rotated by "
+        "O (x) I with O = [[1, 1], [-1, 1]] / sqrt 2 (U -> (O^T (x) I) U (O (x) I)); the live output is "
+        "the first block, the dead one the second.",
+        rtol=1e-4, atol=1e-6),
+    "residual.h_instead": Exercise(
+        "the readout order parameter at the minimum, one head and a skip, with H in place of H + 1",
+        Answer("number", meaning="the readout order parameter U_a at the minimum"),
+        _residual_h_instead_truth,
+        lambda t: f"U_a* = {t:.6f} = 2 sigma_a^2 with H; with H + 1 it is sigma_a^2 = 1.5, the GP point.",
+        "Revisit the lemma on a level with a skip: fix U_a, minimise the level's term over the free cross "
+        "entry and the Schur complement, then minimise over U_a; the wrong coefficient leaves an extra "
+        "-n ln U_a (widths n = 10, sigma_1^2 = 0.7, sigma_a^2 = 1.5).",
+        rtol=1e-6),
 }

@@ -43,6 +43,7 @@ KINDS: dict[str, str] = {
     "prob-single-path": "derivation",
     "prob-one-path-temperature": "derivation",
     "prob-prefactor": "derivation",
+    "prob-skip-level": "derivation",
     "prob-action": "implement",
     "prob-predictor": "implement",
     "prob-overlap-distance": "implement",
@@ -60,6 +61,7 @@ POINTS: dict[str, int] = {
     "prob-single-path": 10,
     "prob-one-path-temperature": 15,
     "prob-prefactor": 15,
+    "prob-skip-level": 10,
     "prob-action": 15,
     "prob-predictor": 10,
     "prob-overlap-distance": 15,
@@ -129,6 +131,15 @@ PARTS: dict[str, tuple[Part, ...]] = {
         Part("3", 3, "parts 1 and 2 repeated for the scalar Gamma identity"),
         Part("4", 5, "the relative difference as a function of the number of paths and N, evaluated in the "
                      "three settings; what happens in the last; why it is not an error of U*, and which gap is"),
+    ),
+    "prob-skip-level": (
+        Part("1", 4, "the term split with the Schur complement; the cross block and the Schur complement minimised "
+                     "separately, uniqueness argued; the minimum, and the term that removes its dependence on the "
+                     "level above"),
+        Part("2", 3, "the minimum with the wrong coefficient; the one-head entropy reduced to U_a and minimised "
+                     "with both coefficients"),
+        Part("3", 3, "the normalisation argument (Laplace on a conditional density); the law of large numbers for "
+                     "U_a; the step of the proof that supplies the +1"),
     ),
 }
 

@@ -22,12 +22,23 @@ gradient is always evaluated in float64. Cases:
   teacher on the features; a 1800 x 1800 kernel, U 48 x 48), one (N, T) solve against first-order
   L-BFGS (the solver without the Hessian restart): Adam would take hours here.
 
-:data:`CASES` (``all``) holds every case.
+* ``large_p`` (not part of ``all``: about 20 minutes on 2 CPU cores): the Markov-chain task at
+  P = 1,000, 1,500, 2,000, 5,000 and 10,000 (4 paths of N0 = 231: ``n N0 = 924``), one solve at N = 100,
+  T = 0.01, with the feature-space backend (:class:`~paththeory.kernels.LowRankKernel`) and, up to
+  :data:`LARGE_P_DENSE_MAX` examples, the ``P x P`` one; each in a fresh process
+  (:func:`large_p_point`), whose peak resident memory (``ru_maxrss``, which also counts what JAX's
+  allocator holds, unlike ``tracemalloc``) is its own. The crossover is the smallest ``P`` at which
+  the feature-space solve was the faster.
+
+:data:`CASES` (``all``) holds every case but ``large_p``.
 """
 
 from __future__ import annotations
 
+import json
 import resource
+import subprocess
+import sys
 import time
 import warnings
 from functools import partial
@@ -241,7 +252,78 @@ def multioutput_omniglot_case(width: float = 10.0, temperature: float = 0.5, n_o
             "kernel_backend": type(theory.operator).__name__}
 
 
-#: Every case, in the order ``all`` runs them.
+#: The training-set sizes of the ``large_p`` case, and the largest at which it also runs the ``P x P`` backend:
+#: there, on 2 shared CPU cores, its solve took 393 s (523 iterations, K + T I being ill-conditioned) and its
+#: evaluations grow as P^3 (at P = 10,000 each also holds several 0.8 GB matrices).
+LARGE_P_SIZES = (1000, 1500, 2000, 5000, 10_000)
+LARGE_P_DENSE_MAX = 2000
+
+
+def large_p_point(n_examples: int, backend: str, width: float = 100.0, temperature: float = 0.01) -> dict:
+    """One Markov-chain solve at ``P = n_examples`` with ``backend`` (``"low_rank"`` or ``"dense"``,
+    :func:`~paththeory.kernels.kernel_operator`), meant to run alone in a process (:func:`large_p_case`):
+    the seconds of the path features, of the kernel operator, of the compilation (a solve of one iteration,
+    ``compile_seconds``) and of the solve (``seconds``), its iterations, gradient and ``U``, and the process's
+    peak resident memory (``ru_maxrss``) at the end."""
+    from paththeory.tasks import markov
+
+    start = time.perf_counter()
+    arch = markov.four_paths()
+    data = markov.sample_task(n_examples)
+    feats = np.asarray(path_features(arch, data.x))
+    features_seconds = time.perf_counter() - start
+    theory, operator_seconds = _time(lambda: Theory(arch, feats, data.y, backend=backend))
+
+    def compile_only():
+        with warnings.catch_warnings():  # one iteration is unconverged on purpose
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return theory.solve(width, temperature, max_iter=1)
+
+    _, compile_seconds = _time(compile_only)
+    sol, seconds = _time(lambda: theory.solve(width, temperature))
+    return {"P": n_examples, "backend": backend, "kernel_backend": type(theory.operator).__name__,
+            "precision": theory.precision, "hessian": theory.hessian, "features_seconds": features_seconds,
+            "operator_seconds": operator_seconds, "compile_seconds": compile_seconds, "seconds": seconds,
+            "iterations": sol.report["iterations"], "evaluations": sol.report["evaluations"],
+            "grad_norm": sol.report["grad_norm"], "converged": sol.report["converged"], "U": sol.U.tolist(),
+            "peak_memory_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _point_in_subprocess(n_examples: int, backend: str) -> dict:
+    """:func:`large_p_point` in a fresh Python process (its own peak memory and compilation)."""
+    code = ("import json, sys; from paththeory.experiments.bench import large_p_point; "
+            "print(json.dumps(large_p_point(int(sys.argv[1]), sys.argv[2])))")
+    out = subprocess.run([sys.executable, "-c", code, str(n_examples), backend], capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"the large-P solve at P = {n_examples} ({backend}) failed:\n{out.stderr[-4000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def large_p_case(sizes: Sequence[int] = LARGE_P_SIZES, dense_max: int = LARGE_P_DENSE_MAX,
+                 baseline_max_steps: int = BASELINE_MAX_STEPS, point=_point_in_subprocess) -> dict:
+    """Case (v): the Markov-chain task at large ``P`` with the feature-space and (up to ``dense_max``) the
+    ``P x P`` backends, one process per point (``point(P, backend)``; ``baseline_max_steps`` unused: no Adam
+    run). Returns the rows, the largest ``U`` difference between the backends at each ``P`` where both ran,
+    and the crossover: the smallest ``P`` where the feature-space solve (features and operator included) took
+    less time than the ``P x P`` one (``None`` if it never did where both ran)."""
+    rows = []
+    for p in sizes:
+        rows.append(point(p, "low_rank"))
+        if p <= dense_max:
+            rows.append(point(p, "dense"))
+    by = {(r["P"], r["backend"]): r for r in rows}
+    both = [p for p in sizes if (p, "dense") in by]
+    total = {key: r["operator_seconds"] + r["seconds"] for key, r in by.items()}
+    crossover = next((p for p in both if total[p, "low_rank"] < total[p, "dense"]), None)
+    differences = {str(p): float(np.max(np.abs(np.subtract(by[p, "low_rank"]["U"], by[p, "dense"]["U"]))))
+                   for p in both}
+    size = {"P": list(sizes), "paths": 4, "N0": 231, "n N0": 924, "width": 100.0, "temperature": 0.01,
+            "dense_max": dense_max}
+    return {"case": "large_p", "size": size, "rows": rows, "max_abs_U_difference": differences,
+            "crossover_P": crossover}
+
+
+#: Every case ``all`` runs, in its order (``large_p`` runs only by name).
 CASES = ("markov", "omniglot", "multioutput", "multioutput_omniglot")
 
 
@@ -249,7 +331,7 @@ def run(cases: Sequence[str] = CASES, baseline_max_steps: int = BASELINE_MAX_STE
     """Run the benchmark cases (``"all"`` or :data:`CASES`: every one); returns a JSON-ready dict with the
     device recorded."""
     table = {"markov": markov_case, "omniglot": omniglot_case, "multioutput": multioutput_case,
-             "multioutput_omniglot": multioutput_omniglot_case}
+             "multioutput_omniglot": multioutput_omniglot_case, "large_p": large_p_case}
     cases = CASES if cases == "all" or tuple(cases) == ("all",) else cases
     results = [table[c](baseline_max_steps=baseline_max_steps) for c in cases]
     return {"device": str(jax.devices()[0]), "baseline_max_steps": baseline_max_steps, "cases": results}
@@ -259,6 +341,9 @@ def format_table(report: dict) -> str:
     """A human-readable summary of :func:`run`'s output."""
     lines = [f"device: {report['device']}"]
     for c in report["cases"]:
+        if c["case"] == "large_p":
+            lines += _large_p_lines(c)
+            continue
         if "baseline_seconds" not in c:  # against first-order L-BFGS only
             lines.append(
                 f"{c['case']:9s} solver {c['seconds_tol_1e-9']:8.3f} s, {c['iterations_tol_1e-9']} iterations "
@@ -279,3 +364,18 @@ def format_table(report: dict) -> str:
             lines.append(f"{'':9s} first-order L-BFGS: {c['first_order_seconds']:8.3f} s, iterations "
                          f"{c['first_order_iterations']}  max |dU| {c['max_abs_U_difference']:.1e}")
     return "\n".join(lines)
+
+
+def _large_p_lines(case: dict) -> list[str]:
+    """The ``large_p`` case's rows: per ``P`` and backend, the seconds of the solve (and of the operator, the
+    compilation and the features), the iterations and the peak memory."""
+    lines = ["large_p   P       backend     kernel          solve s  operator s  compile s  features s  "
+             "iterations  peak GiB"]
+    for r in case["rows"]:
+        lines.append(f"{'':9s} {r['P']:<7d} {r['backend']:11s} {r['kernel_backend']:15s} {r['seconds']:7.1f}  "
+                     f"{r['operator_seconds']:10.1f}  {r['compile_seconds']:9.1f}  {r['features_seconds']:10.1f}  "
+                     f"{r['iterations']:10d}  {r['peak_memory_bytes'] / 2**30:8.2f}")
+    diffs = ", ".join(f"P = {p}: {d:.1e}" for p, d in case["max_abs_U_difference"].items())
+    lines.append(f"{'':9s} max |U(low rank) - U(dense)|: {diffs or 'no P with both'}; crossover at P = "
+                 f"{case['crossover_P']}")
+    return lines

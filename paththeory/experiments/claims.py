@@ -390,20 +390,25 @@ def fig3_claims(results: dict) -> tuple[Claim, ...]:
             rows += _pruning_claims(results, split)
     network = network_key(results)
     if network != MAIN_NETWORK:
-        own = OTHER_NETWORK_SOURCES.get(network, {})
-        for i, row in enumerate(rows):
-            if row.id in own:
-                source, paper = own[row.id]
-                row = dataclasses.replace(row, source=source, paper=paper)
-            elif row.source != OWN_TEST and not row.id.startswith("finite_vs_gp"):
-                row = dataclasses.replace(row, source=TRANSFERRED_TEST,
-                                          paper=f"shown for the L = 2, H = 4 network ({row.source}): {row.paper}")
-            if network == (2, 8) and row.id.split(":")[0] in ("ascending_vs_random", "descending_vs_random"):
-                row = dataclasses.replace(
-                    row, paper="not tested there: Fig. 7d prunes in score order only, with no other order to compare")
-            rows[i] = row
+        rows = [_for_other_network(row, network) for row in rows]
     names = results.get("split_names", {})
     return tuple(dataclasses.replace(r, split_name=names.get(r.split, r.split)) for r in rows)
+
+
+def _for_other_network(row: Claim, network: tuple[int, int]) -> Claim:
+    """A claim of :func:`fig3_claims` for a network other than :data:`MAIN_NETWORK`: the source and the paper's
+    words of :data:`OTHER_NETWORK_SOURCES` where listed, else those of the main network as a transferred test."""
+    own = OTHER_NETWORK_SOURCES.get(network, {})
+    if row.id in own:
+        source, paper = own[row.id]
+        row = dataclasses.replace(row, source=source, paper=paper)
+    elif row.source != OWN_TEST and not row.id.startswith("finite_vs_gp"):
+        row = dataclasses.replace(row, source=TRANSFERRED_TEST,
+                                  paper=f"shown for the L = 2, H = 4 network ({row.source}): {row.paper}")
+    if network == (2, 8) and row.id.split(":")[0] in ("ascending_vs_random", "descending_vs_random"):
+        row = dataclasses.replace(
+            row, paper="not tested there: Fig. 7d prunes in score order only, with no other order to compare")
+    return row
 
 
 def _pruning_claims(results: dict, split: str) -> list[Claim]:
@@ -520,26 +525,7 @@ def fig2_claims(results: dict) -> tuple[Claim, ...]:
             "labels than the GP kernel's", "train", th - gp, stats.verdict(th - gp, 0.0),
             "an improved kernel-task alignment", "§4.1, Fig. 2d", Evidence("none"), "captured",
             {"theory": th, "gp": gp}))
-
-    def sampled_rows(part: dict, split: str | None) -> None:
-        for w, comp in part.get("sampled_vs_theory", {}).items():
-            sampler = SAMPLER_NAMES[(part.get("samplers") or {}).get(w, "nuts")]
-            u = _sampled_u(f"u_sampled:{split or 'four_paths'}:{w}",
-                           f"the {sampler} samples' U matches the theory's at N = {w} (distance <= "
-                           f"{U_TOLERANCE:.0%})", split, comp, part.get("sampling_diagnostics", {}).get(w),
-                           "good agreement of the theory with the sampled order parameter", SAMPLED_SOURCE)
-            if u is None:
-                continue
-            rows.append(u)
-            if comp is not None:
-                rows.append(paired_claim(
-                    f"accuracy_sampled:{split or 'four_paths'}:{w}",
-                    f"the {sampler} samples' accuracy matches the theory's at N = {w} (within "
-                    f"{100 * COMPARABLE_TOLERANCE:.0f} points)", split, comp["accuracy"],
-                    "good agreement of the theory with the sampled mean predictor", SAMPLED_SOURCE,
-                    tolerance=COMPARABLE_TOLERANCE))
-
-    sampled_rows(results, None)
+    rows += _sampled_rows(results, None)
     two = results.get("two_path")
     if two is not None:
         uniform = two.get("denoising") == "uniform"
@@ -554,9 +540,32 @@ def fig2_claims(results: dict) -> tuple[Claim, ...]:
                  "analogous to the paper's Fig. 2(f) (its App. G.2.2 name for this experiment)" if uniform else
                  "on noisier data the renormalised regime improves on the GP of the good and denoising paths"),
                 "§4.1, Fig. 2e; App. G.2.2, Fig. 5c" if uniform else "§4.1, Fig. 2e"))
-        sampled_rows(two, split)
+        rows += _sampled_rows(two, split)
     names = {"two_path": f"noisier task, sigma_perp = {two['sigma_perp']:g}" if two else "two_path"}
     return tuple(dataclasses.replace(r, split_name=names.get(r.split, r.split)) for r in rows)
+
+
+def _sampled_rows(part: dict, split: str | None) -> list[Claim]:
+    """The sampled-against-theory claims of :func:`fig2_claims` (``U`` and accuracy at each sampled width) of one
+    task: ``results`` itself (``split`` ``None``) or its ``two_path`` part."""
+    rows = []
+    for w, comp in part.get("sampled_vs_theory", {}).items():
+        sampler = SAMPLER_NAMES[(part.get("samplers") or {}).get(w, "nuts")]
+        u = _sampled_u(f"u_sampled:{split or 'four_paths'}:{w}",
+                       f"the {sampler} samples' U matches the theory's at N = {w} (distance <= "
+                       f"{U_TOLERANCE:.0%})", split, comp, part.get("sampling_diagnostics", {}).get(w),
+                       "good agreement of the theory with the sampled order parameter", SAMPLED_SOURCE)
+        if u is None:
+            continue
+        rows.append(u)
+        if comp is not None:
+            rows.append(paired_claim(
+                f"accuracy_sampled:{split or 'four_paths'}:{w}",
+                f"the {sampler} samples' accuracy matches the theory's at N = {w} (within "
+                f"{100 * COMPARABLE_TOLERANCE:.0f} points)", split, comp["accuracy"],
+                "good agreement of the theory with the sampled mean predictor", SAMPLED_SOURCE,
+                tolerance=COMPARABLE_TOLERANCE))
+    return rows
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,43 @@ theory and samples"). The statistics behind them are :mod:`paththeory.experiment
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from paththeory.experiments import stats
+
+@dataclass(frozen=True)
+class Distance:
+    """A relative Frobenius distance ``distance`` (``d``) of the samples' average from another's, with the noise
+    floor ``noise`` (``s``, ``None`` where the records do not give it) of the samples' average on the same scale
+    (:func:`relative_distance`): ``resolved`` when ``d > 2 s``, then debiased to ``value`` ± ``se``, else bounded by
+    ``upper_limit``, with the ``limit`` and ``limit_se`` that a censored fit takes
+    (:func:`paththeory.experiments.stats.debiased_distance`: the rule of every comparison with samples in the book)."""
+
+    distance: float
+    noise: float | None
+    resolved: bool = False
+    value: float | None = None
+    se: float | None = None
+    upper_limit: float | None = None
+    limit: float | None = None
+    limit_se: float | None = None
+
+
+def distance(d: float, s: float | None, batch_means: int | None = None) -> Distance:
+    """:class:`Distance` of ``d`` with its floor ``s`` over ``batch_means`` batch means (``s = None``: the raw
+    distance, neither resolved nor bounded).
+
+    Example:
+      >>> distance(0.144, 0.01, 20).resolved, distance(0.015, 0.01, 20).resolved, distance(0.1, None).upper_limit
+      (True, False, None)
+    """
+    if s is None:
+        return Distance(float(d), None)
+    return Distance(**stats.debiased_distance(d, s, batch_means))
+
 
 def relative_distance(sampled, theory, se=None) -> tuple[float, float | None]:
     """``d = |sampled - theory|_F / |theory|_F`` and, from the entries' Monte Carlo errors ``se``, its noise floor

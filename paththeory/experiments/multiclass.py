@@ -10,7 +10,9 @@ Used by the chapter ``book/many_outputs.md`` and ``paththeory reproduce multicla
 * :func:`paththeory.experiments.records.samplers`: which sampler draws each sampled width (NUTS at the small
   widths, the exact blocked Gibbs sampler from ``N = 30``, where it gives several times NUTS's
   effective draws per second: :data:`SAMPLER_SPEED`);
-* :func:`compare_at`: the theory against the posterior samples at one width, with the GP, the independent
+* :func:`sample_points`: the posterior records of one sampler, reduced (:func:`sample_record`) and shipped for the
+  ``smoke`` profile (:data:`RECORDS`; ``python -m paththeory multiclass --sampler gibbs`` writes them);
+* :func:`compare_at`: the theory against the posterior records at one width, with the GP, the independent
   and the Kronecker order parameters; :func:`decoupling`: two classes with two outputs;
   :func:`class_scaling`: finite width against the GP for ``C = 2, 3, 5`` at matched ``P / N``;
 * :func:`findings`: the chapter's findings as types (:class:`Findings`; every distance from the samples with its
@@ -27,9 +29,10 @@ has a paired standard error (:func:`paththeory.experiments.stats.paired_differen
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +42,14 @@ from paththeory import _io
 from paththeory.experiments import stats
 from paththeory._checks import check_flag
 from paththeory.experiments import SAMPLER_NAMES
-from paththeory.experiments.records import environment, jsonable, samplers, schedule, typed
+from paththeory.experiments.records import (SHIPPED, ShippedRecords, environment, jsonable, samplers, schedule,
+                                            schedule_fields, typed)
+from paththeory.experiments.compare import Distance, distance
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, Claim, Evidence, claim_row, paired_claim, u_claim
 from paththeory.model import Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile, time_limit
-from paththeory.sampling import PosteriorSamples, sample_posterior
 from paththeory.solve import Theory
 from paththeory.tasks import multiclass as task
 
@@ -109,11 +113,11 @@ SAMPLER_SPEED = {
 }
 
 SETTINGS = {
-    # smoke: Gibbs at N = 30 and 120 (11-15 s each in SAMPLER_SPEED), in less time than NUTS took at N = 15
-    # and 30 (17-18 s and 18-20 s); a third width would cost 15 s more. No width below 30, where NUTS would be
-    # the sampler, is sampled: the colab and paper profiles sample N = 20.
+    # smoke: Gibbs at N = 30 and 120, 4 chains x (200 + 1600) sweeps, enough for R-hat of U within R_HAT_OK (2 chains
+    # of 400 sweeps left N = 30 at 1.02); the records ship (multiclass_gibbs_smoke.json), so the chapter samples
+    # nothing. No width below 30, where NUTS would be the sampler, is sampled: the colab and paper profiles sample N = 20.
     "smoke": Config(30, 20, 3, 60, 300, 0.01, (), 60, 80, 2, 3600.0, (2, 3, 5), 20, 1.5,
-                    gibbs_widths=(30, 120), gibbs_warmup=100, gibbs_samples=400, gibbs_chains=2),
+                    gibbs_widths=(30, 120), gibbs_warmup=200, gibbs_samples=1600, gibbs_chains=4),
     # colab and paper: NUTS at N = 20, Gibbs from N = 30 up to C |Pi| / N = 0.04 (colab) and 0.012 (paper),
     # 4 chains x (200 + 800) sweeps: a few sweeps per effective draw of U from N = 30 (SAMPLER_SPEED).
     "colab": Config(60, 20, 3, 90, 1500, 0.01, (20,), 200, 300, 4, 3 * 3600.0, (2, 3, 5), 30, 1.5,
@@ -126,6 +130,17 @@ SETTINGS = {
 def settings(profile: str | None = None) -> Config:
     """The :class:`Config` of ``profile`` (default: the current profile)."""
     return choose(SETTINGS, profile)
+
+
+#: The largest R-hat of the sampled ``U`` at which a record's chains count as mixed (the validity chapter's rule).
+R_HAT_OK = 1.01
+
+#: The shipped posterior records (``multiclass_<sampler>_<profile>.json`` in the package's ``results/``): per sampler
+#: the fields of :class:`Config` that fix its records, and the fields that fix the data every sampler sees.
+RECORDS = ShippedRecords("multiclass", SHIPPED, {"nuts": ("sample_widths", *schedule_fields("nuts")),
+                                                 "gibbs": ("gibbs_widths", *schedule_fields("gibbs"))},
+                         ("n_features", "seq_len", "n_classes", "n_train", "n_test", "temperature"),
+                         "the many-outputs records")
 
 
 @dataclass(frozen=True)
@@ -153,6 +168,11 @@ def problem(n_classes: int, n_train: int, n_test: int, n_features: int, seq_len:
     for a in arrays:
         a.flags.writeable = False
     return Problem(arch, n_classes, *arrays)
+
+
+def chapter_problem(cfg: Config) -> Problem:
+    """The :func:`problem` of ``cfg``'s sizes: ``cfg.n_classes`` classes, ``n_train`` and ``n_test`` sequences."""
+    return problem(cfg.n_classes, cfg.n_train, cfg.n_test, cfg.n_features, cfg.seq_len)
 
 
 def independent_order_parameter(prob: Problem, width: float, temperature: float) -> np.ndarray:
@@ -200,64 +220,98 @@ def relative(a, b, scale=None) -> float:
     return float(np.linalg.norm(np.asarray(a, dtype=float) - b) / np.linalg.norm(scale))
 
 
-def _noise(draws: np.ndarray, reference) -> float:
-    """Frobenius norm of the batch-means errors of the mean of ``draws [chains, draws, ...]`` over
-    ``|reference|_F``."""
-    return float(np.linalg.norm(stats.batch_means_se(draws)) / np.linalg.norm(np.asarray(reference)))
+def sample_record(prob: Problem, width: int, cfg: Config, sampler: str, seed: int, progress: bool = False) -> dict:
+    """``sampler`` (``"nuts"`` or ``"gibbs"``, :func:`paththeory.sampling.posterior.sample_posterior`) at one width
+    with ``cfg``'s schedule for it (:func:`paththeory.experiments.records.schedule`), reduced to a JSON-ready record:
+    the sampled ``U`` and the mean predictor on the test set with their batch-means errors per entry (``U_se``,
+    ``mean_se``, :func:`paththeory.experiments.stats.batch_means_se`), the output-output covariance per test
+    sequence ``cov`` ``[P_test, C, C]`` and the Frobenius norm ``cov_se`` of its batch-means errors
+    (:func:`_covariance_se`), the ``batch_means`` behind them, and the diagnostics."""
+    from paththeory.sampling import sample_posterior
+
+    samples = sample_posterior(
+        prob.arch, prob.train, prob.y_train, width, cfg.temperature, features_test=prob.test, method=sampler,
+        **schedule(cfg, sampler), time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress)
+    return jsonable({"width": int(width), "sampler": sampler, "seed": int(seed),
+                     "U": samples.U, "U_se": stats.batch_means_se(samples.U_draws),
+                     "mean": samples.mean, "mean_se": stats.batch_means_se(samples.f_draws),
+                     "cov": samples.var, "cov_se": _covariance_se(samples.f_draws),
+                     "batch_means": stats.batch_count(*np.shape(samples.U_draws)[:2]),
+                     "diagnostics": samples.diagnostics})
 
 
-def _covariance_noise(f_draws, reference) -> float:
-    """The noise floor of the sampled output-output covariance ``[P_test, C, C]``: the Frobenius norm of the
-    batch-means errors of the mean over draws of ``(f - f_mean)(f - f_mean)^T`` (``f_mean`` over all draws), with
-    the batches of :func:`paththeory.experiments.stats.batch_means_se`, over ``|reference|_F``. The per-draw
-    products are summed batch by batch, never held at once (``[chains, draws, P_test, C, C]`` would take hundreds
-    of megabytes at the colab sizes)."""
+def _covariance_se(f_draws) -> float:
+    """The Frobenius norm of the batch-means errors of the sampled output-output covariance ``[P_test, C, C]``: the
+    mean over draws of ``(f - f_mean)(f - f_mean)^T`` (``f_mean`` over all draws), with the batches of
+    :func:`paththeory.experiments.stats.batch_means_se`. The per-draw products are summed batch by batch, never held
+    at once (``[chains, draws, P_test, C, C]`` would take hundreds of megabytes at the colab sizes)."""
     f = np.asarray(f_draws, dtype=float)  # [chains, draws, P_test, C]
     b = stats.batch_count(1, f.shape[1])
     size = f.shape[1] // b
     dev = f - f.reshape(-1, *f.shape[2:]).mean(axis=0)
     means = np.stack([np.einsum("dpc,dpe->pce", block, block) / size
                       for chain in dev for block in np.split(chain[: b * size], b)])
-    se = means.std(axis=0, ddof=1) / np.sqrt(len(means))
-    return float(np.linalg.norm(se) / np.linalg.norm(np.asarray(reference)))
+    return float(np.linalg.norm(means.std(axis=0, ddof=1) / np.sqrt(len(means))))
 
 
-def compare_at(prob: Problem, width: int, cfg: Config, *, sampler: str = "nuts", seed: int = 0,
-               progress: bool = False) -> dict:
-    """The theory against posterior samples at one width, drawn by ``sampler`` (``"nuts"`` or ``"gibbs"``,
-    :func:`paththeory.sampling.posterior.sample_posterior`) with the profile's schedule for it
-    (:func:`paththeory.experiments.records.schedule`), and four other order parameters against both.
+def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
+    """:func:`sample_record` at every width that ``sampler`` draws in ``cfg``, on the profile's problem; the seed of a
+    width is its place among all the sampled widths (:func:`paththeory.experiments.records.samplers`)."""
+    prob = chapter_problem(cfg)
+    return [sample_record(prob, w, cfg, s, seed=i, progress=progress)
+            for i, (w, s) in enumerate(samplers(cfg).items()) if s == RECORDS.check(sampler)]
+
+
+def write_samples(profile: str | None = None, out: str | os.PathLike | None = None, *, sampler: str = "gibbs",
+                  progress: bool = True) -> Path:
+    """Sample every width of ``sampler`` in ``profile`` and write the records with their provenance to ``out``
+    (default: the package's own file, which the chapter reads; ``python -m paththeory multiclass``). Atomic: an
+    interrupted run leaves the previous file intact."""
+    profile = current_profile(profile)
+    return RECORDS.write(settings(profile), profile, sampler, partial(sample_points, progress=progress), out)
+
+
+def samples(profile: str | None = None, *, sampler: str = "gibbs", progress: bool = False,
+            config: Config | None = None) -> dict:
+    """``sampler``'s shipped records whose sizes match ``config`` (default: ``profile``'s), else a fresh run
+    (not written): ``{"sampler", "provenance", "records"}``."""
+    return RECORDS.load(config or settings(profile), current_profile(profile), sampler,
+                        partial(sample_points, progress=progress))
+
+
+def compare_at(prob: Problem, record: dict, cfg: Config) -> dict:
+    """The theory against one width's posterior samples (``record``, :func:`sample_record`), with four other order
+    parameters against both.
 
     Returns a dict with ``sampler``, ``ratio`` (``C |Pi| / N``), the theory's ``U`` (and whether it
     converged), ``errors`` (per order parameter: ``U`` and mean-predictor distances to the samples', relative
     to the theory's), ``theory_vs_sampled`` (the samples' ``U``, mean and covariance against the theory's),
-    ``noise`` (Monte-Carlo noise floors of the samples' ``U``, mean and covariance: :func:`_noise`,
-    :func:`_covariance_noise`) over ``batch_means`` batch means, ``diagnostics``, ``accuracy`` and
+    ``noise`` (Monte-Carlo noise floors of the samples' ``U``, mean and covariance: the norms of their batch-means
+    errors on the same scale) over ``batch_means`` batch means, ``diagnostics``, ``accuracy`` and
     ``correct`` (argmax, per test sequence) of every predictor, the samples' under ``"sampled"``.
     """
-    t, arch = cfg.temperature, prob.arch
+    t, arch, width = cfg.temperature, prob.arch, record["width"]
     sol = Theory(arch, prob.train, prob.y_train).solve(width, t)
     candidates = {"theory": sol.U, "gp": arch.gp_scale * np.eye(len(sol.U)),
                   "independent": independent_order_parameter(prob, width, t),
                   "kronecker": nearest_kronecker(sol.U, prob.n_classes)}
     preds = {k: predictor(U, prob.train, prob.y_train, prob.test, t) for k, U in candidates.items()}
-    samples: PosteriorSamples = sample_posterior(
-        arch, prob.train, prob.y_train, width, t, features_test=prob.test, method=sampler,
-        **schedule(cfg, sampler), time_limit=time_limit(cfg.time_limit), seed=seed, progress_bar=progress)
+    U_s, mean_s, cov_s = (np.asarray(record[k], dtype=float) for k in ("U", "mean", "cov"))
     mean_th, cov_th = (np.asarray(a) for a in preds["theory"])
-    out = {"width": int(width), "sampler": sampler, "ratio": prob.n_classes * arch.n_paths / width,
-           "U_theory": sol.U, "U_sampled": samples.U, "converged": bool(sol.report["converged"]),
-           "diagnostics": samples.diagnostics}
+    out = {"width": int(width), "sampler": record["sampler"], "ratio": prob.n_classes * arch.n_paths / width,
+           "U_theory": sol.U, "U_sampled": U_s, "converged": bool(sol.report["converged"]),
+           "diagnostics": record["diagnostics"]}
     right = {k: task.correct(p[0], prob.classes_test) for k, p in preds.items()}
-    right["sampled"] = task.correct(samples.mean, prob.classes_test)
+    right["sampled"] = task.correct(mean_s, prob.classes_test)
     # every distance to the samples relative to the theory's norm, as their Monte-Carlo noise is
-    out["errors"] = {k: {"U": relative(candidates[k], samples.U, sol.U),
-                         "mean": relative(preds[k][0], samples.mean, mean_th)} for k in candidates}
-    out["theory_vs_sampled"] = {"U": relative(samples.U, sol.U), "mean": relative(samples.mean, mean_th),
-                                "cov": relative(samples.var, cov_th)}
-    out["noise"] = {"U": _noise(samples.U_draws, sol.U), "mean": _noise(samples.f_draws, mean_th),
-                    "cov": _covariance_noise(samples.f_draws, cov_th)}
-    out["batch_means"] = stats.batch_count(*np.shape(samples.U_draws)[:2])
+    out["errors"] = {k: {"U": relative(candidates[k], U_s, sol.U),
+                         "mean": relative(preds[k][0], mean_s, mean_th)} for k in candidates}
+    out["theory_vs_sampled"] = {"U": relative(U_s, sol.U), "mean": relative(mean_s, mean_th),
+                                "cov": relative(cov_s, cov_th)}
+    out["noise"] = {"U": float(np.linalg.norm(record["U_se"]) / np.linalg.norm(sol.U)),
+                    "mean": float(np.linalg.norm(record["mean_se"]) / np.linalg.norm(mean_th)),
+                    "cov": float(record["cov_se"] / np.linalg.norm(cov_th))}
+    out["batch_means"] = int(record["batch_means"])
     out["accuracy"] = {k: float(v.mean()) for k, v in right.items()}
     out["correct"] = {k: v.astype(int) for k, v in right.items()}
     return out
@@ -324,17 +378,24 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
         images = omniglot_nway.images(network)
     cfg = config or settings(name)
     start = time.perf_counter()
-    prob = problem(cfg.n_classes, cfg.n_train, cfg.n_test, cfg.n_features, cfg.seq_len)
+    prob = chapter_problem(cfg)
     results = {"profile": name, "config": asdict(cfg), "paths": list(task.PATH_NAMES),
                "n_paths": prob.arch.n_paths, "transition_probs": task.transition_probs(cfg.n_classes)}
     timings = {"problem": time.perf_counter() - start}
     sampled = samplers(cfg)
     results["samplers"] = {str(w): s for w, s in sampled.items()}
-    results["widths"] = {}
-    for i, (w, sampler) in enumerate(sampled.items()):
+    records, results["records"] = {}, {}
+    for sampler in sorted(set(sampled.values())):
         t = time.perf_counter()
-        results["widths"][str(w)] = compare_at(prob, w, cfg, sampler=sampler, seed=i, progress=progress)
-        timings[f"width {w} ({sampler})"] = time.perf_counter() - t
+        payload = samples(name, sampler=sampler, progress=progress, config=cfg)
+        records.update({r["width"]: r for r in payload["records"]})
+        results["records"][sampler] = payload["provenance"]
+        timings[f"records ({sampler})"] = time.perf_counter() - t
+    results["widths"] = {}
+    for w in sampled:
+        t = time.perf_counter()
+        results["widths"][str(w)] = compare_at(prob, records[w], cfg)
+        timings[f"width {w}"] = time.perf_counter() - t
     t = time.perf_counter()
     two = problem(2, cfg.per_class * 2, cfg.n_test // 2 * 2, cfg.n_features, cfg.seq_len)
     results["decoupling"] = decoupling(two, min(sampled), cfg.temperature)
@@ -365,8 +426,10 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
 
 
 def valid_widths(results: dict) -> list[str]:
-    """The sampled widths (keys) with ``C |Pi| / N <= 0.4``."""
-    return [w for w, r in results["widths"].items() if r["ratio"] <= 0.4 + 1e-12]
+    """The sampled widths (keys) with ``C |Pi| / N <= 0.4`` whose chains mixed (R-hat of ``U`` at most
+    :data:`R_HAT_OK`, the rule of every comparison with samples in the book)."""
+    return [w for w, r in results["widths"].items()
+            if r["ratio"] <= 0.4 + 1e-12 and r["diagnostics"]["r_hat_U_max"] <= R_HAT_OK]
 
 
 #: The order parameters compared with the theory's, as the claims name them.
@@ -420,32 +483,6 @@ DECOUPLING_TOLERANCE = 1e-6
 #: The order parameters whose ``U`` and mean predictor are measured against the samples: the theory's, then
 #: :data:`COMPETITORS`.
 ORDER_PARAMETERS = ("theory", *COMPETITORS)
-
-
-@dataclass(frozen=True)
-class Distance:
-    """A relative Frobenius distance ``distance`` (``d``) of the samples' average from another's, with the noise
-    floor ``noise`` (``s``) of the samples' average on the same scale (:func:`_noise`, :func:`_covariance_noise`):
-    ``resolved`` when ``d > 2 s``, then debiased to ``value`` ± ``se``, else bounded by ``upper_limit``
-    (:func:`paththeory.experiments.stats.debiased_distance`, the rule of every comparison with samples in the book)."""
-
-    distance: float
-    noise: float
-    resolved: bool
-    value: float | None
-    se: float | None
-    upper_limit: float | None
-
-
-def distance(d: float, s: float, batch_means: int | None = None) -> Distance:
-    """:class:`Distance` of ``d`` with its floor ``s`` over ``batch_means`` batch means.
-
-    Example:
-      >>> distance(0.144, 0.01, 20).resolved, distance(0.015, 0.01, 20).resolved
-      (True, False)
-    """
-    r = stats.debiased_distance(d, s, batch_means)
-    return Distance(r["distance"], r["noise"], r["resolved"], r["value"], r["se"], r["upper_limit"])
 
 
 @dataclass(frozen=True)
@@ -510,7 +547,8 @@ class ClassGain:
 
 @dataclass(frozen=True)
 class Findings:
-    """The chapter's findings: every sampled :class:`Width`; the ``valid_widths`` (``C |Pi| / N <= 0.4``); of their
+    """The chapter's findings: every sampled :class:`Width`; the ``valid_widths`` (``C |Pi| / N <= 0.4``, chains
+    mixed: :func:`valid_widths`); of their
     comparisons of mean predictors (``comparisons``), those where the samples lie closer to the theory beyond the
     noise (``closer``); the width whose ``U`` the chapter draws (``structure_width``: the narrowest valid one, where
     the finite-width structure is largest while the theory is expected to hold; the widest when none is valid);

@@ -19,6 +19,9 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import jax
 import numpy as np
 
+#: The package's folder of shipped posterior records (:class:`ShippedRecords`).
+SHIPPED = Path(__file__).resolve().parent.parent / "results"
+
 #: Per sampler, the fields of every experiment's configuration that hold its schedule, by the argument of
 #: :func:`paththeory.sampling.posterior.sample_posterior` that each fills: the one table of them, which
 #: :func:`schedule` reads and :func:`schedule_fields` lends to the experiments' tables of shipped records.
@@ -68,17 +71,7 @@ def typed(cls: type, data: Any, where: str = "findings") -> Any:
         real = [a for a in args if a is not type(None)]
         return typed(real[0], data, where) if len(real) == 1 else data
     if is_dataclass(cls):
-        if not isinstance(data, Mapping):
-            raise TypeError(f"{where}: expected a dictionary for {cls.__name__}; got {type(data).__name__}.")
-        hints = typing.get_type_hints(cls)
-        names = {f.name for f in dataclasses.fields(cls) if f.init}
-        unknown = sorted(set(data) - names)
-        missing = sorted(f.name for f in dataclasses.fields(cls) if f.init and f.name not in data
-                         and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-        if unknown or missing:
-            raise KeyError(f"{where}: {cls.__name__} does not match the stored results (unknown keys {unknown}, "
-                           f"missing fields {missing}); rerun the experiment that wrote them.")
-        return cls(**{k: typed(hints[k], v, f"{where}.{k}") for k, v in data.items()})
+        return _typed_dataclass(cls, data, where)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(typed(args[0], v, where) for v in data)
@@ -90,6 +83,21 @@ def typed(cls: type, data: Any, where: str = "findings") -> Any:
     if cls is float and data is not None:
         return float(data)
     return data
+
+
+def _typed_dataclass(cls: type, data: Any, where: str) -> Any:
+    """:func:`typed` of a dataclass ``cls``: every key declared and every field without a default present."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"{where}: expected a dictionary for {cls.__name__}; got {type(data).__name__}.")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - names)
+    missing = sorted(f.name for f in dataclasses.fields(cls) if f.init and f.name not in data
+                     and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    if unknown or missing:
+        raise KeyError(f"{where}: {cls.__name__} does not match the stored results (unknown keys {unknown}, "
+                       f"missing fields {missing}); rerun the experiment that wrote them.")
+    return cls(**{k: typed(hints[k], v, f"{where}.{k}") for k, v in data.items()})
 
 
 class SampledWidths(Protocol):

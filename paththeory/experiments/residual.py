@@ -27,7 +27,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Sequence
 
@@ -36,8 +36,8 @@ from matplotlib.figure import Figure
 
 from paththeory import _io
 from paththeory.experiments import SAMPLER_NAMES, stats
-from paththeory.experiments.records import ShippedRecords, jsonable, schedule, schedule_fields, typed
-from paththeory.experiments.compare import record_batches, relative_distance, sampler_agreement
+from paththeory.experiments.records import SHIPPED, ShippedRecords, jsonable, schedule, schedule_fields, typed
+from paththeory.experiments.compare import Distance, distance, record_batches, relative_distance, sampler_agreement
 from paththeory.experiments.claims import (COMPARABLE_TOLERANCE, OWN_TEST, U_TOLERANCE, Claim, Evidence, claim_row,
                                          paired_claim, u_claim)
 from paththeory.display.plots import book_style, legend_below, panel_grid, stamp_profile
@@ -53,7 +53,6 @@ NETWORK_NAMES = {"attention": "attention only (the paper's)", "mlp": "attention 
                  "skip": "skip around each attention layer", "residual": "two residual blocks"}
 SHORT_NAMES = {"attention": "attention only", "mlp": "with MLP blocks", "skip": "with skips",
                "residual": "two residual blocks"}
-SHIPPED = Path(__file__).resolve().parent.parent / "results"
 #: One colour per path class (paths through 0, 1, 2 attention heads): the classes are three quantities.
 CLASS_COLOURS = ("C1", "C0", "C4")
 #: Largest rank-normalised R-hat of ``U``'s entries at which a record's Monte Carlo error is taken at face value:
@@ -146,12 +145,20 @@ class Problem:
 
 
 def problem(network: str, cfg: Config) -> Problem:
-    """The data of the paper's Fig. 2 (training seed 27, test seed 59) through ``network``'s paths."""
+    """The data of the paper's Fig. 2 (training seed 27, test seed 59) through ``network``'s paths (cached per network
+    and data size, so every caller shares one: its arrays are read-only)."""
+    return _problem(network, cfg.n_train, cfg.n_test)
+
+
+@lru_cache(maxsize=16)
+def _problem(network: str, n_train: int, n_test: int) -> Problem:
     arch = architecture(network)
-    train = markov.sample_task(cfg.n_train, seed=markov.TRAIN_SEED)
-    test = markov.sample_task(cfg.n_test, seed=markov.TEST_SEED)
-    return Problem(network, arch, np.asarray(path_features(arch, train.x)), np.asarray(train.y),
-                   np.asarray(path_features(arch, test.x)), np.asarray(test.y))
+    train = markov.sample_task(n_train, seed=markov.TRAIN_SEED)
+    test = markov.sample_task(n_test, seed=markov.TEST_SEED)
+    arrays = [np.array(a) for a in (path_features(arch, train.x), train.y, path_features(arch, test.x), test.y)]
+    for a in arrays:
+        a.flags.writeable = False
+    return Problem(network, arch, *arrays)
 
 
 # --------------------------------------------------------------------------- sampling
@@ -160,7 +167,7 @@ def problem(network: str, cfg: Config) -> Problem:
 def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
     """``sampler`` (``"nuts"`` or ``"gibbs"``) at every ``(network, width)`` of its points in ``cfg``: one
     JSON-ready record per point, with the sampled ``U`` and its batch-means error ``U_se``, the levels above
-    (``inner``: ``U^(2..L)``, ``U_a``), the mean predictor on the test set and its batch-means error, and the
+    (``inner``: ``U^(2..L)``, ``U_a``) and theirs (``inner_se``), the mean predictor on the test set and its batch-means error, and the
     diagnostics."""
     from paththeory.sampling import sample_posterior
 
@@ -177,6 +184,7 @@ def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False)
         records.append(jsonable({
             "network": network, "width": int(width), "paths": int(prob.arch.n_paths),
             "U": res.U, "U_se": stats.batch_means_se(res.U_draws), "inner": res.inner,
+            "inner_se": [stats.batch_means_se(d) for d in res.inner_draws],
             "mean": res.mean, "mean_se": stats.batch_means_se(res.f_draws),
             "diagnostics": res.to_dict()["diagnostics"],
         }))
@@ -251,9 +259,9 @@ class Row:
     ``paths``, ``ratio = paths / width`` and ``sampler``; relative distances of the sampled ``U`` and mean predictor
     from the theory's (``U_distance``, ``f_distance``) and from the GP point's (``U_gp_distance``,
     ``f_gp_distance``), over the theory's norm, with their noise floors ``U_noise``, ``f_noise`` from
-    ``batch_means`` batch means (:func:`paththeory.experiments.compare.relative_distance`); ``inner_distance``, those
-    of the levels above (``U^(2)``, ..., ``U_a``), without a noise floor: the records keep those levels' means, not
-    their draws or errors; the :class:`Accuracies` and three :class:`Paired` differences; the share of the
+    ``batch_means`` batch means (:func:`paththeory.experiments.compare.relative_distance`); ``inner``, the
+    :class:`~paththeory.experiments.compare.Distance` of each level above (``U^(2)``, ..., ``U_a``), with its noise
+    floor where the records keep the level's batch-means errors (``inner_se``); the :class:`Accuracies` and three :class:`Paired` differences; the share of the
     sampled ``U``'s kernel trace through no attention head, ``sampled_shares_none``; the worst R-hat and bulk ESS of
     ``U``, the sampler's seconds, and ``converged`` (R-hat at most :data:`R_HAT_OK`). Stored as JSON in
     :func:`run`'s results (``rows``, ``gibbs_rows``) and read back by :func:`read_rows`."""
@@ -267,7 +275,7 @@ class Row:
     U_noise: float | None
     batch_means: int | None
     U_gp_distance: float
-    inner_distance: tuple[float, ...]
+    inner: tuple[Distance, ...]
     f_distance: float
     f_noise: float | None
     f_gp_distance: float
@@ -313,7 +321,8 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: di
             rec["network"], width, prob.arch.n_paths, prob.arch.n_paths / width, payload["sampler"],
             u_dist, u_noise, record_batches(rec),
             float(np.linalg.norm(np.asarray(rec["U"]) - gp_u) / np.linalg.norm(sol.U)),
-            tuple(relative_distance(s, t)[0] for t, s in zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"])),
+            tuple(distance(*relative_distance(s, t, se), record_batches(rec)) for t, s, se in
+                  zip(sol.inner + [np.atleast_2d(sol.U_a)], rec["inner"], rec.get("inner_se", [None] * len(rec["inner"])))),
             f_dist, f_noise,
             float(np.linalg.norm(np.asarray(rec["mean"]) - mean_gp) / np.linalg.norm(point["mean"])),
             Accuracies(float(point["correct"].mean()), float(sampled_correct.mean()), float(gp.mean()),
@@ -706,7 +715,7 @@ def pruning_table(results: dict, problems: dict[str, Problem], temperature: floa
         heads = all_heads(prob.arch.heads)
         acc = pruned_accuracies(c, prob.y_test, prob.arch.heads, [[]] + [[h] for h in heads], prob.arch.skips)
         for (layer, head), a in zip(heads, acc[1:]):
-            heads_pruned.append(PrunedHead(network, width, f"layer {layer + 1}, head {head}",
+            heads_pruned.append(PrunedHead(network, width, f"layer {layer + 1}, head {head + 1}",
                                            float(scores[layer][head]), float(a), float(acc[0]),
                                            float(a) - float(acc[0])))
     return heads_pruned

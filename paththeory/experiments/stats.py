@@ -476,7 +476,9 @@ def power_law_fit(x, y, y_sd, censored=None, x_ref: float | None = None) -> dict
     Returns ``determined`` (two measured points at distinct ``x`` at least; else every fitted field is ``None``),
     ``b`` and its error ``b_se``; ``x_ref`` (default: the geometric mean of the measured ``x``, where ``b`` and the
     level are uncorrelated), ``y_ref = a x_ref^-b`` and ``y_ref_se``; ``ln_a``; ``chi2_nu``, the chi-square of the
-    measured points about the law over ``n_measured - 2`` (``None`` with two points); the errors are those of the
+    measured points about the law over ``n_measured - 2`` (``None`` with two points) and its p-value ``chi2_p``, the
+    chance of a larger chi-square were the law exact (how well one power law describes the points); the errors are
+    those of the
     likelihood's curvature (``b_se_stat``) inflated by ``sqrt(chi2_nu)`` when it exceeds 1 (``inflation``); and
     ``n_measured``, ``n_censored``.
 
@@ -494,7 +496,7 @@ def power_law_fit(x, y, y_sd, censored=None, x_ref: float | None = None) -> dict
         raise ValueError("power_law_fit needs positive x, y and y_sd and a censored flag per point, all of one length.")
     m = ~censored
     out = {"determined": False, "b": None, "b_se": None, "b_se_stat": None, "x_ref": None, "y_ref": None,
-           "y_ref_se": None, "ln_a": None, "chi2_nu": None, "inflation": None, "n_measured": int(m.sum()),
+           "y_ref_se": None, "ln_a": None, "chi2_nu": None, "chi2_p": None, "inflation": None, "n_measured": int(m.sum()),
            "n_censored": int(censored.sum())}
     if len(np.unique(x[m])) < 2:
         return out
@@ -513,9 +515,10 @@ def power_law_fit(x, y, y_sd, censored=None, x_ref: float | None = None) -> dict
     res = (args[1] - c + b * args[0]) / args[2]
     nu = int(m.sum()) - 2
     chi2_nu = float(res @ res / nu) if nu > 0 else None
+    chi2_p = float(chi_square.sf(res @ res, nu)) if nu > 0 else None
     inflation = math.sqrt(chi2_nu) if chi2_nu is not None and chi2_nu > 1 else 1.0
     out.update(determined=True, b=float(b), b_se=float(math.sqrt(cov[1, 1]) * inflation),
                b_se_stat=float(math.sqrt(cov[1, 1])), x_ref=x_ref, y_ref=float(math.exp(c)),
                y_ref_se=float(math.exp(c) * math.sqrt(cov[0, 0]) * inflation), ln_a=float(c + b * math.log(x_ref)),
-               chi2_nu=chi2_nu, inflation=inflation)
+               chi2_nu=chi2_nu, chi2_p=chi2_p, inflation=inflation)
     return out

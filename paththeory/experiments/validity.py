@@ -36,8 +36,8 @@ from matplotlib.figure import Figure
 
 from paththeory.experiments import stats
 from paththeory.experiments import SAMPLER_NAMES
-from paththeory.experiments.records import ShippedRecords, jsonable, schedule, schedule_fields
-from paththeory.experiments.compare import record_batches, sampled_vs_theory
+from paththeory.experiments.records import SHIPPED, ShippedRecords, jsonable, schedule, schedule_fields
+from paththeory.experiments.compare import distance as compare_distance, record_batches, sampled_vs_theory
 from paththeory.experiments import markov as markov_experiment
 from paththeory.display.plots import COLOURS, book_style, legend_below, panel_grid, stamp_profile
 from paththeory.predict import mean_predictor
@@ -46,7 +46,6 @@ from paththeory.sampling import sample_posterior
 from paththeory.solve import Theory
 
 #: Where the shipped records live (one JSON file per profile).
-SHIPPED = Path(__file__).resolve().parent.parent / "results"
 TASKS = ("markov", "omniglot")
 #: Largest rank-normalised R-hat of ``U``'s entries at which a point's Monte Carlo error is taken at face value.
 R_HAT_OK = 1.01
@@ -269,7 +268,7 @@ class Row:
 
     The verdicts: ``mixed`` (R-hat at most :data:`R_HAT_OK`); ``resolved`` (``d > 2 s``) with the debiased ``value``
     and its error ``se``, else an ``upper_limit`` (and the ``limit``/``limit_se`` a censored fit takes:
-    :func:`paththeory.experiments.stats.debiased_distance`); ``gp_fraction`` ``d / d_GP`` (``None`` at the GP
+    :func:`paththeory.experiments.compare.distance`); ``gp_fraction`` ``d / d_GP`` (``None`` at the GP
     point); ``accuracy_beyond``, the accuracy difference beyond two paired standard errors."""
 
     sampler: str
@@ -303,7 +302,7 @@ def row(sampler: str, task: str, width: int, paths: int, distance: float, noise:
         batch_means: int | None, gp_distance: float, accuracy: dict, theory_accuracy: float, sampled_accuracy: float,
         r_hat: float | None = None, ess: float | None = None) -> Row:
     """A :class:`Row` with its verdicts: the distance debiased or bounded where its noise floor is known
-    (:func:`paththeory.experiments.stats.debiased_distance`), and ``accuracy`` (a
+    (:func:`paththeory.experiments.compare.distance`), and ``accuracy`` (a
     :func:`~paththeory.experiments.stats.paired_difference`) beyond two errors or not.
 
     Example:
@@ -313,13 +312,12 @@ def row(sampler: str, task: str, width: int, paths: int, distance: float, noise:
       (0.4, False, 0.13, 0.1, True, False)
     """
     known = noise is not None and math.isfinite(noise)
-    d = stats.debiased_distance(distance, noise, batch_means) if known else {
-        "resolved": False, "value": None, "se": None, "upper_limit": None, "limit": None, "limit_se": None}
-    return Row(sampler, task, int(width), int(paths), paths / width, float(distance), noise if known else None,
+    d = compare_distance(distance, noise if known else None, batch_means)
+    return Row(sampler, task, int(width), int(paths), paths / width, float(distance), d.noise,
                batch_means, float(gp_distance), accuracy["difference"], accuracy["se"], accuracy["n"],
                float(theory_accuracy), float(sampled_accuracy), r_hat, ess,
-               r_hat is not None and r_hat <= R_HAT_OK, d["resolved"], d["value"], d["se"], d["upper_limit"],
-               d["limit"], d["limit_se"], distance / gp_distance if gp_distance > 0 else None,
+               r_hat is not None and r_hat <= R_HAT_OK, d.resolved, d.value, d.se, d.upper_limit,
+               d.limit, d.limit_se, distance / gp_distance if gp_distance > 0 else None,
                abs(accuracy["difference"]) > 2 * accuracy["se"])
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from paththeory.display.tables import markdown_table
+from paththeory.display.tables import markdown_table, scientific
 from paththeory.experiments.claims import Claim, Interpretation, NetworkHeader, Reproduction
 from paththeory.sampling import diagnostics_summary
 
@@ -16,7 +16,7 @@ def p_value(p: float | None) -> str:
     """A p-value as the tables print it: three decimals, or a power of ten below 0.001."""
     if p is None:
         return "n/a"
-    return f"{p:.3f}" if p >= 0.001 else f"{p:.0e}"
+    return f"{p:.3f}" if p >= 0.001 else scientific(p)
 
 
 def _points(x: float) -> str:

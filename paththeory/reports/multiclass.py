@@ -4,7 +4,7 @@ Formats only: every number and verdict comes from the findings stored in the res
 
 from __future__ import annotations
 
-from paththeory.display.tables import markdown_table
+from paththeory.display.tables import markdown_table, scientific
 from paththeory.experiments import SAMPLER_NAMES
 from paththeory.experiments.multiclass import (
     COMPETITORS,
@@ -15,6 +15,7 @@ from paththeory.experiments.multiclass import (
     stored_findings,
 )
 from paththeory.experiments.records import schedule
+from paththeory.reports.records import provenance_sentence
 
 #: Row labels of the tables (the samples' row also names its sampler).
 LABELS = {"theory": "theory", "sampled": "samples", "gp": "GP", "independent": "independent",
@@ -91,7 +92,8 @@ def _range(lo: float, hi: float) -> str:
 
 def sampler_sentence(results: dict) -> str:
     """Which sampler drew each width of ``results``, with the profile's chains for each
-    (:func:`paththeory.experiments.records.schedule`)."""
+    (:func:`paththeory.experiments.records.schedule`), and where each sampler's records come from (shipped with the
+    package or drawn in this run: :func:`paththeory.reports.records.provenance_sentence`)."""
     by: dict[str, list[str]] = {}
     for w, s in results.get("samplers", {}).items():
         by.setdefault(s, []).append(w)
@@ -105,7 +107,9 @@ def sampler_sentence(results: dict) -> str:
                      f"{sch['num_samples']} {step} after {sch['num_warmup']} {warm})")
     if not parts:
         return "This run samples no width."
-    return "This run samples " + " and ".join(parts) + "."
+    where = [provenance_sentence(results["records"][s]).split(". Each point")[0] + "."
+             for s in by if s in results.get("records", {})]
+    return " ".join(["This run samples " + " and ".join(parts) + ".", *where])
 
 
 def comparison_table(results: dict) -> str:
@@ -143,15 +147,23 @@ def scaling_table(results: dict) -> str:
 
 
 def scaling_sentence(results: dict) -> str:
-    """Whether finite width helps more with more classes (:class:`~paththeory.experiments.multiclass.ClassGain`)."""
+    """Whether finite width helps more with more classes (:class:`~paththeory.experiments.multiclass.ClassGain`), on
+    this task family: the tasks differ in more than ``C`` (their classes, training sets and widths), which the
+    sentence says, with the accuracies at the largest ``C``."""
     g = stored_findings(results).class_gain
+    sc = results["scaling"]
     gains = ", ".join(f"{100 * r['gain']['difference']:+.1f} ± {100 * r['gain']['se']:.1f} points at C = {c}"
-                      for c, r in results["scaling"].items())
+                      for c, r in sc.items())
     reading = {"holds": "helps more with more classes", "fails": "helps less with more classes",
                "within noise": "does not help measurably more or less with more classes"}[g.gain.verdict]
+    sizes = ", ".join(str(r["n_train"]) for r in sc.values())
+    widths = ", ".join(f"{r['width']:.1f}" for r in sc.values())
+    top = sc[str(g.largest)]
     return (f"Finite width's gain over the GP: {gains}. The difference between the largest and the smallest C "
             f"is {100 * g.gain.difference:+.1f} ± {100 * g.gain.se:.1f} points (the SE of independent test sets), so "
-            f"at these sizes finite width {reading}.")
+            f"on this task family, at these sizes, finite width {reading}. The tasks differ in more than C: each C "
+            f"has its own classes, one training set (P = {sizes}) and its own width (N = {widths}); at C = "
+            f"{g.largest} the theory scores {top['theory']:.3f} and the GP {top['gp']:.3f}.")
 
 
 def comparison_sentence(results: dict) -> str:
@@ -159,12 +171,13 @@ def comparison_sentence(results: dict) -> str:
     (``paththeory.experiments.multiclass.Width.closer``)."""
     found = stored_findings(results)
     if not found.comparisons:
-        return "No sampled width at C|Π|/N ≤ 0.4: no comparison has a verdict."
+        return "No mixed sampled width at C|Π|/N ≤ 0.4: no comparison has a verdict."
     others = [f"{COMPETITORS[k]} at N = {f.width} ({v.verdict}: {f.mean[k].distance:.1%} vs "
               f"{f.mean['theory'].distance:.1%} from the samples, noise {v.se:.1%})"
               for f in found.widths if f.valid for k, v in f.closer.items() if v.verdict != "holds"]
     return (f"Of {found.comparisons} comparisons of mean predictors (the GP, independent outputs and the nearest "
-            f"Kronecker U, at {len(found.valid_widths)} width(s) with C|Π|/N ≤ 0.4), the samples lie closer to "
+            f"Kronecker U, at {len(found.valid_widths)} width{'' if len(found.valid_widths) == 1 else 's'} with "
+            f"C|Π|/N ≤ 0.4), the samples lie closer to "
             f"the full multi-output theory beyond twice the Monte-Carlo noise in {found.closer}"
             + ("." if not others else "; not beyond it against " + "; ".join(others) + "."))
 
@@ -174,10 +187,11 @@ def decoupling_sentence(results: dict) -> str:
     (:class:`~paththeory.experiments.multiclass.Decoupling`)."""
     d = stored_findings(results).decoupling
     if d.exact:
-        return (f"Both deviations are below {d.tolerance:.0e} of the live block's trace: two outputs for "
+        return (f"Both deviations are below {scientific(d.tolerance)} of the live block's trace: two outputs for "
                 f"two classes are the single-output theory of the paper plus an output with no labels, whose "
                 f"U has shrunk to a trace of {d.dead_trace:.2f}.")
-    return (f"The deviations reach {d.worst:.1e} of the live block's trace, above {d.tolerance:.0e}: "
+    return (f"The deviations reach {scientific(d.worst, 1)} of the live block's trace, above "
+            f"{scientific(d.tolerance)}: "
             "the outputs do not decouple to the solver's accuracy here.")
 
 

@@ -12,7 +12,7 @@ from paththeory.experiments.prefactor import GROWTHS, LEVEL, Z_CONSISTENT, Findi
 
 #: The networks' names in text.
 NAMES = {"markov": "Markov task", "omniglot": "Omniglot", "attention": "attention only", "mlp": "with MLP blocks",
-         "skip": "with skips", "residual": "two residual blocks"}
+         "skip": "with skips", "residual": "two residual blocks", "outputs": "three outputs"}
 #: What each reference exponent of the growth means, in words.
 GROWTH_WORDS = {"flat": "no growth", "paths": "growth like the number of paths",
                 "modes": "growth like the number of fluctuation modes"}
@@ -23,6 +23,16 @@ SHIFT = {"nuts": 0.95, "gibbs": 1.05}
 
 def _name(network: str) -> str:
     return NAMES.get(network, network)
+
+
+def _paths(paths: int, outputs: int = 1) -> str:
+    """The size of a network's ``U`` as the table prints it: ``|Pi|``, or ``C x |Pi|`` with ``C`` outputs."""
+    return str(paths) if outputs == 1 else f"{outputs} × {paths // outputs}"
+
+
+def _outputs(findings: Findings) -> dict[str, int]:
+    """Each network's number of outputs."""
+    return {s.network: s.outputs for s in findings.networks}
 
 
 def _value(p: Point) -> str:
@@ -44,7 +54,8 @@ def points_table(findings: Findings) -> str:
             nd = (f"{p.width * p.value:.2f} ± {p.width * p.se:.2f}" if p.judged and p.resolved
                   else f"< {p.width * p.upper_limit:.2f}" if p.judged else "")
             pred = predicted.get((s.network, p.width))
-            rows.append([_name(s.network), s.paths, p.width, p.sampler.upper() if p.sampler == "nuts" else "Gibbs",
+            rows.append([_name(s.network), _paths(s.paths, s.outputs), p.width,
+                         p.sampler.upper() if p.sampler == "nuts" else "Gibbs",
                          f"{100 * p.distance:.2f} %", "" if p.noise is None else f"{100 * p.noise:.2f} %",
                          _value(p), nd, "" if pred is None else f"{pred:.2f}"])
     return markdown_table(["network", "paths", "N", "sampler", "d", "noise floor s", "debiased d", "N d",
@@ -54,13 +65,13 @@ def points_table(findings: Findings) -> str:
 def prediction_table(findings: Findings) -> str:
     """Per network the next order of Laplace's method covers: its resolved points against the prediction (chi-square,
     p), its upper limits above the prediction, and the verdict."""
-    rows = []
+    rows, outputs = [], _outputs(findings)
     for c in findings.checks:
         fit = "" if c.chi2 is None else f"{c.chi2:.1f} / {c.n_resolved}"
-        verdict = ("no resolved point" if c.agrees is None else "agree" if c.agrees
+        verdict = ("no resolved point" if c.agrees is None else "consistent (not rejected)" if c.agrees
                    else "disagree" + ("" if c.fit_agrees else f" (p < {LEVEL:g})")
                    + ("" if c.limits_agree else " (an upper limit below the prediction)"))
-        rows.append([_name(c.network), c.paths, fit, "" if c.p is None else f"{c.p:.2f}",
+        rows.append([_name(c.network), _paths(c.paths, outputs.get(c.network, 1)), fit, "" if c.p is None else f"{c.p:.2f}",
                      f"{c.limits_kept} of {c.limits}", verdict])
     return markdown_table(["network", "paths", "χ² / resolved points", "p", "upper limits above the prediction",
                            "measured against predicted"], rows)
@@ -84,14 +95,15 @@ def _prefactor(s: NetworkScaling) -> str:
 
 def scaling_table(findings: Findings) -> str:
     """Per network: its paths, the exponent b of d ~ N^-b and the prefactor N d with the widths it averages."""
-    return markdown_table(["network", "paths", "b in d ~ N^-b", "prefactor N d"],
-                          [[_name(s.network), s.paths, _fit(s), _prefactor(s)] for s in findings.networks])
+    return markdown_table(["network", "paths", "$b$ in $d\\sim N^{-b}$", "prefactor $N\\,d$"],
+                          [[_name(s.network), _paths(s.paths, s.outputs), _fit(s), _prefactor(s)]
+                           for s in findings.networks])
 
 
 def growth_sentence(findings: Findings) -> str:
     """The answer to "does the prefactor grow with the architecture, and how?", as the findings give it."""
-    g = findings.growth
-    have = ", ".join(f"{_name(n)} ({k} paths)" for n, k in zip(g.networks, g.paths))
+    g, outputs = findings.growth, _outputs(findings)
+    have = ", ".join(f"{_name(n)} ({_paths(k, outputs.get(n, 1))} paths)" for n, k in zip(g.networks, g.paths))
     if not g.determined:
         return ("Undetermined: a prefactor needs two resolved widths with N ≥ |Π|, and only "
                 + (f"{have} " if have else "no network ") + "has one here, so nothing compares two path counts.")
@@ -99,13 +111,19 @@ def growth_sentence(findings: Findings) -> str:
 
 
 def _kappa(g: Growth) -> str:
-    """A determined :class:`Growth`: its exponent, how far it lies from each reference, and the ones it is within."""
-    z = "; ".join(f"{GROWTH_WORDS[name]} (κ = {GROWTHS[name]:g}) {abs(g.z[name]):.1f} errors away"
+    """A determined :class:`Growth`: its exponent, how far it lies from each reference, the ones it is within, and
+    whether one power law of the size describes the prefactors at all."""
+    z = "; ".join(f"{GROWTH_WORDS[name]} (η = {GROWTHS[name]:g}) {abs(g.z[name]):.1f} errors away"
                   for name in GROWTHS)
     reads = (" and ".join(GROWTH_WORDS[c] for c in g.consistent) if g.consistent else "none of the three")
     chi = "" if g.chi2_nu is None else f", χ²/ν {g.chi2_nu:.1f}"
-    return (f"N d ~ |Π|^κ with κ = {g.gamma:.2f} ± {g.gamma_se:.2f}{chi}; {z}. Within {Z_CONSISTENT:g} errors: "
+    text = (f"N d ~ |Π|^η with η = {g.eta:.2f} ± {g.eta_se:.2f}{chi}; {z}. Within {Z_CONSISTENT:g} errors: "
             f"{reads}.")
+    if g.size_explains is False:
+        text += (f" But one power law of the size does not describe these prefactors (p = {g.chi2_p:.2g} < "
+                 f"{LEVEL:g}): the networks differ in more than their size, and η is a trend through them, not a "
+                 "law they follow.")
+    return text
 
 
 def common_sentence(findings: Findings) -> str:
@@ -113,7 +131,8 @@ def common_sentence(findings: Findings) -> str:
     c = findings.common
     if c is None:
         return "No width is resolved for every network, so none compares them all at one width."
-    values = ", ".join(f"{v:.2f} ± {e:.2f} ({_name(n)}, {k} paths)"
+    outputs = _outputs(findings)
+    values = ", ".join(f"{v:.2f} ± {e:.2f} ({_name(n)}, {_paths(k, outputs.get(n, 1))} paths)"
                        for n, k, v, e in zip(c.networks, c.paths, c.values, c.ses))
     fit = _kappa(c.growth) if c.growth.determined else "too few path counts to fit a growth."
     return f"At N = {c.width}, the largest width every network resolves, N d is {values}. Fitted through them: {fit}"
@@ -148,7 +167,7 @@ def plot(findings: Findings, profile: str | None = None) -> Figure:
         ax.set_xticks(widths, [str(w) for w in widths])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlim(widths[0] / 1.5, widths[-1] * 1.5)
-        ax.set_title(f"{_name(s.network)}, {s.paths} paths", fontsize=10)
+        ax.set_title(f"{_name(s.network)}, {_paths(s.paths, s.outputs)} paths", fontsize=10)
         ax.set_xlabel("width N")
         ax.set_ylabel("N d")
         ax.set_ylim(bottom=0)

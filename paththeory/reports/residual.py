@@ -7,6 +7,8 @@ from typing import Sequence
 
 from paththeory.display.tables import markdown_table
 from paththeory.experiments import SAMPLER_NAMES
+from paththeory.experiments.compare import Distance
+from paththeory.experiments.markov import settings as markov_settings
 from paththeory.experiments.residual import NETWORK_NAMES, R_HAT_OK, Findings, Paired, Row
 from paththeory.reports.records import provenance_sentence
 
@@ -21,9 +23,12 @@ def provenance_text(provenance: dict | None) -> str:
     sizes."""
     if provenance is None:
         return provenance_sentence(None)
-    cfg = provenance["config"]
-    return provenance_sentence(provenance, f"P = {cfg['n_train']} training and {cfg['n_test']} test sequences, "
-                                           f"T = {cfg['temperature']:g}.")
+    cfg, markov = provenance["config"], markov_settings(provenance["profile"])
+    fewer = ("" if (cfg["n_train"], cfg["n_test"]) == (markov.n_train, markov.n_test) else
+             f" (the Markov chapter's task, with {markov.n_train} and {markov.n_test} there: here four networks are "
+             "sampled at several widths each)")
+    return provenance_sentence(provenance, f"P = {cfg['n_train']} training and {cfg['n_test']} test sequences"
+                                           f"{fewer}, T = {cfg['temperature']:g}.")
 
 
 def _sampler_name(rows: Sequence[Row]) -> str:
@@ -67,14 +72,23 @@ def accuracy_table(rows: Sequence[Row]) -> str:
                            f"{name} − GP", f"{name} − attention-only"], body)
 
 
+def _inner(d: Distance) -> str:
+    """A level's distance ``d (s)``: debiased with its error where resolved, else an upper limit; the raw ``d`` where
+    the records give no floor."""
+    if d.noise is None:
+        return f"{d.distance:.3f} (no floor)"
+    shown = f"{d.value:.3f} ± {d.se:.3f}" if d.resolved else f"< {d.upper_limit:.3f}"
+    return f"{d.distance:.3f} ({d.noise:.3f}): {shown}"
+
+
 def inner_table(rows: Sequence[Row]) -> str:
-    """Relative distances of the levels above, ``U^(2)`` to ``U_a``, from the sampled ones: raw distances, with no
-    noise floor (the records keep those levels' means only)."""
+    """Relative distances of the levels above, $U^{(2)}$ to $U_a$, from the sampled ones, each as ``d (s)`` with its
+    noise floor and then debiased where resolved, else an upper limit (the rule of every comparison in the book)."""
     if not rows:
         return NO_RECORD
     name = _sampler_name(rows)
-    body = [[NETWORK_NAMES[r.network], str(r.width), ", ".join(f"{d:.3f}" for d in r.inner_distance)] for r in rows]
-    return markdown_table(["network", "N", f"U^(2), ..., U_a: theory vs {name} (no noise floor)"], body)
+    body = [[NETWORK_NAMES[r.network], str(r.width), "; ".join(_inner(d) for d in r.inner)] for r in rows]
+    return markdown_table(["network", "N", f"$U^{{(2)}}, \\dots, U_a$: theory vs {name}, d (s): debiased d"], body)
 
 
 def _percent(x: float) -> str:

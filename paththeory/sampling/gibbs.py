@@ -321,12 +321,7 @@ def sample_gibbs(
             state = sweep(state, key, it)
             return state, summary(state)
 
-        def over_chains(fn):  # one compiled call per sweep for all chains
-            if chain_method == "vectorized":
-                return jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))
-            return jax.jit(lambda s, k, it: jax.lax.map(lambda sk: fn(sk[0], sk[1], it), (s, k)))
-
-        warmup_step, kept_step = over_chains(sweep), over_chains(kept_sweep)
+        warmup_step, kept_step = _over_chains(sweep, chain_method), _over_chains(kept_sweep, chain_method)
         init_keys, chain_keys = jnp.moveaxis(jax.vmap(jax.random.split)(
             jax.random.split(jax.random.PRNGKey(seed), num_chains)), 1, 0)
         state = jax.jit(jax.vmap(start))(init_keys)
@@ -349,11 +344,7 @@ def sample_gibbs(
                 break
         bar.close()
     seconds = time.perf_counter() - t_start
-    if not all(np.all(np.isfinite(a)) for a in kept_u + kept_f):
-        raise ValueError(
-            f"the Gibbs draws hold NaN or infinite values: temperature={temperature:g} is too small for float64 "
-            "next to the scale of the features (or the features are too large); raise the temperature or rescale "
-            "the features.")
+    _check_finite_draws(kept_u + kept_f, temperature)
     records = {
         c: {"U": [u[c] for u in kept_u], "f": [f[c] for f in kept_f], "levels": [[v[c] for v in ls] for ls in kept_levels],
             "meta": dict(warmup_done=min(it, num_warmup), samples_done=max(0, it - num_warmup),
@@ -372,3 +363,20 @@ def sample_gibbs(
     if stopped is not None and on_time_limit == "raise":
         raise TimeLimitReached(result)
     return result
+
+
+def _over_chains(fn, chain_method: str):
+    """``fn(state, key, it)`` compiled for all chains at once: one call per sweep, batched (``"vectorized"``) or one
+    chain after the other inside the call (``"sequential"``)."""
+    if chain_method == "vectorized":
+        return jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))
+    return jax.jit(lambda s, k, it: jax.lax.map(lambda sk: fn(sk[0], sk[1], it), (s, k)))
+
+
+def _check_finite_draws(draws: list, temperature: float) -> None:
+    """Raise if a kept draw holds NaN or infinite values (a temperature too small for float64)."""
+    if not all(np.all(np.isfinite(a)) for a in draws):
+        raise ValueError(
+            f"the Gibbs draws hold NaN or infinite values: temperature={temperature:g} is too small for float64 "
+            "next to the scale of the features (or the features are too large); raise the temperature or rescale "
+            "the features.")

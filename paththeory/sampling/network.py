@@ -142,6 +142,9 @@ def output_effective_weights(arch: Architecture, params: dict, b: Array) -> Arra
 
     ``b``: standardised readout ``[n_L]`` (one output) or ``[n_L, C]``; output ``c`` has readout
     ``a_c = sigma_a b_{:, c}`` and the effective weights of :func:`paththeory.model.effective_weights`.
+
+    Book: The derivation with an output index
+    (https://paththeory.github.io/paththeory/book/many_outputs.html#many-outputs-derivation)
     """
     columns = jnp.reshape(b, (b.shape[0], -1)).T  # [C, n_L]
     sd_a = math.sqrt(arch.variances[-1])

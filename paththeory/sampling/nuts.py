@@ -86,7 +86,7 @@ from numpyro.infer.hmc import HMCState, hmc
 from numpyro.infer.util import potential_energy
 from tqdm import tqdm
 
-from paththeory._checks import check_count, check_flag, check_open_interval
+from paththeory._checks import check_choice, check_count, check_flag, check_open_interval
 from paththeory.model import Architecture, sample_prior
 from paththeory.sampling.diagnostics import e_bfmi
 from paththeory.sampling.network import draw_readout, draw_statistics, marginal_log_likelihood, readout_design
@@ -205,10 +205,7 @@ def sample_nuts(
     integrate_readout, progress_bar = check_flag(integrate_readout, "integrate_readout"), check_flag(
         progress_bar, "progress_bar")
     chain_method = resolve_chain_method(chain_method)
-    if dtype not in ("float64", "float32"):
-        raise ValueError(f"dtype must be 'float64' or 'float32'; got {dtype!r}.")
-    if init not in INITS:
-        raise ValueError(f"init must be one of {INITS}; got {init!r}.")
+    dtype, init = check_choice(dtype, "dtype", ("float64", "float32")), check_choice(init, "init", INITS)
 
     # float32 runs with JAX's 64-bit mode switched off, so that NUTS's own constants stay float32
     with jax.enable_x64(dtype == "float64"):
@@ -261,52 +258,10 @@ def sample_nuts(
         stopped = None
         t_start = time.perf_counter()
         for group in groups:
-            t_chain = time.perf_counter()
-            keys = chain_keys[jnp.asarray(group)]
-            run_keys, draw_keys = (jnp.stack(k) for k in zip(*(jax.random.split(k) for k in keys)))
-            state = start(run_keys if vectorized else run_keys[0], args)
-            rec = {k: [] for k in ("U", "f", "levels", "energy", "accept", "steps", "div", "trace")}
             label = f"chains {group[0]}-{group[-1]}" if vectorized else f"chain {group[0] + 1}/{num_chains}"
-            bar = tqdm(total=total, desc=label, disable=not progress_bar, file=sys.stderr, mininterval=1.0)
-            it = 0
-            for it in range(1, total + 1):
-                state = step(state, args)
-                rec["trace"].append(np.stack(np.broadcast_arrays(
-                    np.asarray(state.num_steps, np.float64), np.asarray(state.adapt_state.step_size, np.float64),
-                    np.asarray(state.potential_energy, np.float64)), axis=-1))
-                if it > num_warmup:
-                    k = it - num_warmup - 1
-                    dkeys = jax.vmap(lambda kk: jax.random.fold_in(kk, k))(draw_keys)
-                    u_d, f_d, levels_d = summarise(state.z, dkeys if vectorized else dkeys[0])
-                    rec["U"].append(np.asarray(u_d, np.float64))
-                    rec["levels"].append([np.asarray(u, np.float64) for u in levels_d])
-                    rec["f"].append(np.asarray(f_d, np.float64))
-                    rec["energy"].append(np.asarray(state.energy, np.float64))
-                    rec["accept"].append(np.asarray(state.accept_prob, np.float64))
-                    rec["steps"].append(np.asarray(state.num_steps))
-                    rec["div"].append(np.asarray(state.diverging))
-                bar.update(1)
-                if progress_bar and (it % 5 == 0 or it == total):
-                    bar.set_postfix_str(
-                        f"step {float(np.mean(state.adapt_state.step_size)):.2e}  "
-                        f"{int(np.max(state.num_steps))} steps  acc {float(np.mean(state.mean_accept_prob)):.2f}"
-                    )
-                if time_limit is not None and time.perf_counter() - t_start > time_limit and it < total:
-                    stopped = stopped_record(time_limit, group if vectorized else group[0], it, num_warmup, total,
-                                             time.perf_counter() - t_start)
-                    break
-            bar.close()
-            seconds = time.perf_counter() - t_chain
-            step_sizes = np.atleast_1d(np.asarray(state.adapt_state.step_size, np.float64))
-            for j, c in enumerate(group):
-                records[c] = {k: [_chain_entry(v, j, vectorized) for v in vals] for k, vals in rec.items()}
-                records[c]["meta"] = dict(
-                    warmup_done=min(it, num_warmup),
-                    samples_done=max(0, it - num_warmup),
-                    completed=it == total and stopped is None,
-                    seconds=seconds,
-                    step_size=float(step_sizes[j]),
-                )
+            stopped = _run_group(records, group, chain_keys[jnp.asarray(group)], start, step, summarise, args,
+                                 vectorized=vectorized, num_warmup=num_warmup, total=total, label=label,
+                                 progress_bar=progress_bar, time_limit=time_limit, t_start=t_start)
             if stopped:
                 break
     seconds = time.perf_counter() - t_start
@@ -322,6 +277,59 @@ def sample_nuts(
         raise TimeLimitReached(result)
     return result
 
+
+
+def _run_group(records: dict, group: list[int], keys: Array, start, step, summarise, args: tuple, *,
+               vectorized: bool, num_warmup: int, total: int, label: str, progress_bar: bool,
+               time_limit: float | None, t_start: float) -> dict | None:
+    """Run one group of chains (all of them when vectorized, one otherwise) for ``total`` iterations and store each
+    chain's record in ``records``; return the stop record where ``time_limit`` (seconds since ``t_start``) cut the
+    run, else ``None``."""
+    t_chain = time.perf_counter()
+    run_keys, draw_keys = (jnp.stack(k) for k in zip(*(jax.random.split(k) for k in keys)))
+    state = start(run_keys if vectorized else run_keys[0], args)
+    rec = {k: [] for k in ("U", "f", "levels", "energy", "accept", "steps", "div", "trace")}
+    bar = tqdm(total=total, desc=label, disable=not progress_bar, file=sys.stderr, mininterval=1.0)
+    stopped, it = None, 0
+    for it in range(1, total + 1):
+        state = step(state, args)
+        rec["trace"].append(np.stack(np.broadcast_arrays(
+            np.asarray(state.num_steps, np.float64), np.asarray(state.adapt_state.step_size, np.float64),
+            np.asarray(state.potential_energy, np.float64)), axis=-1))
+        if it > num_warmup:
+            k = it - num_warmup - 1
+            dkeys = jax.vmap(lambda kk: jax.random.fold_in(kk, k))(draw_keys)
+            u_d, f_d, levels_d = summarise(state.z, dkeys if vectorized else dkeys[0])
+            rec["U"].append(np.asarray(u_d, np.float64))
+            rec["levels"].append([np.asarray(u, np.float64) for u in levels_d])
+            rec["f"].append(np.asarray(f_d, np.float64))
+            rec["energy"].append(np.asarray(state.energy, np.float64))
+            rec["accept"].append(np.asarray(state.accept_prob, np.float64))
+            rec["steps"].append(np.asarray(state.num_steps))
+            rec["div"].append(np.asarray(state.diverging))
+        bar.update(1)
+        if progress_bar and (it % 5 == 0 or it == total):
+            bar.set_postfix_str(
+                f"step {float(np.mean(state.adapt_state.step_size)):.2e}  "
+                f"{int(np.max(state.num_steps))} steps  acc {float(np.mean(state.mean_accept_prob)):.2f}"
+            )
+        if time_limit is not None and time.perf_counter() - t_start > time_limit and it < total:
+            stopped = stopped_record(time_limit, group if vectorized else group[0], it, num_warmup, total,
+                                     time.perf_counter() - t_start)
+            break
+    bar.close()
+    seconds = time.perf_counter() - t_chain
+    step_sizes = np.atleast_1d(np.asarray(state.adapt_state.step_size, np.float64))
+    for j, c in enumerate(group):
+        records[c] = {k: [_chain_entry(v, j, vectorized) for v in vals] for k, vals in rec.items()}
+        records[c]["meta"] = dict(
+            warmup_done=min(it, num_warmup),
+            samples_done=max(0, it - num_warmup),
+            completed=it == total and stopped is None,
+            seconds=seconds,
+            step_size=float(step_sizes[j]),
+        )
+    return stopped
 
 
 def _chain_entry(value, chain: int, vectorized: bool):

@@ -75,6 +75,8 @@ class PosteriorSamples:
       inner: the sampled order parameters of the levels above, ``[U^(2), ..., U^(L), U_a]`` (means over the
         kept draws of :func:`~paththeory.sampling.network.level_order_parameters`), to compare with a
         :class:`~paththeory.solve.Solution`'s ``inner`` and ``U_a``.
+      inner_draws: the per-draw values behind ``inner``, one ``[chains, draws, ...]`` array per level (for their
+        Monte-Carlo errors).
       chains: one :class:`ChainReport` per started chain.
       diagnostics: R-hat, bulk ESS, divergences, E-BFMI, acceptance, wall time, ESS/s, and
         ``complete``, ``draws_used``, ``draws_planned`` and ``stopped`` (:func:`~paththeory.sampling.diagnostics.diagnostics_summary`
@@ -98,6 +100,7 @@ class PosteriorSamples:
     stopped: dict | None
     settings: dict = field(default_factory=dict)
     inner: list = field(default_factory=list, repr=False)
+    inner_draws: list = field(default_factory=list, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -204,8 +207,9 @@ def collect(
         f_draws = np.zeros((0, 0, settings["n_test"]) + (() if n_out is None else (n_out,)))
         size = settings["n_paths"] * (n_out or 1)
         u_draws = np.zeros((0, 0, size, size))
-    inner = [np.mean([records[c]["levels"][d][k] for c in use for d in range(n_draws)], axis=0)
-             for k in range(len(records[use[0]]["levels"][0]))] if n_draws and records[use[0]].get("levels") else []
+    inner_draws = [np.asarray([[records[c]["levels"][d][k] for d in range(n_draws)] for c in use], dtype=float)
+                   for k in range(len(records[use[0]]["levels"][0]))] if n_draws and records[use[0]].get("levels") else []
+    inner = [draws.reshape(-1, *draws.shape[2:]).mean(axis=0) for draws in inner_draws]
     n_paths = u_draws.shape[-1]  # C n_paths with C outputs
     iu = np.triu_indices(n_paths)
     summaries = np.concatenate([u_draws[:, :, iu[0], iu[1]], f_draws.reshape(f_draws.shape[:2] + (int(np.prod(f_draws.shape[2:])),))], axis=2)
@@ -244,6 +248,7 @@ def collect(
         stopped=stopped,
         settings=settings,
         inner=inner,
+        inner_draws=inner_draws,
     )
 
 

@@ -51,28 +51,14 @@ class TrainConfig:
     time_limit_minutes: float | None = None
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value, kind = getattr(self, field.name), field.type.removesuffix(" | None")
-            cls, word = _FIELD_KINDS[kind]
-            if value is None and field.type.endswith("| None"):
-                continue
-            if isinstance(value, bool) or not isinstance(value, cls) or kind != "str" and not math.isfinite(value):
-                raise TypeError(f"TrainConfig.{field.name} must be {word}; got {value!r} ({type(value).__name__}).")
-        for name in ("steps", "batch_size", "d_model", "qk_dim", "heads", "layers", "val_every", "n_eval"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be a positive integer; got {getattr(self, name)!r}.")
+        self._check_types()
+        self._check_signs()
         if self.channels not in (1, 3):
             raise ValueError(f"channels must be 1 (N0 = 64) or 3 (N0 = 192); got {self.channels!r}.")
         if self.qk_init not in ("random", "shared"):
             raise ValueError(f"qk_init must be 'random' or 'shared'; got {self.qk_init!r}.")
         if self.augment not in AUGMENTATIONS:
             raise ValueError(f"augment must be one of {tuple(AUGMENTATIONS)}; got {self.augment!r}.")
-        for name in ("lr", "clip", "qk_scale"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0; got {getattr(self, name)!r}.")
-        for name in ("weight_decay", "warmup", "seed", "split_seed"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)!r}.")
         if not (self.validation >= 0 and self.test >= 0 and self.validation + self.test < 1):
             raise ValueError(f"validation and test must be fractions of the characters, >= 0 with validation + test < 1 "
                              f"(the rest is for training); got {self.validation!r} and {self.test!r}.")
@@ -81,6 +67,28 @@ class TrainConfig:
         if self.time_limit_minutes is not None and not (self.time_limit_minutes > 0):
             raise ValueError(f"time_limit_minutes must be > 0 (or None for no limit: on the command line, leave out "
                              f"--time-limit-minutes); got {self.time_limit_minutes!r}.")
+
+    def _check_types(self) -> None:
+        """Each field of the type its annotation names (``None`` only where allowed), numbers finite."""
+        for field in dataclasses.fields(self):
+            value, kind = getattr(self, field.name), field.type.removesuffix(" | None")
+            cls, word = _FIELD_KINDS[kind]
+            if value is None and field.type.endswith("| None"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, cls) or kind != "str" and not math.isfinite(value):
+                raise TypeError(f"TrainConfig.{field.name} must be {word}; got {value!r} ({type(value).__name__}).")
+
+    def _check_signs(self) -> None:
+        """Counts positive, rates and scales > 0, decay, warm-up and seeds >= 0."""
+        for name in ("steps", "batch_size", "d_model", "qk_dim", "heads", "layers", "val_every", "n_eval"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be a positive integer; got {getattr(self, name)!r}.")
+        for name in ("lr", "clip", "qk_scale"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0; got {getattr(self, name)!r}.")
+        for name in ("weight_decay", "warmup", "seed", "split_seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)!r}.")
 
 
 #: The Python type and its description of each kind of :class:`TrainConfig` field.

@@ -21,6 +21,7 @@ from scipy import integrate, optimize, stats
 
 import paththeory as pt
 from paththeory import action as act
+from paththeory import exercises
 from paththeory.exercises import problems
 from paththeory.kernels import gp_kernel
 from paththeory.exercises.problems import IMPLEMENT, KINDS, POINTS, check_implementation, expected_outputs
@@ -429,6 +430,31 @@ def test_tilted_wishart_and_gamma_mean_and_mode():
     mode = optimize.minimize_scalar(lambda u: -gamma.logpdf(u), bounds=(1e-3, 10), method="bounded",
                                     options={"xatol": 1e-12}).x
     assert mode == pytest.approx((1 - 2 / m) * gamma.mean(), rel=1e-7)
+
+
+def test_skip_level_minimum_and_the_plus_one():
+    """prob-skip-level: at fixed A the skip level's term is least at U_sh = 0, U_hh = sigma^2 I_H x A, where it is
+    n H D (1 - ln sigma^2) whatever A; a random point of the free blocks lies above; with H in place of H + 1, one
+    head and a skip put U_a at 2 sigma_a^2 (the exercise residual.h_instead)."""
+    H, D, var, n = 2, 3, 0.5, 10.0
+    rng = np.random.default_rng(12)
+
+    def level(U, A):
+        both = act.entropy_with_readout([jnp.asarray(U), jnp.asarray(A)], 1.0, (n,) * 3, (H, D), (1.0, var, 1.0, 1.0),
+                                        (True, False))
+        return float(both - act.entropy_with_readout([jnp.asarray(A)], 1.0, (n,) * 2, (D,), (var, 1.0, 1.0))) / n
+
+    for _ in range(3):
+        B = rng.normal(size=(D, D))
+        A = B @ B.T + 0.3 * np.eye(D)
+        gp = np.kron(np.diag([1.0] + [var] * H), A)
+        assert level(gp, A) == pytest.approx(H * D * (1 - np.log(var)), rel=1e-12)
+        shift = 0.1 * rng.normal(size=(D, H * D))
+        moved = gp.copy()
+        moved[:D, D:], moved[D:, :D] = shift, shift.T
+        moved[D:, D:] += shift.T @ np.linalg.solve(A, shift)  # the same Schur complement, a cross block
+        assert level(moved, A) > level(gp, A)
+    assert exercises.solution("residual.h_instead") == pytest.approx(2 * 1.5, rel=1e-8)
 
 
 def test_registry_module_docstring_example():

@@ -105,3 +105,35 @@ def test_mixing_reports_sweeps_per_effective_draw_of_every_quantity():
     per = out["sweeps_per_effective_draw"]
     assert out["draws"] == 60 and len(per) == 10 + 4  # 10 entries of U (4 paths), |V0|^2, |V1|^2, |V2|^2, |b|^2
     assert {"U[g,g]", "|V0|^2", "|V2|^2", "|b|^2"} <= set(per) and all(v > 0 for v in per.values())
+
+
+def test_large_p_point_runs_in_its_own_process_and_reports_its_peak_memory():
+    """One small point of the ``large_p`` case through the subprocess it runs in (P = 40 < n N0 = 924, so the
+    feature-space backend is forced there): a converged solve, its U and the child's own ru_maxrss."""
+    row = bench._point_in_subprocess(40, "low_rank")
+    assert row["P"] == 40 and row["kernel_backend"] == "LowRankKernel" and row["converged"]
+    assert np.shape(row["U"]) == (4, 4) and row["grad_norm"] <= 1e-9
+    assert row["peak_memory_bytes"] > 2**20 and row["seconds"] > 0
+
+
+def test_large_p_case_reports_the_crossover_and_the_backends_agreement():
+    """The crossover is the smallest P where the feature-space solve (operator included) was faster; the dense
+    backend runs only up to ``dense_max``. A fake point stands in for the solves (no timing is measured)."""
+    seconds = {(1000, "low_rank"): 5.0, (1000, "dense"): 4.0, (2000, "low_rank"): 5.0, (2000, "dense"): 30.0,
+               (5000, "low_rank"): 6.0}
+    calls = []
+
+    def point(p, backend):
+        calls.append((p, backend))
+        return {"P": p, "backend": backend, "kernel_backend": "K", "seconds": seconds[p, backend],
+                "operator_seconds": 0.5, "compile_seconds": 9.0, "features_seconds": 1.0, "iterations": 30,
+                "U": (np.eye(2) * (1.0 + 1e-9 * (backend == "dense"))).tolist(), "peak_memory_bytes": 2**30}
+
+    case = bench.large_p_case((1000, 2000, 5000), dense_max=2000, point=point)
+    assert calls == [(1000, "low_rank"), (1000, "dense"), (2000, "low_rank"), (2000, "dense"), (5000, "low_rank")]
+    assert case["crossover_P"] == 2000
+    assert set(case["max_abs_U_difference"]) == {"1000", "2000"}
+    assert case["max_abs_U_difference"]["1000"] == pytest.approx(1e-9)
+    table = bench.format_table({"device": "cpu", "cases": [case]})
+    assert "crossover at P = 2000" in table and table.count("LowRank") == 0 and len(table.splitlines()) == 8
+    assert build_parser().parse_args(["bench", "--case", "large_p"]).case == "large_p"

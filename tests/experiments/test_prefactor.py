@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from paththeory.experiments import prefactor
+from paththeory.experiments.compare import distance
 from paththeory.experiments.prefactor import findings, growth, network_scaling, point
 
 WIDTHS = (10, 30, 100, 300)
@@ -33,7 +34,7 @@ def test_one_resolved_width_in_the_regime_gives_no_prefactor_and_no_growth():
     assert s.prefactor is None and s.regime_widths == () and not s.fit.determined
     assert s.fit.n_measured == 1 and s.fit.n_censored == 1
     g = growth([network_scaling(pts, "a"), s])
-    assert not g.determined and g.gamma is None and g.networks == ("a",)
+    assert not g.determined and g.eta is None and g.networks == ("a",)
 
 
 def test_unmixed_or_noiseless_points_enter_no_fit_and_nuts_and_gibbs_are_pooled():
@@ -46,22 +47,22 @@ def test_unmixed_or_noiseless_points_enter_no_fit_and_nuts_and_gibbs_are_pooled(
     assert not pts[3].resolved and pts[3].upper_limit is None
 
 
-@pytest.mark.parametrize("gamma, reads", [(0.0, ("flat",)), (1.0, ("paths",)), (2.0, ("modes",))])
-def test_the_growth_verdict_recovers_a_known_exponent(gamma, reads):
-    pts = [p for n, k in (("a", 4), ("b", 9), ("c", 36)) for p in exact_points(n, k, 0.3 * k**gamma, noise=0.02)]
+@pytest.mark.parametrize("eta, reads", [(0.0, ("flat",)), (1.0, ("paths",)), (2.0, ("modes",))])
+def test_the_growth_verdict_recovers_a_known_exponent(eta, reads):
+    pts = [p for n, k in (("a", 4), ("b", 9), ("c", 36)) for p in exact_points(n, k, 0.3 * k**eta, noise=0.02)]
     f = findings(pts)
-    assert f.growth.determined and f.growth.gamma == pytest.approx(gamma, abs=1e-6)
+    assert f.growth.determined and f.growth.eta == pytest.approx(eta, abs=1e-6)
     assert f.growth.consistent == reads and abs(f.growth.z[reads[0]]) < 1e-3
 
 
 def test_the_growth_fit_is_unbiased_and_covers_on_noisy_simulated_distances():
     """Simulated runs: U entries with Monte Carlo noise along the difference (where the debiased error is exact),
     d_true = c(|Pi|) / N with c = 0.5 |Pi|^0.5, floors s = d_true / 4 at every width (the runs resolve every width).
-    Over 200 replicates the fitted gamma's mean lies within 0.02 of 0.5 (measured 0.491; its spread is 0.093, so the
+    Over 200 replicates the fitted eta's mean lies within 0.02 of 0.5 (measured 0.491; its spread is 0.093, so the
     mean's own error is 0.007) and the +-2 error bars cover the truth in at least 90 % of them (nominal 95 %; measured
     98.5 %: each point's error, s d / sqrt(d^2 - s^2), is exact only to first order in s / d)."""
     rng = np.random.default_rng(0)
-    hits, gammas = 0, []
+    hits, etas = 0, []
     for _ in range(200):
         pts = []
         for name, k in (("a", 4), ("b", 9), ("c", 36)):
@@ -72,17 +73,19 @@ def test_the_growth_fit_is_unbiased_and_covers_on_noisy_simulated_distances():
                 pts.append(point(name, k, w, "gibbs", max(d, 1e-12), s, None, True))
         g = findings(pts).growth
         if g.determined:
-            gammas.append(g.gamma)
-            hits += abs(g.gamma - 0.5) <= 2 * g.gamma_se
-    assert len(gammas) >= 190
-    assert abs(np.mean(gammas) - 0.5) < 0.02
-    assert hits / len(gammas) >= 0.90
+            etas.append(g.eta)
+            hits += abs(g.eta - 0.5) <= 2 * g.eta_se
+    assert len(etas) >= 190
+    assert abs(np.mean(etas) - 0.5) < 0.02
+    assert hits / len(etas) >= 0.90
 
 
 def test_scan_settings_sample_wider_and_longer_than_the_chapters():
-    v, r = prefactor.scan_settings("smoke")
+    v, r, m = prefactor.scan_settings("smoke")
     assert v.gibbs_omniglot_widths == (20, 40, 100) and v.gibbs_markov_widths == () and v.gibbs_samples == 3200
     assert all(w >= 9 for n, w in r.gibbs) and r.gibbs_samples == 3200
+    assert m.gibbs_widths == (20, 30, 60, 100) and m.sample_widths == () and m.gibbs_samples == 3200
+    assert min(m.gibbs_widths) >= m.n_classes * 4  # N >= C |Pi|
     with pytest.raises(ValueError, match="experiment must be one of"):
         prefactor.write_scan("markov", "smoke")
 
@@ -98,7 +101,7 @@ def test_the_adapters_carry_each_experiments_rows_into_points():
     assert (p.network, p.paths, p.width, p.sampler, p.mixed) == ("omniglot", 16, 40, "gibbs", True)
     assert p == point("omniglot", 16, 40, "gibbs", 0.3, 0.05, 20, True)
     paired = residual.Paired(0.0, 0.01, 500)
-    r = residual.Row("skip", 30, 9, 0.3, "nuts", 0.049, 0.026, 20, 1.2, (0.05,), 0.09, 0.07, 0.17,
+    r = residual.Row("skip", 30, 9, 0.3, "nuts", 0.049, 0.026, 20, 1.2, (distance(0.05, None),), 0.09, 0.07, 0.17,
                      residual.Accuracies(0.7, 0.7, 0.67, 0.94), paired, paired, paired, 0.3, 1.05, 400.0, 60.0, False)
     (q,) = prefactor.residual_points([r])
     assert q == point("skip", 9, 30, "nuts", 0.049, 0.026, 20, False) and not q.judged and not q.resolved
@@ -152,6 +155,6 @@ def test_the_common_width_compares_every_network_at_one_width_and_pools_the_samp
     w = np.array([1 / (100 * p.se) ** 2 for p in at])
     assert c.values[0] == pytest.approx(float(np.sum(w * np.array([100 * p.value for p in at])) / w.sum()), rel=1e-12)
     assert 4.0 < c.values[0] < 4.4
-    assert c.growth.determined and c.growth.gamma == pytest.approx(0.96, abs=0.05)
+    assert c.growth.determined and c.growth.eta == pytest.approx(0.96, abs=0.05)
     assert findings([point("a", 4, 20, "gibbs", 0.1, 0.01, 40, True),
                      point("b", 16, 30, "gibbs", 0.1, 0.01, 40, True)]).common is None

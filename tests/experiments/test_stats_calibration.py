@@ -242,3 +242,43 @@ def test_the_goodness_of_fit_raises_5_percent_false_alarms_against_a_true_predic
     p = [stats.goodness_of_fit(truth + sd * rng.normal(size=n_points), sd, truth)["p"] for _ in range(20_000)]
     rate = float(np.mean(np.asarray(p) < 0.05))
     assert abs(rate - 0.05) < 4 * math.sqrt(0.05 * 0.95 / 20_000), rate
+
+
+def test_the_power_law_p_value_raises_5_percent_false_alarms_against_a_true_law():
+    """Six points on an exact power law (b = 0.5) with known log-normal errors, none censored, as the prefactors'
+    growth fit takes them: its chi-square p-value falls below 0.05 in 5 % of 4,000 runs (within four binomial SEs)."""
+    rng = np.random.default_rng(12)
+    x = np.array([4.0, 4.0, 9.0, 12.0, 16.0, 36.0])
+    rel = np.array([0.1, 0.12, 0.25, 0.05, 0.16, 0.4])  # sd(ln y)
+    truth = 2.0 * x**-0.5
+    p = []
+    for _ in range(4000):
+        y = truth * np.exp(rel * rng.normal(size=x.size))
+        p.append(stats.power_law_fit(x, y, rel * y)["chi2_p"])
+    rate = float(np.mean(np.asarray(p) < 0.05))
+    assert abs(rate - 0.05) < 4 * math.sqrt(0.05 * 0.95 / 4000), rate
+
+
+@pytest.mark.parametrize("entries", [WORST, 20])
+@pytest.mark.parametrize("ratios", [(6.0, 3.0, 1.5, 0.8), (10.0, 5.8, 3.2, 1.8)])
+def test_averaging_the_resolved_widths_leaves_the_prefactor_unbiased(entries, ratios):
+    """The prefactor as the validity chapter takes it (prefactor.network_scaling: the weighted mean of N d over the
+    resolved widths only) against a known N d = 1 at every width (d_true = 1 / N), floors d_true / s = ratios at
+    N = 10 to 300 (the widest often unresolved), 400 replicates. Does keeping only the widths that pass the threshold,
+    some by fluctuating up, bias it? Measured: mean 1.004, 0.998 (worst-case geometry) and 0.999, 0.999 (20
+    entries), SE about 0.004: no. The wide widths that pass by fluctuating carry little weight. (A censored
+    likelihood with the unresolved widths as upper limits was tried and is worse: +3.2 % and -2.1 % at the first
+    ratios.) Asserted: within 0.015 of 1 and three SEs."""
+    rng = np.random.default_rng(43)
+    d_true = 1.0 / WIDTHS
+    s = d_true / np.asarray(ratios)
+    kept_means = []
+    for _ in range(400):
+        d = np.array([_distances(rng, dt, si, entries, 1)[0] for dt, si in zip(d_true, s)])
+        points = [stats.debiased_distance(di, si) for di, si in zip(d, s)]
+        kept = [(n * p["value"], n * p["se"]) for n, p in zip(WIDTHS, points) if p["resolved"]]
+        if len(kept) >= 2:
+            kept_means.append(stats.weighted_mean(*zip(*kept))["mean"])
+    m = np.array(kept_means)
+    assert len(m) >= 300
+    assert abs(m.mean() - 1) < 0.015 + 3 * m.std() / math.sqrt(len(m))

@@ -326,7 +326,7 @@ def test_network_functions_are_finite_or_raise(tokens):
     _finite_or_raises(lambda: pt.network_output(arch, params, tokens))
 
 
-# --------------------------------------------------------------------------- round 3: one test per class of bad input
+# --------------------------------------------------------------------------- one test per class of bad input
 # Each message must say what was wrong (the argument and the value received) and how to fix it.
 
 _W3, _V4 = (10.0, 10.0, 10.0), (1.0, 1.0, 1.0, 1.0)

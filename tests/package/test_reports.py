@@ -55,11 +55,18 @@ def test_the_prefactor_report_formats_the_findings_numbers():
     pts = [point(n, k, w, "gibbs", 0.3 * k / w, 0.006 * k / w, 40, True)
            for n, k in (("markov", 4), ("omniglot", 16)) for w in (20, 60, 200)]
     pts.append(point("skip", 9, 30, "nuts", 0.02, 0.015, 20, True))
+    pts += [point("outputs", 12, w, "gibbs", 2.4 / w, 0.1 / w, 40, True, outputs=3) for w in (20, 60)]
     f = findings(pts)
     text = report.growth_sentence(f)
     g = f.growth
-    assert f"κ = {g.gamma:.2f} ± {g.gamma_se:.2f}" in text and "growth like the number of paths" in text
-    assert "Markov task (4 paths), Omniglot (16 paths)" in text
+    assert f"η = {g.eta:.2f} ± {g.eta_se:.2f}" in text and "growth like the number of paths" in text
+    assert "Markov task (4 paths), Omniglot (16 paths):" in text  # one output each: the three outputs stand apart
+    assert "| three outputs | 3 × 4 | 20 | Gibbs |" in report.points_table(f)
+    assert "| three outputs | 3 × 4 |" in report.scaling_table(f)
+    pts += [point("tiny", 2, w, "gibbs", 3.0 / w, 0.05 / w, 40, True) for w in (20, 60)]
+    off = findings(pts)
+    assert off.growth.size_explains is False and "does not describe these prefactors (p = " in (
+        report.growth_sentence(off))
     table = report.scaling_table(f)
     assert f"{f.networks[0].prefactor:.2f} ± {f.networks[0].prefactor_se:.2f} (N = 20, 60, 200)" in table
     assert "undetermined (0 resolved widths)" in table  # the skip network: one unresolved point
@@ -75,7 +82,7 @@ def test_the_prefactor_report_words_the_prediction_check():
     good = findings(pts, [Prediction("markov", 4, w, 1.0 / w) for w in (20, 100)])
     bad = findings(pts, [Prediction("markov", 4, w, 2.0 / w) for w in (20, 100)])
     c = good.checks[0]
-    assert f"| Markov task | 4 | {c.chi2:.1f} / 2 | {c.p:.2f} | 0 of 0 | agree |" in report.prediction_table(good)
+    assert f"| Markov task | 4 | {c.chi2:.1f} / 2 | {c.p:.2f} | 0 of 0 | consistent (not rejected) |" in report.prediction_table(good)
     assert "disagree (p < 0.05)" in report.prediction_table(bad)
     assert "| 1.00 |" in report.points_table(good)  # N d predicted
     assert check_prediction(pts, bad.predictions, "markov").agrees is False
@@ -91,7 +98,7 @@ def test_the_prefactor_report_words_the_common_width():
     text = report.common_sentence(f)
     assert text.startswith(f"At N = 60, the largest width every network resolves, N d is {c.values[0]:.2f} ± "
                            f"{c.ses[0]:.2f} (Markov task, 4 paths)")
-    assert f"κ = {c.growth.gamma:.2f} ± {c.growth.gamma_se:.2f}" in text
+    assert f"η = {c.growth.eta:.2f} ± {c.growth.eta_se:.2f}" in text
     assert report.common_sentence(findings(pts[:2])).startswith("At N = 60")  # one network: no growth to fit
     assert "too few path counts" in report.common_sentence(findings(pts[:2]))
 

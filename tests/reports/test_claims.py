@@ -51,7 +51,7 @@ def test_the_claims_report_words_the_findings():
     assert table.splitlines()[0] == "| claim | ours (noise) | verdict | the paper (source) |"
     for cell in ("| finite width (N = 10) beats the GP (Fashion-MNIST) | -2.6 points (paired SE 1.0 points on 428) |",
                  "rho(N, T) = -0.90; T = 0.5, 0.1 for N = 10, 100 (bootstrap 95 % [-1.00, -0.60] (100 resamples))",
-                 "5.0%; Mantel r = 0.95 (Monte Carlo 2.0% (GP point: 90%))", "Mantel r = 0.80 (permutation p = 4e-04)",
+                 "5.0%; Mantel r = 0.95 (Monte Carlo 2.0% (GP point: 90%))", "Mantel r = 0.80 (permutation p = $4\\times10^{-4}$)",
                  "Mantel r = 0.60; contrast 3.00 (permutation p = 0.990)", "rho = +0.90 (exact permutation p = 0.010)",
                  "mean accuracy 0.800 vs random 0.700 (p = 0.200 against 1000 random orders (sd 2.0))",
                  "+0.5 points; cheapest of all 28 pairs +0.4 (paired SE 0.3 points)", "NUTS incomplete",
@@ -83,7 +83,7 @@ def test_the_claims_report_words_the_findings():
         "At N = 10, the smallest width, the theory is behind the GP on Fashion-MNIST (-2.6 points, paired SE 1.0) "
         "and not worse than the GP by more than 2 points (the paper reports the two as comparable) on MNIST "
         "(-1.0 points, paired SE 1.0). The trained network's U shares the theory's pattern (Mantel r = 0.80, "
-        "p = 4e-04). The theory's U is not measurably block-structured by first-layer head (mean |U| within blocks "
+        "p = $4\\times10^{-4}$). The theory's U is not measurably block-structured by first-layer head (mean |U| within blocks "
         "/ between them: 3.00), and paths through the same first-layer head do carry more similar inputs (mean "
         "cosine 0.96 against 0.82). On held-out characters the head scores rank the single-head drops (Spearman "
         "rho = +0.90, p = 0.010). Pruning lowest score first keeps no measurably different accuracy from random "

@@ -3,15 +3,19 @@ built by hand; the verdicts themselves are tested as numbers in tests/experiment
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from paththeory.experiments import residual as exp
+from paththeory.experiments.compare import distance
 from paththeory.reports import residual as report
 
 
 def _row(network, width, sampler="nuts", converged=True):
     paired = exp.Paired(0.02, 0.006, 500)
-    return exp.Row(network, width, 9, 9 / width, sampler, 0.075, 0.022, 20, 0.882, (0.089, 0.159), 0.094, None,
+    inner = (distance(0.089, 0.02, 20), distance(0.159, 0.1, 20))  # one resolved level, one bounded
+    return exp.Row(network, width, 9, 9 / width, sampler, 0.075, 0.022, 20, 0.882, inner, 0.094, None,
                    0.556, exp.Accuracies(0.89, 0.87, 0.672, 0.95), paired, exp.Paired(0.198, 0.019, 500),
                    exp.Paired(-0.08, 0.015, 500), 0.41, 1.007, 392.0, 60.0, converged)
 
@@ -29,7 +33,11 @@ def test_the_residual_report_words_the_findings():
         report.accuracy_table(rows)
     assert "theory − NUTS" in report.accuracy_table(rows)
     assert "Gibbs − GP" in report.accuracy_table([_row("skip", 30, "gibbs")])
-    assert "(no noise floor)" in report.inner_table(rows) and "| 0.089, 0.159 |" in report.inner_table(rows)
+    inner = report.inner_table(rows)
+    assert "| $U^{(2)}, \\dots, U_a$: theory vs NUTS, d (s): debiased d |" in inner
+    assert "| 0.089 (0.020): 0.087 ± 0.021; 0.159 (0.100): < 0.373 |" in inner
+    old = report.inner_table([dataclasses.replace(rows[0], inner=(distance(0.05, None),))])
+    assert "| 0.050 (no floor) |" in old
     assert report.inner_table([]) == "No record to compare in this profile."
     with pytest.raises(ValueError, match="rows of one sampler"):
         report.distance_table(rows + [_row("skip", 30, "gibbs")])
@@ -82,5 +90,6 @@ def test_the_residual_report_words_the_findings():
         "The NUTS samples (smoke sizes) were drawn by `python -m paththeory residual --profile smoke` on 2026-11-27 "
         "(x86_64, 2 CPU cores, JAX on cpu, 22 minutes) and ship with the package; the theory is solved as the page "
         "is built. Each point is 2 chains of 400 draws after 200 warm-up steps. P = 80 training and 500 test "
-        "sequences, T = 0.01.")
+        "sequences (the Markov chapter's task, with 100 and 500 there: here four networks are sampled at several "
+        "widths each), T = 0.01.")
     assert report.provenance_text(None) == "This profile samples no point with this sampler."

@@ -44,6 +44,21 @@ def test_kernel_matrix_forms_agree(rng):
     np.testing.assert_allclose(kernels.apply_operator(streamed, U), dense, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_paths", [1, 2])
+def test_block_kernel_of_many_outputs_matches_the_dense_sum(n_paths, rng):
+    """``K^{cd} = sum U^{cd}_{pi sigma} C^{pi sigma}`` from the packed Gram blocks, one path included (which has no
+    antisymmetric part: it used to fail on an empty array)."""
+    P, C = 7, 2
+    feats = rng.normal(size=(P, n_paths, 40))
+    A = rng.normal(size=(C * n_paths, C * n_paths))
+    U = A @ A.T + np.eye(C * n_paths)
+    paths = np.asarray(kernels.path_kernels(feats))
+    dense = np.einsum("cadb,abpq->cpdq", U.reshape(C, n_paths, C, n_paths), paths).reshape(C * P, C * P)
+    op = kernels.kernel_operator(feats, n_outputs=C)
+    assert isinstance(op, kernels.GramBlocks)
+    np.testing.assert_allclose(kernels.apply_operator(op, U), dense, atol=1e-12)
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, 8, 9, 600, 601])
 def test_symmetric_packing_round_trips(size, rng):
     A = rng.normal(size=(size, size))

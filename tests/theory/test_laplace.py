@@ -3,7 +3,9 @@
 * One path: the exact mean by quadrature (paththeory.one_path) at N = P = 10, 30, 100. The saddle point misses it by
   about 0.4/N; the next order must leave at most 3 % of that gap (measured: 1.5 %, 1.3 %, 0.6 %), an error of the
   next order, O(1/N^2).
-* The prior of two layers (no data): its mean is the GP point at every width, which is also its mode against the
+* Two outputs on one path: the exact Gibbs sampler of the weights at N = P = 10 (its mean known to about 0.002),
+  where the saddle point misses by about 0.07 per entry; the next order lands within sampling noise.
+* The prior of two layers (no data), one output and two: its mean is the GP point at every width, which is also its mode against the
   invariant measure, so the first-order shift must vanish in every entry, the inner level and the readout included,
   while its two terms (the measure's and the third derivatives') do not vanish alone.
 * A closed form with a nonzero shift: the Gamma density x^(k-1) e^(-k x) against dx has mean 1 and mode 1 - 1/k; read
@@ -19,7 +21,9 @@ import pytest
 
 from paththeory import laplace
 from paththeory.action import entropy_with_readout
+from paththeory.experiments import stats
 from paththeory.one_path import one_path_posterior
+from paththeory.sampling import sample_posterior
 from paththeory.solve import Theory
 from paththeory.tasks.examples import one_path_problem
 
@@ -39,15 +43,34 @@ def test_one_path_mean_against_the_exact_quadrature(N):
     assert abs(exact - predicted) <= 0.03 * abs(exact - saddle)
 
 
-def test_the_two_layer_prior_has_no_shift():
+def test_two_outputs_against_the_exact_gibbs_sampler():
+    arch, F, y = one_path_problem()
+    f = F[:10]
+    second = np.sign(f[:, 0] @ np.random.default_rng(7).normal(size=f.shape[-1]))  # another linear teacher
+    Y = np.stack([y[:10], second], axis=1)
+    theory = Theory(arch, f, Y)
+    solution = theory.solve(10.0, T)
+    shift = laplace.laplace_shift(theory, solution)
+    assert shift.U_mean.shape == (2, 2) and np.shape(shift.readout_shift) == (2, 2)
+    draws = sample_posterior(arch, f, Y, 10, T, method="gibbs", num_warmup=500, num_samples=10_000, num_chains=8,
+                             seed=1, progress_bar=False)
+    se = stats.batch_means_se(draws.U_draws)
+    z_saddle = (draws.U - solution.U) / se
+    z_next = (draws.U - shift.U_mean) / se
+    assert np.min(np.abs(z_saddle)) > 10  # the gap the next order must close: 0.02 to 0.07 per entry
+    assert np.max(np.abs(z_next)) < 4  # measured: within 1.5 errors of about 0.002
+
+
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_the_two_layer_prior_has_no_shift(n_outputs):
     widths, heads, variances = (12.0, 12.0, 12.0), (2, 2), (1.0,) * 4
-    sizes = (4, 2)
+    sizes = (n_outputs, 4 * n_outputs, 2 * n_outputs)
 
     def half_action(x):
-        U_a, (U1, U2) = laplace._unpack(x, sizes)
+        U_a, U1, U2 = laplace._unpack(x, sizes)
         return 0.5 * entropy_with_readout([U1, U2], U_a, widths, heads, variances)
 
-    gp = jnp.asarray(np.concatenate([[1.0], np.eye(4)[np.triu_indices(4)], np.eye(2)[np.triu_indices(2)]]))
+    gp = jnp.asarray(laplace._pack([np.eye(n) for n in sizes]))
     shift = laplace.mean_shift(half_action, lambda x: laplace.log_measure(x, sizes), gp)
     np.testing.assert_allclose(shift, 0.0, atol=1e-12)
     moved = laplace.mean_shift(half_action, lambda x: 0.0 * x[0], gp)  # the third derivatives' term alone

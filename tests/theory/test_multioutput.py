@@ -462,8 +462,6 @@ def test_result_two_estimator_is_exact_at_the_prior():
 
 def test_head_scores_sum_every_output_block():
     """Multi-output head scores against a loop over all pairs ((c, pi), (d, sigma)) through the head."""
-    import itertools
-
     from paththeory.pruning import head_scores
 
     rng = np.random.default_rng(8)

@@ -220,7 +220,7 @@ def test_theta_to_matrices_ties_skip_blocks(n_outputs):
     theory = Theory(arch, pt.path_features(arch, x), y)
     sizes, skips = theory.sizes, theory.skips
     assert sizes == tuple(n_outputs * s for s in (12, 4, 4, 1))
-    for trial in range(3):
+    for _ in range(3):
         theta = 0.3 * rng.normal(size=parameter_count(sizes, skips))  # moderate: U well conditioned
         Us = [np.asarray(u) for u in theta_to_matrices(theta, sizes, theory.scales, skips, n_outputs)]
         for l in (0, 2):

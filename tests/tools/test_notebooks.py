@@ -271,7 +271,7 @@ def test_the_book_points_the_colab_button_at_the_plain_notebook(book_extension):
     assert "paththeory_tools.sphinxext.colab_notebooks" in config["sphinx"]["extra_extensions"]
     theme = {"repository_url": config["repository"]["url"], "repository_branch": config["repository"]["branch"],
              "launch_buttons": {"colab_url": config["launch_buttons"]["colab_url"]}}
-    theme_url = f"https://colab.research.google.com/github/paththeory/paththeory/blob/main/book/model.ipynb"
+    theme_url = "https://colab.research.google.com/github/paththeory/paththeory/blob/main/book/model.ipynb"
     context = {"header_buttons": [{"label": "download-buttons", "buttons": [{"text": ".ipynb", "url": "x"}]},
                                   {"label": "launch-buttons", "buttons": [{"text": "Colab", "url": theme_url}]}]}
     ext.point_colab_button(_App(str(ROOT), theme), "book/model", "page.html", context, None)

@@ -175,28 +175,33 @@ def code_flags(source: str) -> list[str]:
     if tree is None:
         return []
     aliases = _aliases(tree)
-    flags = []
-    for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-        for t in targets:
-            name = _dotted(t, aliases) if isinstance(t, ast.Attribute) else None
-            if name and name.split(".")[0] in _LIBRARIES:
-                flags.append(f"changes library code: assigns {name}")
-        if isinstance(node, ast.Call):
-            name = _dotted(node.func, aliases) or (node.func.id if isinstance(node.func, ast.Name) else "")
-            if name in _SUSPICIOUS_CALLS:
-                flags.append(_SUSPICIOUS_CALLS[name])
-            if name in ("setattr", "builtins.setattr") and node.args:
-                target = _dotted(node.args[0], aliases)
-                if target and target.split(".")[0] in _LIBRARIES:
-                    flags.append(f"changes library code: setattr on {target}")
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "gradebook" in node.value:
-            flags.append("refers to the gradebook")
+    flags = [flag for node in ast.walk(tree) for flag in _node_flags(node, aliases)]
     text = _without_magics(source)
     if re.search(r"display_formatter|display_pub|\bformatters\b.*enabled|sys\.displayhook", text):
         flags.append("changes IPython's display")
     return list(dict.fromkeys(flags))
+
+
+def _node_flags(node: ast.AST, aliases: dict[str, str]) -> list[str]:
+    """The flags of :func:`code_flags` that one node of a cell's syntax tree raises."""
+    flags = []
+    targets = node.targets if isinstance(node, ast.Assign) else (
+        [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+    for t in targets:
+        name = _dotted(t, aliases) if isinstance(t, ast.Attribute) else None
+        if name and name.split(".")[0] in _LIBRARIES:
+            flags.append(f"changes library code: assigns {name}")
+    if isinstance(node, ast.Call):
+        name = _dotted(node.func, aliases) or (node.func.id if isinstance(node.func, ast.Name) else "")
+        if name in _SUSPICIOUS_CALLS:
+            flags.append(_SUSPICIOUS_CALLS[name])
+        if name in ("setattr", "builtins.setattr") and node.args:
+            target = _dotted(node.args[0], aliases)
+            if target and target.split(".")[0] in _LIBRARIES:
+                flags.append(f"changes library code: setattr on {target}")
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and "gradebook" in node.value:
+        flags.append("refers to the gradebook")
+    return flags
 
 
 # --------------------------------------------------------------------------- points

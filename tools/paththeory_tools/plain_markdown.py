@@ -195,15 +195,7 @@ def _role(m: re.Match, ctx: MarkdownContext) -> str:
     if name in ("math",):
         return f"${content}$"
     if name in ("eq",):
-        number = (ctx.equations or {}).get(target)
-        if number:
-            return f"({number})"
-        if ctx.base_url and target in ctx.anchors:
-            page, anchor = ctx.anchors[target]
-            if target in ctx.equation_numbers:  # as the web book shows it: (2.3)
-                return f"[({ctx.equation_numbers[target]})]({ctx.url(page, anchor)})"
-            return f"[the equation of *{ctx.titles.get(page, page)}*]({ctx.url(page, anchor)})"
-        return f"the equation '{target}' of the book"
+        return _equation_reference(target, ctx)
     if name in ("cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "footcite"):
         refs = [ctx.citations.get(k.strip(), k.strip()) for k in target.split(",")]
         if name in ("cite:p", "cite:ps", "footcite"):
@@ -216,22 +208,41 @@ def _role(m: re.Match, ctx: MarkdownContext) -> str:
             return f"[{label}]({ctx.url(doc)})"
         return f"[{label}]({doc}.ipynb)" if doc in ctx.chapters else f"*{label}*"
     if name in ("ref", "numref", "term", "abbr", "prf:ref"):
-        number = ctx.numbers.get(target) if name in ("numref", "prf:ref") else None
-        if text and number and "%s" in text:  # {numref}`Fig. %s <fig-x>`
-            text = text.replace("%s", number.split(" ", 1)[1])
-        label = ctx.labels.get(target)
-        if name == "ref" and ctx.numbers.get(target) and label and label.startswith(ctx.numbers[target].split(" ")[0]):
-            # an exercise by {ref}: "Exercise 12.6 (The one-layer action)", as sphinx-exercise writes it
-            label = ctx.numbers[target] + label[len(ctx.numbers[target].split(" ")[0]):]
-        shown = text or number or label or ("the figure" if target.startswith("fig-") else target)
-        if ctx.base_url and target in ctx.anchors and name != "abbr":
-            return f"[{shown}]({ctx.url(*ctx.anchors[target])})"
-        return shown
+        return _cross_reference(name, text, target, ctx)
     if name in ("sup", "sub"):
         return f"<{name}>{content}</{name}>"
     if name in _PY_ROLES:
         return _code_link(name, text, target, ctx)
     return text or content
+
+
+def _equation_reference(target: str, ctx: MarkdownContext) -> str:
+    """An ``{eq}`` role: the equation's number, a link to it in the web book, or its label in words."""
+    number = (ctx.equations or {}).get(target)
+    if number:
+        return f"({number})"
+    if ctx.base_url and target in ctx.anchors:
+        page, anchor = ctx.anchors[target]
+        if target in ctx.equation_numbers:  # as the web book shows it: (2.3)
+            return f"[({ctx.equation_numbers[target]})]({ctx.url(page, anchor)})"
+        return f"[the equation of *{ctx.titles.get(page, page)}*]({ctx.url(page, anchor)})"
+    return f"the equation '{target}' of the book"
+
+
+def _cross_reference(name: str, text: str | None, target: str, ctx: MarkdownContext) -> str:
+    """A ``{ref}``, ``{numref}``, ``{term}``, ``{abbr}`` or ``{prf:ref}`` role: its title, number or label, linked
+    to the web book where the context has a ``base_url``."""
+    number = ctx.numbers.get(target) if name in ("numref", "prf:ref") else None
+    if text and number and "%s" in text:  # {numref}`Fig. %s <fig-x>`
+        text = text.replace("%s", number.split(" ", 1)[1])
+    label = ctx.labels.get(target)
+    if name == "ref" and ctx.numbers.get(target) and label and label.startswith(ctx.numbers[target].split(" ")[0]):
+        # an exercise by {ref}: "Exercise 12.6 (The one-layer action)", as sphinx-exercise writes it
+        label = ctx.numbers[target] + label[len(ctx.numbers[target].split(" ")[0]):]
+    shown = text or number or label or ("the figure" if target.startswith("fig-") else target)
+    if ctx.base_url and target in ctx.anchors and name != "abbr":
+        return f"[{shown}]({ctx.url(*ctx.anchors[target])})"
+    return shown
 
 
 #: The roles of Sphinx's Python domain that link an object of the package's API page (``book/api.md``).
@@ -270,9 +281,8 @@ def _directive(name: str, arg: str, options: dict, body: list[str], ctx: Markdow
     """Plain Markdown lines for one MyST directive (its body already converted)."""
     base = name.split(":")[0]
     if name == "math":
-        label = options.get("label")
-        tag = f" \\tag{{{(ctx.equations or {}).get(label)}}}" if label and (ctx.equations or {}).get(label) else ""
-        return ["$$", *body, *( [tag.strip()] if tag else []), "$$"]
+        number = (ctx.equations or {}).get(options.get("label"))
+        return ["$$", *body, *([f"\\tag{{{number}}}"] if number else []), "$$"]
     if name in ("code-block", "code", "sourcecode", "code-cell"):
         return [f"```{arg.split()[0] if arg else ''}", *body, "```"]
     if name in ("figure", "image"):
@@ -282,33 +292,65 @@ def _directive(name: str, arg: str, options: dict, body: list[str], ctx: Markdow
         return [] if "html" in arg or "latex" in arg else body
     if name in ("raw",):
         return body if "html" in arg else []
-    if name in ("toctree", "tableofcontents", "bibliography", "solution-start", "solution-end") or base == "glue":
+    if (name in ("toctree", "tableofcontents", "bibliography", "solution-start", "solution-end") or base == "glue"
+            or name == "solution" and not ctx.solutions):
         return []  # a gated solution's cells stay (stubbed in a student notebook); its fences go
-    if name == "solution" and not ctx.solutions:
-        return []
     if name in ("exercise", "solution"):
         title = "Solution" if name == "solution" else "Exercise" + (f": {arg}" if arg else "")
-        lines = [f"**{_inline(title, ctx)}**", "", *body]
-        while lines and not lines[-1].strip():
-            lines.pop()
-        return _quote(lines)
+        return _titled_quote(title, body, ctx)
     if name in ("table", "list-table", "csv-table"):
         return ([f"**{_inline(arg, ctx)}**", ""] if arg else []) + body
     if name in _ADMONITIONS or base == "prf":
-        if name in ("admonition", "dropdown", "topic", "sidebar", "card"):
-            title = arg
-        elif name in ("margin", "epigraph"):
-            title, body = "", ([arg, ""] if arg else []) + body
-        elif base == "prf":
-            title = (name.split(":")[-1].capitalize() + (f" ({arg})" if arg else ""))
-        else:
-            title = "See also" if name == "seealso" else name.capitalize()
-            body = ([arg, ""] if arg else []) + body
-        lines = ([f"**{_inline(title, ctx)}**", ""] if title else []) + body
-        while lines and not lines[-1].strip():
-            lines.pop()
-        return _quote(lines)
+        return _titled_quote(*_admonition_title(name, arg, body), ctx)
     return ([f"**{_inline(arg, ctx)}**", ""] if arg else []) + body
+
+
+def _admonition_title(name: str, arg: str, body: list[str]) -> tuple[str, list[str]]:
+    """The bold title and the body of an admonition or sphinx-proof directive: its argument is the title of a
+    titled admonition (``admonition``, ``dropdown``...) and of a ``prf:`` directive, else the body's first line."""
+    if name in ("admonition", "dropdown", "topic", "sidebar", "card"):
+        return arg, body
+    if name in ("margin", "epigraph"):
+        return "", ([arg, ""] if arg else []) + body
+    if name.split(":")[0] == "prf":
+        return name.split(":")[-1].capitalize() + (f" ({arg})" if arg else ""), body
+    return "See also" if name == "seealso" else name.capitalize(), ([arg, ""] if arg else []) + body
+
+
+def _titled_quote(title: str, body: list[str], ctx: MarkdownContext) -> list[str]:
+    """A block quote: the bold ``title`` (none when empty), a blank line and ``body``, trailing blank lines dropped."""
+    lines = ([f"**{_inline(title, ctx)}**", ""] if title else []) + body
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return _quote(lines)
+
+
+def _closing_fence(lines: list[str], i: int, fence: str) -> int:
+    """The index of the line that closes the ``fence`` (backticks or colons) opened on line ``i`` (``len(lines)``
+    when none does): the same character, at least as many times, alone on its line."""
+    close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+    j = i + 1
+    while j < len(lines) and not close.match(lines[j]):
+        j += 1
+    return j
+
+
+def _directive_options(inner: list[str]) -> tuple[dict, list[str]]:
+    """A directive's options (a ``---`` YAML block or ``:key: value`` lines at the top of its body) and the rest of
+    its body."""
+    options: dict = {}
+    if inner and inner[0].strip() == "---":
+        end = next((k for k in range(1, len(inner)) if inner[k].strip() == "---"), 0)
+        for opt in inner[1:end]:
+            if ":" in opt:
+                key, _, value = opt.partition(":")
+                options[key.strip()] = value.strip()
+        return options, inner[end + 1 :]
+    inner = list(inner)
+    while inner and re.match(r"^:[\w-]+:", inner[0]):
+        key, _, value = inner.pop(0)[1:].partition(":")
+        options[key.strip()] = value.strip()
+    return options, inner
 
 
 def _convert_lines(lines: list[str], ctx: MarkdownContext) -> list[str]:
@@ -318,24 +360,9 @@ def _convert_lines(lines: list[str], ctx: MarkdownContext) -> list[str]:
         line = lines[i]
         d = _DIRECTIVE.match(line)
         if d:
-            fence, indent = d.group("fence"), d.group("indent")
-            close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-            j = i + 1
-            while j < len(lines) and not close.match(lines[j]):
-                j += 1
-            inner = [line.removeprefix(indent) for line in lines[i + 1 : j]]
-            options: dict = {}
-            if inner and inner[0].strip() == "---":
-                end = next((k for k in range(1, len(inner)) if inner[k].strip() == "---"), 0)
-                for opt in inner[1:end]:
-                    if ":" in opt:
-                        key, _, value = opt.partition(":")
-                        options[key.strip()] = value.strip()
-                inner = inner[end + 1 :]
-            else:
-                while inner and re.match(r"^:[\w-]+:", inner[0]):
-                    key, _, value = inner.pop(0)[1:].partition(":")
-                    options[key.strip()] = value.strip()
+            indent = d.group("indent")
+            j = _closing_fence(lines, i, d.group("fence"))
+            options, inner = _directive_options([line.removeprefix(indent) for line in lines[i + 1 : j]])
             while inner and not inner[0].strip():
                 inner.pop(0)
             name = d.group("name")
@@ -345,10 +372,7 @@ def _convert_lines(lines: list[str], ctx: MarkdownContext) -> list[str]:
             continue
         f = _FENCE.match(line)
         if f:
-            close = re.compile(rf"^[ \t]*{re.escape(f.group(1)[0])}{{{len(f.group(1))},}}[ \t]*$")
-            j = i + 1
-            while j < len(lines) and not close.match(lines[j]):
-                j += 1
+            j = _closing_fence(lines, i, f.group(1))
             out += lines[i : j + 1]
             i = j + 1
             continue

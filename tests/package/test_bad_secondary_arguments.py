@@ -1,5 +1,6 @@
-"""Issue 24, second round of bad inputs: results that were silently wrong, secondary arguments that
-failed deep inside numpy or JAX, and the two spellings of widths in ``solve`` and ``sweep``.
+"""Bad secondary arguments and silently wrong results: the predictor at a tiny temperature, labels other than
++-1, a network's parameters against its architecture, widths and counts, statistics, pruning sets, shapes that
+must agree between two arguments, and the two spellings of widths in ``solve`` and ``sweep``.
 
 Every case ends in a one-line ValueError or TypeError naming the argument, or in a correct result."""
 

@@ -1,5 +1,6 @@
-"""Issue 50, item 5: the last silent and raw inputs. Each case ends in a one-line error that says what was wrong and
-how to fix it, never a result from mixed sources or a KeyError from deep inside."""
+"""Bad files and objects: data files from two copies, a checkpoint with NaN weights, a solution of another theory,
+an exercise page without its book, a diagnostics summary of something else. Each case ends in a one-line error that
+says what was wrong and how to fix it, never a result from mixed sources or a KeyError from deep inside."""
 
 from __future__ import annotations
 
