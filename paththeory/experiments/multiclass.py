@@ -509,7 +509,8 @@ class Width:
     closer to the theory's than to its (distance gap against the floor of the mean); ``accuracy``: per other
     predictor (the samples', then the competitors), the theory's argmax accuracy minus its, paired; ``blocks``: the
     Frobenius norm of ``U``'s off-diagonal output blocks over that of its diagonal ones, the theory's and the
-    samples'."""
+    samples'; ``dead``: the label-free output's coupling to the others in the same two ``U``
+    (:func:`dead_coupling`), for three outputs or more."""
 
     width: int
     sampler: str
@@ -522,6 +523,7 @@ class Width:
     closer: dict[str, Difference]
     accuracy: dict[str, Difference]
     blocks: dict[str, float]
+    dead: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -572,6 +574,31 @@ def _blocks(U, n_outputs: int) -> float:
     return float(np.linalg.norm(blocks[~diag]) / np.linalg.norm(blocks[diag]))
 
 
+def label_free_basis(n_outputs: int) -> np.ndarray:
+    """An orthonormal basis of the outputs whose first vector is ``(1, ..., 1) / sqrt C``: the direction the simplex
+    code of the labels leaves without labels (its rows sum to zero), so in this basis the first output decouples
+    exactly (the many-outputs chapter, "Where the output-output blocks come from", (iii)).
+
+    Example:
+      >>> O = label_free_basis(3)
+      >>> np.allclose(O.T @ O, np.eye(3)), np.allclose(O[:, 0], 1 / np.sqrt(3))
+      (True, True)
+    """
+    q, _ = np.linalg.qr(np.column_stack([np.ones(n_outputs), np.eye(n_outputs)[:, 1:]]))
+    return q * np.sign(q[0, 0])
+
+
+def dead_coupling(U, n_outputs: int) -> float:
+    """``U`` in the :func:`label_free_basis`: the Frobenius norm of the label-free output's blocks with the other
+    outputs over that of the other outputs' whole block (both unchanged by rotations among those ``C - 1``; zero when
+    the label-free output decouples)."""
+    u = np.asarray(U, dtype=float)
+    n = u.shape[0] // n_outputs
+    rotate = np.kron(label_free_basis(n_outputs), np.eye(n))
+    r = rotate.T @ u @ rotate
+    return float(np.linalg.norm(r[:n, n:]) / np.linalg.norm(r[n:, n:]))
+
+
 def width_findings(w: str, r: dict, n_outputs: int, valid: bool) -> Width:
     """:class:`Width` of one record ``r`` of :func:`compare_at` (``results["widths"][w]``)."""
     b = r.get("batch_means")
@@ -584,7 +611,8 @@ def width_findings(w: str, r: dict, n_outputs: int, valid: bool) -> Width:
                  distance(r["theory_vs_sampled"]["cov"], noise["cov"], b),
                  {k: difference(g, noise["mean"]) for k, g in gaps.items()},
                  {k: difference(d["difference"], d["se"]) for k, d in acc.items()},
-                 {k: _blocks(r[f"U_{k}"], n_outputs) for k in ("theory", "sampled")})
+                 {k: _blocks(r[f"U_{k}"], n_outputs) for k in ("theory", "sampled")},
+                 {k: dead_coupling(r[f"U_{k}"], n_outputs) for k in ("theory", "sampled")} if n_outputs > 2 else None)
 
 
 def findings(results: dict) -> Findings:

@@ -263,7 +263,8 @@ class Row:
     :class:`~paththeory.experiments.compare.Distance` of each level above (``U^(2)``, ..., ``U_a``), with its noise
     floor where the records keep the level's batch-means errors (``inner_se``); the :class:`Accuracies` and three :class:`Paired` differences; the share of the
     sampled ``U``'s kernel trace through no attention head, ``sampled_shares_none``; the worst R-hat and bulk ESS of
-    ``U``, the sampler's seconds, and ``converged`` (R-hat at most :data:`R_HAT_OK`). Stored as JSON in
+    ``U``, the sampler's seconds, ``converged`` (R-hat at most :data:`R_HAT_OK`), and ``in_regime`` (``N >= |Pi|``:
+    the Gram-matrix representation of the derivation exists; below it the theory is unchecked). Stored as JSON in
     :func:`run`'s results (``rows``, ``gibbs_rows``) and read back by :func:`read_rows`."""
 
     network: str
@@ -288,6 +289,7 @@ class Row:
     ess: float
     seconds: float
     converged: bool
+    in_regime: bool = True
 
 
 def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: dict[str, Problem] | None = None,
@@ -331,7 +333,8 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: di
             Paired(**stats.paired_difference(sampled_correct, gp)),
             Paired(**stats.paired_difference(sampled_correct, plain)),
             float(path_shares(rec["U"], prob.train)[path_classes(prob.arch)["0 heads"]].sum()),
-            diag["r_hat_U_max"], diag["ess_bulk_U_min"], diag["seconds"], diag["r_hat_U_max"] <= R_HAT_OK))
+            diag["r_hat_U_max"], diag["ess_bulk_U_min"], diag["seconds"], diag["r_hat_U_max"] <= R_HAT_OK,
+            width >= prob.arch.n_paths))
     return rows
 
 

@@ -196,13 +196,20 @@ def decoupling_sentence(results: dict) -> str:
 
 
 def block_sentence(results: dict, width: int | str | None = None) -> str:
-    """How large the theory's and the samples' off-diagonal output blocks of ``U`` are against the diagonal ones,
-    at ``width`` (default: the width the chapter draws,
+    """How large the theory's and the samples' off-diagonal output blocks of ``U`` are against the diagonal ones, and
+    the label-free output's coupling to the others (:func:`~paththeory.experiments.multiclass.dead_coupling`), at
+    ``width`` (default: the width the chapter draws,
     ``paththeory.experiments.multiclass.Findings.structure_width``)."""
     found = stored_findings(results)
     w = found.structure_width if width is None else int(width)
     f = next(x for x in found.widths if x.width == w)
     sampled = f"the {sampler_name(results['widths'][str(w)])} samples'"
-    return (f"At N = {w} the Frobenius norm of the off-diagonal output blocks of U, relative to that of the "
+    text = (f"At N = {w} the Frobenius norm of the off-diagonal output blocks of U, relative to that of the "
             f"diagonal blocks, is {f.blocks['theory']:.2f} in the theory's and {f.blocks['sampled']:.2f} in "
             f"{sampled}.")
+    if f.dead is None:
+        return text
+    return (f"{text} Part of that is the basis: in one whose first output is the label-free direction "
+            f"(1, …, 1)/√C, that output's blocks with the others are {scientific(f.dead['theory'], 1)} of the other "
+            f"outputs' block in the theory's U and {scientific(f.dead['sampled'], 1)} in {sampled}: it decouples, "
+            "and the output-output coupling lies among the other C − 1 outputs.")

@@ -11,6 +11,13 @@ from paththeory.experiments.records import schedule
 WARM_UP = {"nuts": "warm-up steps", "gibbs": "warm-up sweeps"}
 
 
+def _minutes(seconds: float) -> str:
+    """``seconds`` as whole minutes in words (``"1 minute"``, ``"22 minutes"``; under half a minute: ``"under a
+    minute"``)."""
+    m = f"{seconds / 60:.0f}"
+    return "under a minute" if m == "0" else f"{m} minute" + ("" if m == "1" else "s")
+
+
 def provenance_sentence(provenance: dict | None, sizes: str = "") -> str:
     """A reader's sentence on where one sampler's records come from: the sampler, the profile, the command, date,
     machine and minutes that drew them (or that this build drew them), and each point's chains, draws and
@@ -32,7 +39,7 @@ def provenance_sentence(provenance: dict | None, sizes: str = "") -> str:
     sched = schedule(provenance["config"], sampler)
     where = ("were drawn while this page was built" if provenance["command"] == "sampled in this run" else
              f"were drawn by `{provenance['command']}` on {provenance['date']} ({provenance['machine']}, "
-             f"{provenance['seconds'] / 60:.0f} minutes) and ship with the package; the theory is solved as the page "
+             f"{_minutes(provenance['seconds'])}) and ship with the package; the theory is solved as the page "
              "is built")
     text = (f"The {SAMPLER_NAMES[sampler]} samples ({provenance['profile']} sizes) {where}. Each point is "
             f"{sched['num_chains']} chains of {sched['num_samples']} draws after {sched['num_warmup']} "

@@ -43,12 +43,17 @@ def _noise(x: float | None) -> str:
     return "" if x is None else f" ({x:.3f})"
 
 
+def _width(r: Row) -> str:
+    """A record's width, marked where it lies below the number of paths, outside the theory's regime."""
+    return str(r.width) if r.in_regime else f"{r.width} (< |Π|)"
+
+
 def distance_table(rows: Sequence[Row]) -> str:
     """The theory against the samples of one sampler, one row per record, with ``|Pi| / N``."""
     if not rows:
         return NO_RECORD
     _sampler_name(rows)
-    body = [[NETWORK_NAMES[r.network], str(r.paths), str(r.width), f"{r.ratio:.2g}",
+    body = [[NETWORK_NAMES[r.network], str(r.paths), _width(r), f"{r.ratio:.2g}",
              f"{r.U_distance:.3f}{_noise(r.U_noise)}", f"{r.U_gp_distance:.3f}",
              f"{r.f_distance:.3f}{_noise(r.f_noise)}", f"{r.f_gp_distance:.3f}", f"{r.r_hat:.3f}", f"{r.ess:.0f}"]
             for r in rows]
@@ -65,7 +70,7 @@ def accuracy_table(rows: Sequence[Row]) -> str:
     if not rows:
         return NO_RECORD
     name = _sampler_name(rows)
-    body = [[NETWORK_NAMES[r.network], str(r.width), f"{r.accuracy.theory:.3f}", f"{r.accuracy.sampled:.3f}",
+    body = [[NETWORK_NAMES[r.network], _width(r), f"{r.accuracy.theory:.3f}", f"{r.accuracy.sampled:.3f}",
              f"{r.accuracy.gp:.3f}", f"{r.accuracy.attention_theory:.3f}", _diff(r.theory_minus_sampled),
              _diff(r.sampled_minus_gp), _diff(r.sampled_minus_attention_theory)] for r in rows]
     return markdown_table(["network", "N", "theory", name, "GP", "attention-only theory", f"theory − {name}",
@@ -87,7 +92,7 @@ def inner_table(rows: Sequence[Row]) -> str:
     if not rows:
         return NO_RECORD
     name = _sampler_name(rows)
-    body = [[NETWORK_NAMES[r.network], str(r.width), "; ".join(_inner(d) for d in r.inner)] for r in rows]
+    body = [[NETWORK_NAMES[r.network], _width(r), "; ".join(_inner(d) for d in r.inner)] for r in rows]
     return markdown_table(["network", "N", f"$U^{{(2)}}, \\dots, U_a$: theory vs {name}, d (s): debiased d"], body)
 
 

@@ -33,6 +33,8 @@ def test_the_residual_report_words_the_findings():
         report.accuracy_table(rows)
     assert "theory − NUTS" in report.accuracy_table(rows)
     assert "Gibbs − GP" in report.accuracy_table([_row("skip", 30, "gibbs")])
+    outside = dataclasses.replace(rows[0], network="residual", paths=36, in_regime=False)
+    assert "| two residual blocks | 36 | 10 (< \\|Π\\|) |" in report.distance_table([outside])
     inner = report.inner_table(rows)
     assert "| $U^{(2)}, \\dots, U_a$: theory vs NUTS, d (s): debiased d |" in inner
     assert "| 0.089 (0.020): 0.087 ± 0.021; 0.159 (0.100): < 0.373 |" in inner

@@ -153,7 +153,8 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     results = ex.run("smoke", tmp_path, config=cfg, progress=False)
     assert results["nway"] == {"profile": "smoke", "ways": {}, "chars": None}
     assert (tmp_path / "results.json").exists() and (tmp_path / "order_parameter.png").exists()
-    assert ex.valid_widths(results) == ["30"]  # C |Pi| / N = 1.2 and 0.4
+    mixed = results["widths"]["30"]["diagnostics"]["r_hat_U_max"] <= ex.R_HAT_OK
+    assert ex.valid_widths(results) == (["30"] if mixed else [])  # C |Pi| / N = 1.2 and 0.4; chains mixed or not
     # each width records its sampler, and its diagnostics are that sampler's
     assert results["samplers"] == {"10": "nuts", "30": "gibbs"} and list(results["widths"]) == ["10", "30"]
     for w, sampler in results["samplers"].items():
@@ -163,14 +164,15 @@ def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
         assert set(r["theory_vs_sampled"]) == {"U", "mean", "cov"}
     assert results["widths"]["30"]["diagnostics"]["draws_used"] == 2 * 40
     ids = {r["id"] for r in results["claims"]}
-    assert {"u_sampled", "mean_vs_gp", "acc_vs_independent", "acc_vs_kronecker", "gain_vs_classes"} <= ids
+    assert {"gain_vs_classes"} | ({"u_sampled", "mean_vs_gp", "acc_vs_independent", "acc_vs_kronecker"} if mixed
+                                  else set()) <= ids
     assert all(r["source"] == "this book's own test" for r in results["claims"])
     assert all("Gibbs samples" in r["claim"] for r in results["claims"] if r["id"] in ("u_sampled", "mean_vs_gp"))
     d = results["decoupling"]
     assert d["width"] == 10.0
     assert d["off_block_max"] < 1e-6 * d["live_trace"] and d["first_block_vs_single"] < 1e-6 * d["live_trace"]
     found = ex.stored_findings(results)
-    assert found == ex.findings(results) and found.structure_width == 30 and found.valid_widths == (30,)
+    assert found == ex.findings(results) and found.structure_width == 30 and found.valid_widths == ((30,) if mixed else ())
     assert found.decoupling.exact and [w.sampler for w in found.widths] == ["nuts", "gibbs"]
     assert found.widths[1].batch_means == 2 * 10  # 2 chains of 40 sweeps, 10 batches each
     from paththeory.reports import multiclass as report
@@ -229,8 +231,8 @@ def fake_results(cov=(0.149, 0.0683), gains=((0.073, 0.017), (0.08, 0.022), (-0.
                 "errors": {k: {"U": e, "mean": e} for k, e in errors.items()},
                 "theory_vs_sampled": {"U": errors["theory"], "mean": errors["theory"], "cov": cov[0]},
                 "accuracy": {k: sum(v) / 6 for k, v in right.items()}, "correct": right,
-                "diagnostics": {"r_hat_max": 1.02, "ess_bulk_min": 205.0, "ess_per_second": 55.3, "seconds": 4.0,
-                                "method": sampler}}
+                "diagnostics": {"r_hat_max": 1.02, "r_hat_U_max": 1.005, "ess_bulk_min": 205.0, "ess_per_second": 55.3,
+                                "seconds": 4.0, "method": sampler}}
 
     return {"config": {"n_classes": 3, "num_warmup": 60, "num_samples": 80, "num_chains": 2, "gibbs_warmup": 100,
                        "gibbs_samples": 400, "gibbs_chains": 2},
@@ -274,6 +276,7 @@ def test_findings_resolve_every_distance_and_decide_every_verdict_from_the_numbe
     assert n30.closer["gp"].difference == pytest.approx(0.4) and n30.closer["gp"].se == 0.02
     assert n30.accuracy["gp"].difference == pytest.approx(3 / 6) and n30.accuracy["sampled"].difference == 1 / 6
     assert n30.blocks["theory"] == 0.0 and n30.blocks["sampled"] == pytest.approx(0.1 * np.sqrt(24 / 12))
+    assert n30.dead["theory"] == pytest.approx(0.0, abs=1e-12)  # the identity: nothing couples
     assert (found.comparisons, found.closer, found.valid_widths, found.structure_width) == (3, 2, (30,), 30)
     g = found.class_gain
     assert (g.smallest, g.largest) == (2, 5) and g.gain.difference == pytest.approx(-0.11)
@@ -282,6 +285,10 @@ def test_findings_resolve_every_distance_and_decide_every_verdict_from_the_numbe
     # the covariance within twice its floor: bounded, not resolved (the chapter's N = 120 in smoke)
     unresolved = ex.findings(fake_results(cov=(0.0995, 0.0677))).widths[1].cov
     assert not unresolved.resolved and unresolved.value is None and unresolved.upper_limit > 0.0995
+    # chains not mixed (R-hat of U above R_HAT_OK): no verdict at that width
+    unmixed = fake_results()
+    unmixed["widths"]["30"]["diagnostics"]["r_hat_U_max"] = 1.02
+    assert ex.valid_widths(unmixed) == []
     # no width with C |Pi| / N <= 0.4: no comparison, and the widest width is the one drawn
     results["widths"]["30"]["ratio"] = 0.5
     found = ex.findings(results)
@@ -291,3 +298,22 @@ def test_findings_resolve_every_distance_and_decide_every_verdict_from_the_numbe
     off = dict(fake_results(), decoupling={"off_block_max": 1e-5, "first_block_vs_single": 0.0, "live_trace": 2.0,
                                            "dead_trace": 0.7})
     assert not ex.findings(off).decoupling.exact
+
+
+def test_the_label_free_output_decouples_where_its_direction_is_an_eigenvector():
+    """Oracle: U = U_out (x) U_path. With U_out = a I + b 1 1^T the direction (1, ..., 1)/sqrt C is an eigenvector of
+    U_out, so in any basis that starts with it the first output's blocks vanish; with U_out = diag(1, 2, 3) they do
+    not, and their size is the same in scipy's Helmert basis (another basis of the live outputs) as in ours."""
+    from scipy.linalg import helmert
+
+    from paththeory.experiments import multiclass as ex
+
+    path = np.array([[2.0, 0.3], [0.3, 1.0]])
+    assert ex.dead_coupling(np.kron(0.5 * np.eye(3) + 0.2 * np.ones((3, 3)), path), 3) == pytest.approx(0, abs=1e-14)
+    U = np.kron(np.diag([1.0, 2.0, 3.0]), path)
+    H = helmert(3, full=True).T  # columns: (1, 1, 1)/sqrt 3, then two contrasts
+    R = np.kron(H, np.eye(2)).T @ U @ np.kron(H, np.eye(2))
+    expected = np.linalg.norm(R[:2, 2:]) / np.linalg.norm(R[2:, 2:])
+    assert expected > 0.1 and ex.dead_coupling(U, 3) == pytest.approx(expected, rel=1e-12)
+    O = ex.label_free_basis(4)
+    assert np.allclose(O.T @ O, np.eye(4)) and np.allclose(O[:, 0], 0.5)
