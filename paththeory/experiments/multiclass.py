@@ -11,7 +11,7 @@ Used by the chapter ``book/many_outputs.md`` and ``paththeory reproduce multicla
   widths, the exact blocked Gibbs sampler from ``N = 30``, where it gives several times NUTS's
   effective draws per second: :data:`SAMPLER_SPEED`);
 * :func:`sample_points`: the posterior records of one sampler, reduced (:func:`sample_record`) and shipped for the
-  ``smoke`` profile (:data:`RECORDS`; ``python -m paththeory multiclass --sampler gibbs`` writes them);
+  ``smoke`` profile (``RECORDS``; ``python -m paththeory multiclass --sampler gibbs`` writes them);
 * :func:`compare_at`: the theory against the posterior records at one width, with the GP, the independent
   and the Kronecker order parameters; :func:`decoupling`: two classes with two outputs;
   :func:`class_scaling`: finite width against the GP for ``C = 2, 3, 5`` at matched ``P / N``;
