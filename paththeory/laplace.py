@@ -144,9 +144,9 @@ def laplace_shift(theory: Theory, solution: Solution) -> LaplaceShift:
     paths = path_kernels(theory.features)  # [n, n, P, P]: the kernel is linear in U
     P = paths.shape[-1]
     y = jnp.asarray(np.asarray(theory.y, dtype=float).reshape(P, n_out).T.reshape(-1))  # vec(Y), output slowest
-    shift_x = np.asarray(_network_shift(jnp.asarray(_pack(mats)), jnp.asarray(widths), temperature, paths, y,
-                                        sizes=tuple(len(m) for m in mats), heads=tuple(arch.heads),
-                                        variances=tuple(float(v) for v in arch.variances)))
-    readout_shift, shift, *_ = (np.asarray(m) for m in _unpack(jnp.asarray(shift_x), [len(m) for m in mats]))
+    sizes = tuple(len(m) for m in mats)
+    shift_x = _network_shift(jnp.asarray(_pack(mats)), jnp.asarray(widths), temperature, paths, y, sizes=sizes,
+                             heads=tuple(arch.heads), variances=tuple(float(v) for v in arch.variances))
+    readout_shift, shift, *_ = (np.asarray(m) for m in _unpack(shift_x, sizes))
     return LaplaceShift(mats[1] + shift, shift, float(np.linalg.norm(shift) / np.linalg.norm(mats[1])),
                         float(readout_shift[0, 0]) if n_out == 1 else readout_shift, max(widths))

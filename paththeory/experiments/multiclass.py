@@ -44,13 +44,13 @@ from paththeory._checks import check_flag
 from paththeory.experiments import SAMPLER_NAMES
 from paththeory.experiments.records import (SHIPPED, ShippedRecords, environment, jsonable, samplers, schedule,
                                             schedule_fields, typed)
-from paththeory.experiments.compare import Distance, distance
+from paththeory.experiments.compare import Distance, distance, relative_distance
 from paththeory.experiments.claims import OWN_TEST, U_TOLERANCE, Claim, Evidence, claim_row, paired_claim, u_claim
 from paththeory.model import Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, legend_below, matrix_heatmap, panel_grid, stamp_profile
 from paththeory.predict import predictor
 from paththeory.profiles import choose, current_profile, time_limit
-from paththeory.solve import Theory
+from paththeory.solve import Solution, Theory
 from paththeory.tasks import multiclass as task
 
 
@@ -279,6 +279,14 @@ def samples(profile: str | None = None, *, sampler: str = "gibbs", progress: boo
                         partial(sample_points, progress=progress))
 
 
+def theory_against(prob: Problem, record: dict, cfg: Config) -> tuple[Solution, float, float]:
+    """The theory solved at a record's width, and the relative distance of the record's sampled ``U`` from its ``U``
+    with the noise floor (:func:`paththeory.experiments.compare.relative_distance`): all that the prefactor question
+    needs of a record, and the start of :func:`compare_at`."""
+    sol = Theory(prob.arch, prob.train, prob.y_train).solve(record["width"], cfg.temperature)
+    return (sol, *relative_distance(record["U"], sol.U, record["U_se"]))
+
+
 def compare_at(prob: Problem, record: dict, cfg: Config) -> dict:
     """The theory against one width's posterior samples (``record``, :func:`sample_record`), with four other order
     parameters against both.
@@ -291,7 +299,7 @@ def compare_at(prob: Problem, record: dict, cfg: Config) -> dict:
     ``correct`` (argmax, per test sequence) of every predictor, the samples' under ``"sampled"``.
     """
     t, arch, width = cfg.temperature, prob.arch, record["width"]
-    sol = Theory(arch, prob.train, prob.y_train).solve(width, t)
+    sol, u_distance, u_noise = theory_against(prob, record, cfg)
     candidates = {"theory": sol.U, "gp": arch.gp_scale * np.eye(len(sol.U)),
                   "independent": independent_order_parameter(prob, width, t),
                   "kronecker": nearest_kronecker(sol.U, prob.n_classes)}
@@ -306,11 +314,10 @@ def compare_at(prob: Problem, record: dict, cfg: Config) -> dict:
     # every distance to the samples relative to the theory's norm, as their Monte-Carlo noise is
     out["errors"] = {k: {"U": relative(candidates[k], U_s, sol.U),
                          "mean": relative(preds[k][0], mean_s, mean_th)} for k in candidates}
-    out["theory_vs_sampled"] = {"U": relative(U_s, sol.U), "mean": relative(mean_s, mean_th),
-                                "cov": relative(cov_s, cov_th)}
-    out["noise"] = {"U": float(np.linalg.norm(record["U_se"]) / np.linalg.norm(sol.U)),
-                    "mean": float(np.linalg.norm(record["mean_se"]) / np.linalg.norm(mean_th)),
-                    "cov": float(record["cov_se"] / np.linalg.norm(cov_th))}
+    mean_distance, mean_noise = relative_distance(mean_s, mean_th, record["mean_se"])
+    cov_distance, cov_noise = relative_distance(cov_s, cov_th, record["cov_se"])  # cov_se: already a norm
+    out["theory_vs_sampled"] = {"U": u_distance, "mean": mean_distance, "cov": cov_distance}
+    out["noise"] = {"U": u_noise, "mean": mean_noise, "cov": cov_noise}
     out["batch_means"] = int(record["batch_means"])
     out["accuracy"] = {k: float(v.mean()) for k, v in right.items()}
     out["correct"] = {k: v.astype(int) for k, v in right.items()}

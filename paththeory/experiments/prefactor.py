@@ -405,15 +405,16 @@ def residual_points(rows: Sequence[residual.Row]) -> list[Point]:
 
 def multiclass_points(records: Sequence[dict], cfg: multiclass.Config) -> list[Point]:
     """:class:`Point` of every record of :func:`paththeory.experiments.multiclass.sample_points` (``cfg``: the
-    configuration that drew them), against the theory at its width (:func:`paththeory.experiments.multiclass.compare_at`);
-    mixed when R-hat of ``U`` is at most :data:`paththeory.experiments.multiclass.R_HAT_OK`."""
+    configuration that drew them), against the theory at its width
+    (:func:`paththeory.experiments.multiclass.theory_against`); mixed when R-hat of ``U`` is at most
+    :data:`paththeory.experiments.multiclass.R_HAT_OK`."""
     prob = multiclass.chapter_problem(cfg)
     out = []
     for record in records:
-        r = multiclass.compare_at(prob, record, cfg)
-        out.append(point("outputs", cfg.n_classes * prob.arch.n_paths, r["width"], r["sampler"],
-                         r["theory_vs_sampled"]["U"], r["noise"]["U"], r["batch_means"],
-                         r["diagnostics"]["r_hat_U_max"] <= multiclass.R_HAT_OK, outputs=cfg.n_classes))
+        _, d, s = multiclass.theory_against(prob, record, cfg)
+        out.append(point("outputs", cfg.n_classes * prob.arch.n_paths, record["width"], record["sampler"], d, s,
+                         record["batch_means"], record["diagnostics"]["r_hat_U_max"] <= multiclass.R_HAT_OK,
+                         outputs=cfg.n_classes))
     return out
 
 

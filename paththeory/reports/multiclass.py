@@ -107,8 +107,7 @@ def sampler_sentence(results: dict) -> str:
                      f"{sch['num_samples']} {step} after {sch['num_warmup']} {warm})")
     if not parts:
         return "This run samples no width."
-    where = [provenance_sentence(results["records"][s]).split(". Each point")[0] + "."
-             for s in by if s in results.get("records", {})]
+    where = [provenance_sentence(results["records"][s], chains=False) for s in by if s in results.get("records", {})]
     return " ".join(["This run samples " + " and ".join(parts) + ".", *where])
 
 

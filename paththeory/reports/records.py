@@ -18,11 +18,11 @@ def _minutes(seconds: float) -> str:
     return "under a minute" if m == "0" else f"{m} minute" + ("" if m == "1" else "s")
 
 
-def provenance_sentence(provenance: dict | None, sizes: str = "") -> str:
+def provenance_sentence(provenance: dict | None, sizes: str = "", chains: bool = True) -> str:
     """A reader's sentence on where one sampler's records come from: the sampler, the profile, the command, date,
     machine and minutes that drew them (or that this build drew them), and each point's chains, draws and
-    warm-up; ``sizes``, the experiment's own sizes in words, follows. ``provenance`` ``None``: the profile samples
-    nothing with that sampler.
+    warm-up (``chains`` False: left out, for a report that gives them itself); ``sizes``, the experiment's own sizes
+    in words, follows. ``provenance`` ``None``: the profile samples nothing with that sampler.
 
     Example:
       >>> prov = {"sampler": "gibbs", "profile": "smoke", "command": "sampled in this run",
@@ -41,7 +41,8 @@ def provenance_sentence(provenance: dict | None, sizes: str = "") -> str:
              f"were drawn by `{provenance['command']}` on {provenance['date']} ({provenance['machine']}, "
              f"{_minutes(provenance['seconds'])}) and ship with the package; the theory is solved as the page "
              "is built")
-    text = (f"The {SAMPLER_NAMES[sampler]} samples ({provenance['profile']} sizes) {where}. Each point is "
-            f"{sched['num_chains']} chains of {sched['num_samples']} draws after {sched['num_warmup']} "
-            f"{WARM_UP[sampler]}.")
+    text = f"The {SAMPLER_NAMES[sampler]} samples ({provenance['profile']} sizes) {where}."
+    if chains:
+        text += (f" Each point is {sched['num_chains']} chains of {sched['num_samples']} draws after "
+                 f"{sched['num_warmup']} {WARM_UP[sampler]}.")
     return f"{text} {sizes}" if sizes else text
