@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import functools
 import threading
+import time
 from collections import OrderedDict
 from typing import Callable
 
@@ -47,10 +48,18 @@ def signature(args: tuple) -> tuple:
     return tree, tuple((jax.typeof(leaf), getattr(leaf, "sharding", None)) for leaf in leaves), config
 
 
+def program_size(executable) -> int:
+    """The size of a compiled program: the characters of its optimised HLO (``executable.as_text()``), which grows
+    with every loop and function the compiler inlines. Its machine code has no size to read on CPU (the compiler's
+    ``generated_code_size_in_bytes`` is zero there) and not every program can be serialised."""
+    return len(executable.as_text())
+
+
 class Precompiled:
     """``function(*args, **static)``, jitted with ``static_argnames``, through an executable compiled for the
     signature of ``args`` and the static arguments, the heap trimmed after each compilation; the ``size`` most
-    recently used executables are kept."""
+    recently used executables are kept. With ``measure`` set, every compilation appends its wall seconds and the
+    executable to ``compilations``, for the benchmark (:func:`program_size` gives its size)."""
 
     def __init__(self, function: Callable, static_argnames: tuple[str, ...] = (), size: int = 16):
         self.jitted = jax.jit(function, static_argnames=static_argnames)
@@ -58,6 +67,8 @@ class Precompiled:
         self.size = size
         self.executables: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
+        self.measure = False
+        self.compilations: list[dict] = []
 
     def __call__(self, *args, **static):
         """Run ``jitted(*args, **static)``: ``args`` positional (traced), ``static`` by keyword."""
@@ -69,8 +80,12 @@ class Precompiled:
         with self.lock:
             executable = self.executables.pop(key, None)
             if executable is None:
+                start = time.perf_counter()
                 executable = self.jitted.lower(*args, **static).compile()
+                seconds = time.perf_counter() - start
                 trim_heap()
+                if self.measure:
+                    self.compilations.append({"seconds": seconds, "executable": executable})
             self.executables[key] = executable
             while len(self.executables) > self.size:
                 self.executables.popitem(last=False)

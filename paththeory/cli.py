@@ -24,7 +24,7 @@ EXPERIMENTS = ("markov", "omniglot")
 #: so that the command line starts without loading the samplers).
 SAMPLERS = ("nuts", "gibbs")
 #: The chapters ``paththeory reproduce`` runs: the paper's experiments, then the book's own.
-REPRODUCIBLE = (*EXPERIMENTS, "multiclass", "residual")
+REPRODUCIBLE = (*EXPERIMENTS, "multiclass", "residual", "nonlinear")
 DEBUG_ENV_VAR = "PATHTHEORY_DEBUG"
 #: Commands of paththeory 0.1 that are the repository tooling's now (``paththeory-tools``, in ``tools/``).
 MOVED_COMMANDS = ("notebooks", "student", "course")
@@ -223,7 +223,7 @@ def _scan(args, experiment: str) -> int | None:
 
 #: The experiments whose records a command samples, and what their records are for, in words.
 RECORDED = {"validity": "the validity figure", "residual": "the residual-stream chapter",
-            "multiclass": "the many-outputs chapter"}
+            "multiclass": "the many-outputs chapter", "nonlinear": "the nonlinear-block chapter"}
 
 
 def _records(args) -> int:
@@ -270,8 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="run a chapter's experiment and write results.json, features.npz, figures",
                          description="Run a chapter's experiment and write results.json, features.npz and figures.")
     rep.add_argument("experiment", choices=REPRODUCIBLE,
-                     help="the chapter: markov (Fig. 2), omniglot (Fig. 3), multiclass (Many outputs) or residual "
-                          "(The residual stream)")
+                     help="the chapter: markov (Fig. 2), omniglot (Fig. 3), multiclass (Many outputs), residual "
+                          "(The residual stream) or nonlinear (Nonlinear MLP blocks)")
     rep.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,
                      help="scale (default: $PATHTHEORY_PROFILE, else colab with a GPU, smoke without)")
     rep.add_argument("--out", required=True, type=output_folder, help="output folder (created if missing)")
@@ -300,6 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
          "Sample the three-output network of the many-outputs chapter with NUTS or Gibbs at the profile's widths for "
          "that sampler and write the records the chapter compares with the theory (default: the package's own file "
          "for the profile and sampler)."),
+        ("nonlinear", _records, "sample the networks with a nonlinear MLP block for the nonlinear-block chapter",
+         "Sample the network with a ReLU or erf MLP block after its attention layers with NUTS at the profile's widths "
+         "and write the records the chapter compares with the heuristic, the nonlinear GP and the linear theory "
+         "(default: the package's own file for the profile). The exact Gibbs sampler needs a network linear in "
+         "each weight matrix: NUTS only."),
     ):
         records = sub.add_parser(name, help=help_text, description=description)
         records.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,

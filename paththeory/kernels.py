@@ -136,7 +136,11 @@ def gp_kernel(arch, features, features_b=None) -> Array:
       True
     """
     fa, fb = _feature_pair(features, features_b)
-    if fa.shape[1] != check_architecture(arch).n_paths:
+    if not check_architecture(arch).linear:
+        raise ValueError(f"gp_kernel is the GP kernel of a network linear in each weight matrix; this one has a "
+                         f"nonlinear MLP block (nonlinearities {arch.nonlinearities}): use "
+                         "paththeory.nonlinear_theory.gp_kernel.")
+    if fa.shape[1] != arch.n_paths:
         raise ValueError(f"features have {fa.shape[1]} paths but the architecture with heads {arch.heads} has "
                          f"{arch.n_paths}; compute them with paththeory.path_features(arch, x).")
     variances = jnp.asarray(arch.gp_path_variances())

@@ -35,6 +35,7 @@ from paththeory._checks import (
     check_positive,
     require_finite,
 )
+from paththeory.kernel_maps import activation, check_nonlinearity
 
 Array = jax.Array
 Readout = Literal["first", "last", "mean"]
@@ -159,18 +160,30 @@ class FixedAttention:
 
 @dataclass(frozen=True, eq=False)
 class MLP:
-    """A linear MLP block: a token-wise Gaussian matrix, ``z_t -> M z_t / sqrt(n)``, ``M_ij ~ N(0, sigma_M^2)``.
+    """An MLP block: a token-wise Gaussian matrix and a pointwise nonlinearity,
+    ``z_t -> phi(M z_t / sqrt(n))``, ``M_ij ~ N(0, sigma_M^2)``.
 
-    In the theory it is a level with one head whose attention is the identity: it adds no path and no
-    path kernel, only one order parameter (the paper's outlook, §5). Its prior variance is the level's
-    entry of ``Architecture.variances``.
+    Linear (``nonlinearity="identity"``, the default), in the theory it is a level with one head whose attention
+    is the identity: it adds no path and no path kernel, only one order parameter (the paper's outlook, §5).
+    With ``"relu"`` or ``"erf"`` the network is no longer linear in each weight matrix and the theory becomes the
+    heuristic of :mod:`paththeory.nonlinear_theory` (the paper's outlook proposes it). Its prior variance is the level's
+    entry of ``Architecture.variances``. As the top level, the readout plays the second matrix of the usual two-matrix
+    block ``W_2 phi(W_1 z)``.
 
     Book: The residual stream (https://paththeory.github.io/paththeory/book/residual.html#residual-architecture)
 
+    Args:
+      nonlinearity: ``"identity"``, ``"relu"`` or ``"erf"`` (:data:`paththeory.kernel_maps.NONLINEARITIES`).
+
     Example:
-      >>> pt.MLP().n_heads
-      1
+      >>> pt.MLP().n_heads, pt.MLP("relu").nonlinearity
+      (1, 'relu')
     """
+
+    nonlinearity: str = "identity"
+
+    def __post_init__(self) -> None:
+        check_nonlinearity(self.nonlinearity)
 
     @property
     def n_heads(self) -> int:
@@ -346,6 +359,17 @@ class Architecture:
     def heads(self) -> tuple[int, ...]:
         """``(H_1, ..., H_L)``: the weighted branches of every level (one for an MLP block)."""
         return tuple(layer.n_heads for layer in self.attention)
+
+    @property
+    def nonlinearities(self) -> tuple[str, ...]:
+        """Each level's nonlinearity: an :class:`MLP` block's, ``"identity"`` for an attention layer."""
+        return tuple(getattr(_inner(layer), "nonlinearity", "identity") for layer in self.attention)
+
+    @property
+    def linear(self) -> bool:
+        """Whether the network is linear in each weight matrix (no nonlinear :class:`MLP` block): the paper's
+        theory then holds; otherwise the heuristic of :mod:`paththeory.nonlinear_theory`."""
+        return all(phi == "identity" for phi in self.nonlinearities)
 
     @property
     def skips(self) -> tuple[bool, ...]:
@@ -684,7 +708,7 @@ def network_output(
     ``z^l_t = (H_l n_{l-1})^{-1/2} sum_h V^l_h sum_s z^{l-1}_s A^l_h[s, t]``;
     ``f = a . (sum_t r_t z^L_t) / sqrt(n_L)``. A :class:`Residual` level computes
     ``g_s z^{l-1}_t + g_a (H_l n_{l-1})^{-1/2} sum_h ...`` and an :class:`MLP` level has one head with
-    identity attention.
+    identity attention, followed by its nonlinearity ``phi`` token by token.
 
     Book: The architecture (https://paththeory.github.io/paththeory/book/model.html#model-architecture)
 
@@ -709,9 +733,10 @@ def network_output(
     masks = [jnp.ones(h, xj.dtype) for h in arch.heads] if head_mask is None else check_head_mask(
         arch, head_mask, xj.dtype)
     z = jnp.einsum("in,btn->bti", params["V0"], xj) / math.sqrt(xj.shape[2])
-    for layer, v, a, m in zip(arch.attention, params["V"], attn, masks):
+    for layer, v, a, m, phi in zip(arch.attention, params["V"], attn, masks, arch.nonlinearities):
         mixed = jnp.einsum("bsi,bhst->bhti", z, a) * m[None, :, None, None]
         heads = jnp.einsum("hji,bhti->btj", v, mixed) / jnp.sqrt(jnp.maximum(jnp.sum(m), 1e-300) * v.shape[2])
+        heads = activation(phi, heads)  # an MLP block's nonlinearity (the identity elsewhere)
         z = layer.skip_gain * z + layer.branch_gain * heads if isinstance(layer, Residual) else heads
     pooled = jnp.einsum("btj,t->bj", z, readout_vector(arch.readout, xj.shape[1]).astype(z.dtype))
     return require_finite(pooled @ params["a"] / math.sqrt(params["a"].shape[0]), "network_output",
@@ -761,7 +786,9 @@ def effective_weights(arch: Architecture, params: dict) -> Array:
     """``w^pi = (n_L...n_1)^{-1/2} (V^1_{h1})^T ... (V^L_{hL})^T a``: ``[n_paths, n0]`` (paper Eqs. (6), (22)).
 
     A skip branch contributes the identity (and no width factor): ``w^{(s, pi')} = w^{pi'}``, so the
-    skip's copies of the level above are exact, draw by draw.
+    skip's copies of the level above are exact, draw by draw. A nonlinear :class:`MLP` block is passed through
+    linearly (``M^T``): these are the weights whose Grams the nonlinear heuristic's order parameters describe
+    (:mod:`paththeory.nonlinear_theory`), no longer the network's output weights.
 
     Book: Effective weights (definition) (https://paththeory.github.io/paththeory/book/model.html#def-effective-weights)
 
@@ -802,6 +829,7 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
       ((4, 6), True)
     """
     _check_params(arch, params)
+    _require_linear(arch, "path_contributions")
     n_in = _shape(params["V0"], "params['V0']")[1]
     shape = _shape(features, "features")
     if len(shape) != 3 or shape[1] != arch.n_paths or shape[2] != n_in:
@@ -815,6 +843,14 @@ def path_contributions(arch: Architecture, params: dict, features) -> Array:
     c = jnp.einsum("pn,bpn->bp", per_input, xi) / (math.sqrt(arch.variances[0]) * math.sqrt(n0))
     return require_finite(c, "path_contributions(arch, params, features)",
                           "features or params hold NaN or infinite entries (or ones too large for float64).")
+
+
+def _require_linear(arch: Architecture, caller: str) -> None:
+    """Raise unless ``arch`` is linear in each weight matrix: a nonlinear MLP block breaks the sum over paths."""
+    if not arch.linear:
+        raise ValueError(f"{caller} writes the network as a sum over paths, which holds only without a nonlinear MLP "
+                         f"block (levels' nonlinearities: {arch.nonlinearities}); use paththeory.network_output for "
+                         "the output of a nonlinear network.")
 
 
 def path_expansion_output(arch: Architecture, params: dict, x) -> Array:

@@ -217,7 +217,7 @@ def _packed(chol: np.ndarray) -> np.ndarray:
     return np.where(rows == cols, np.log(np.abs(np.where(rows == cols, vals, 1.0))), vals)
 
 
-def _matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float], skips: Sequence[bool] | None = None,
+def matrices_to_theta(Us: Sequence[np.ndarray], scales: Sequence[float], skips: Sequence[bool] | None = None,
                        n_outputs: int = 1) -> np.ndarray:
     """Inverse of :func:`theta_to_matrices` (Cholesky factors with log-diagonals).
 
@@ -687,6 +687,10 @@ class Theory:
             raise ValueError(f"precision must be 'auto', 'double' or 'mixed'; got {precision!r}.")
         backend = check_backend(backend)
         check_architecture(arch)
+        if not arch.linear:
+            raise ValueError(f"Theory is the paper's theory of networks linear in each weight matrix; this one has a "
+                             f"nonlinear MLP block (nonlinearities {arch.nonlinearities}). Use the heuristic for it: "
+                             "paththeory.nonlinear_theory.NonlinearTheory(arch, features, y).")
         hessian = None if hessian is None else check_flag(hessian, "hessian")
         feats = check_features(features)
         if feats.shape[1] != arch.n_paths:
@@ -753,7 +757,7 @@ class Theory:
         if init is None and not any(self.skips):
             return np.zeros(parameter_count(self.sizes))  # the GP point
         Us = self.gp_order_parameters() if init is None else self._solution_matrices(init)
-        return _matrices_to_theta(self._check_order_parameters(Us, "init"), self.scales, self.skips, self.n_outputs)
+        return matrices_to_theta(self._check_order_parameters(Us, "init"), self.scales, self.skips, self.n_outputs)
 
     def _solution_matrices(self, init) -> list:
         if not isinstance(init, Solution):

@@ -5,6 +5,7 @@ repository tool ``paththeory-tools course`` (``tools/paththeory_tools/grading.py
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from typing import Any, Callable
@@ -22,29 +23,15 @@ HOW_GRADED = ("In this notebook each exercise has an answer cell for your soluti
               "when the notebook is graded). Do not edit the test cells; solution(), check(..., reveal=True) and "
               "trying several answers against check() earn no points.")
 
-#: What an answer cell must not do: ``(pattern, what it did)``; comments are ignored.
-_DISHONEST = [
-    (r"\bsolution\s*\(", "called solution()"),
-    (r"\breveal\s*=", "asked check() to reveal the answer"),
-    (r"\b(def|class)\s+(check|check_implementation|graded|graded_function|assert_honest)\b",
-     "redefined a checking function"),
-    (r"^[ \t]*(?:[\w ]*,[ \t]*)?(check|check_implementation|graded|graded_function|assert_honest)\s*=(?!=)",
-     "redefined a checking function"),
-    (r"\b(globals|vars|locals)\s*\(\s*\)\s*\[", "redefined a checking function"),
-    (r"\bas\s+(check|check_implementation|graded|graded_function)\b", "redefined a checking function"),
-    (r"^[ \t]*(exercises|checking|keys|answers|grading|problems|paththeory|pt)(\.\w+)*\.\w+\s*=(?!=)",
-     "changed the package's checking code"),
-    (r"\bsetattr\s*\(|\b_truth\b|\b_TRUTHS\b|\bexpected_outputs\s*\(|\.reference\s*\(",
-     "used the package's answer key"),
-]
+#: What a name means where nothing in the scanned code binds it: what a graded notebook's setup imports.
+_UNBOUND = {"pt": "paththeory", "paththeory": "paththeory", "check": "paththeory.exercises.check",
+            "solution": "paththeory.exercises.solution", "_truth": "paththeory.exercises.checking._truth",
+            "_TRUTHS": "paththeory.exercises.keys._TRUTHS"}
+_EXERCISES = "paththeory.exercises"
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 # --------------------------------------------------------------------------- in the notebook
-
-
-def _code(source: str) -> str:
-    """``source`` without its comments (a ``#`` outside a string starts one; good enough for a scan)."""
-    return "\n".join(re.sub(r"#.*$", "", line) for line in source.splitlines())
 
 
 def _history() -> list[str]:
@@ -75,57 +62,110 @@ def answer_cells(history: list[str], exercise_id: str) -> list[str]:
     return [c for c in cells[start:] if not re.search(r"""graded(?:_function)?\(\s*["']""" + re.escape(exercise_id), c)]
 
 
-def _check_in_a_loop(code: str) -> bool:
-    """Whether a ``check(`` call sits in the body of a ``for`` or ``while`` loop (by indentation)."""
-    loops: list[int] = []  # the indentation of the loops the current line is in
-    for line in code.splitlines():
-        if not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip())
-        while loops and indent <= loops[-1]:
-            loops.pop()
-        if loops and re.search(r"\bcheck\s*\(", line):
-            return True
-        if re.match(r"[ \t]*(for|while)\b.*:.*\bcheck\s*\(", line) or re.search(r"\bcheck\s*\(.*\bfor\b", line):
-            return True  # a one-line loop, a comprehension
-        if re.match(r"[ \t]*(for|while)\b.*:\s*$", line):
-            loops.append(indent)
-    return False
+class _Scan:
+    """What a sequence of cells did with the package's checks, read from their syntax trees (never run).
 
-
-def _assigns_through_an_alias(code: str) -> bool:
-    r"""Whether ``code`` assigns to an attribute of the package through a name it bound to it
-    (``import paththeory as pt``, ``import paththeory.exercises.checking as c``,
-    ``from paththeory.exercises import checking``), e.g. ``pt.exercises.check = ...``.
-
-    Example:
-      >>> _assigns_through_an_alias("import paththeory as pt\npt.exercises.checking.check = print")
-      True
-      >>> _assigns_through_an_alias("import paththeory as pt\nU = pt.Theory(arch, f, y).solve(10, 0.1).U")
-      False
+    Names are resolved as the code binds them, statement by statement: a name imported from
+    ``paththeory.exercises`` means the package's function; one the code assigns, defines or imports from
+    elsewhere means the student's own (``check = np.allclose(U, U.T)``, a helper ``def solution(...)``); one
+    nothing binds means what a graded notebook's setup imports (:data:`_UNBOUND`).
     """
-    aliases = set(re.findall(r"^[ \t]*import[ \t]+paththeory(?:\.\w+)*[ \t]+as[ \t]+(\w+)", code, re.M))
-    for imported in re.findall(r"^[ \t]*from[ \t]+paththeory(?:\.\w+)*[ \t]+import[ \t]+([\w ,]+)", code, re.M):
-        aliases |= {name.split(" as ")[-1].strip() for name in imported.split(",")}
-    aliases |= {"paththeory"} if re.search(r"^[ \t]*import[ \t]+paththeory\b(?![\w.]*[ \t]+as)", code, re.M) else set()
-    return any(re.search(rf"^[ \t]*{re.escape(a)}(\.\w+)+\s*=(?!=)", code, re.M) for a in aliases if a)
+
+    def __init__(self) -> None:
+        self.names: dict[str, str | None] = {}
+        self.found: list[str] = []
+        self.checks = 0
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The dotted name ``node`` means (``paththeory.exercises.check``), or None for the student's own."""
+        if isinstance(node, ast.Name):
+            return self.names[node.id] if node.id in self.names else _UNBOUND.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def _ours(self, node: ast.AST) -> bool:
+        name = self.resolve(node)
+        return bool(name) and (name == _EXERCISES or name.startswith(_EXERCISES + "."))
+
+    def bind(self, stmt: ast.stmt) -> None:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    self.names[a.asname or a.name] = f"{node.module}.{a.name}" if node.module and not node.level else None
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.names[node.name] = None
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.names[node.id] = None
+
+    def scan(self, stmt: ast.stmt) -> None:
+        in_loop = {id(n) for loop in ast.walk(stmt) if isinstance(loop, _LOOPS) for n in ast.walk(loop)
+                   if n is not loop or isinstance(loop, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))}
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                self._call(node, id(node) in in_loop)
+            elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+                name = self.resolve(node)
+                if self._ours(node) and any(part.startswith("_") for part in name.split(".")):
+                    self.found.append("used the package's answer key")
+            elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                if self._ours(node.value) or self.resolve(node.value) == "paththeory":
+                    self.found.append("changed the package's checking code")
+
+    def _call(self, node: ast.Call, in_loop: bool) -> None:
+        name = self.resolve(node.func) or ""
+        if self._ours(node.func) and name.endswith(".solution"):
+            self.found.append("called solution()")
+        if self._ours(node.func) and name.endswith(".check"):
+            self.checks += 1
+            if any(k.arg == "reveal" for k in node.keywords):
+                self.found.append("asked check() to reveal the answer")
+            if in_loop or self.checks > 1:
+                self.found.append("tried several answers against check()")
+        if name in ("setattr", "builtins.setattr", "delattr") or (
+                isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.func.id not in self.names):
+            if node.args and (self._ours(node.args[0]) or self.resolve(node.args[0]) == "paththeory"):
+                self.found.append("changed the package's checking code")
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("reference", "expected_outputs") and any(
+                self._ours(n) for n in ast.walk(node.func.value) if isinstance(n, (ast.Name, ast.Attribute))):
+            self.found.append("used the package's answer key")
 
 
-def dishonest_code(cells: list[str]) -> list[str]:
-    """What the code of ``cells`` did that earns no points (``"called solution()"``, ...), read from
-    the source alone (a grader that never ran the code uses it too); empty for honest code.
+def _statements(source: str) -> list[ast.stmt]:
+    """The top-level statements of a cell (IPython's ``%`` and ``!`` lines left out); none if it does not parse."""
+    code = "\n".join("" if re.match(r"\s*[%!]", line) else line for line in source.splitlines())
+    try:
+        return ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return []
+
+
+def dishonest_code(cells: list[str], context: str = "") -> list[str]:
+    r"""What the code of ``cells`` did that earns no points, read from its syntax tree alone (a grader that never
+    ran the code uses it too): called the package's ``solution()``, asked ``check`` to reveal, called ``check``
+    more than once or in a loop, used a private name of the package's keys, or changed
+    ``paththeory.exercises``; empty for honest code, whatever its names (``check = np.allclose(U, U.T)``, a
+    helper ``def solution(...)``, ``setattr`` on its own objects). ``context``: the notebook's code before
+    the cells, whose imports say what a name means.
 
     Example:
       >>> dishonest_code(["answer = 24"]), dishonest_code(["answer = solution('model.n_paths')"])
       ([], ['called solution()'])
+      >>> dishonest_code(["def solution(n):\n    return 2 * n\nanswer = solution(12)"])
+      []
     """
-    found = [what for cell in cells for pattern, what in _DISHONEST if re.search(pattern, _code(cell), re.MULTILINE)]
-    code = "\n".join(_code(cell) for cell in cells)
-    if _assigns_through_an_alias(code):
-        found.append("changed the package's checking code")
-    if len(re.findall(r"\bcheck\s*\(", code)) > 1 or _check_in_a_loop(code):
-        found.append("tried several answers against check()")
-    return list(dict.fromkeys(found))
+    scan = _Scan()
+    for stmt in _statements(context):
+        scan.bind(stmt)
+    for cell in cells:
+        for stmt in _statements(cell):
+            scan.scan(stmt)
+            scan.bind(stmt)
+    return list(dict.fromkeys(scan.found))
 
 
 def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
@@ -140,7 +180,9 @@ def assert_honest(exercise_id: str, cells: list[str] | None = None) -> None:
       ...
       paththeory.exercises.GradingError: demo.q1 earns no points: the answer called solution().
     """
-    found = dishonest_code(answer_cells(_history(), exercise_id) if cells is None else cells)
+    history = _history()
+    found = dishonest_code(answer_cells(history, exercise_id), "\n".join(history[:-1])) if cells is None else \
+        dishonest_code(cells)
     if exercise_id in _REVEALED:
         found.insert(0, "asked for the expected answer")
     if found:

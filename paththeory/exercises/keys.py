@@ -320,6 +320,50 @@ def _residual_h_instead_truth() -> float:
     return float(np.exp(result.x[0]))
 
 
+#: A skip level of two heads below a readout of two outputs (so that ``U^(l+1) = U_a`` is 2 x 2), width ``n`` on
+#: both sides: the exercise on the skip level's GP point at two upper order parameters.
+SKIP_GP_SETUP = {"width": 10.0, "heads": 2, "variance": 0.7,
+                 "uppers": ([[1.0, 0.3], [0.3, 0.5]], [[2.0, -0.6], [-0.6, 1.5]])}
+
+
+def _residual_skip_gp_truth() -> np.ndarray:
+    """The minimum of the skip level's term ``S_l / n`` over the free blocks, at each upper order parameter: the
+    package's entropy of a skip level below a two-output readout, minus the readout's own term, minimised over the
+    cross block and the Schur complement's Cholesky factor (log diagonal) by BFGS."""
+    import jax
+    import jax.numpy as jnp
+    from scipy import optimize
+
+    from paththeory.action import entropy_with_readout
+
+    jax.config.update("jax_enable_x64", True)
+    s = SKIP_GP_SETUP
+    n, H, var = s["width"], s["heads"], s["variance"]
+    minima = []
+    for upper in s["uppers"]:
+        A = jnp.asarray(upper)
+        D = A.shape[0]
+        lower = np.tril_indices(H * D)
+        # the package packs the output index slowest, (c, branch), the skip branch first
+        order = np.array([b * D + c for c in range(D) for b in range(H + 1)])
+
+        def value(p, A=A, D=D, lower=lower, order=order):
+            cross = p[: D * H * D].reshape(D, H * D)
+            R = jnp.zeros((H * D, H * D)).at[lower].set(p[D * H * D:])
+            R = R - jnp.diag(jnp.diag(R)) + jnp.diag(jnp.exp(jnp.diag(R)))
+            hh = R @ R.T + cross.T @ jnp.linalg.solve(A, cross)
+            U = jnp.block([[A, cross], [cross.T, hh]])[order][:, order]  # branch-major to the package's order
+            readout = n * (jnp.trace(A) - jnp.linalg.slogdet(A)[1])
+            return (entropy_with_readout([U], A, (n, n), (H,), (1.0, var, 1.0), (True,)) - readout) / n
+
+        value_and_grad = jax.jit(jax.value_and_grad(value))
+        start = np.concatenate([0.1 * np.ones(D * H * D), np.zeros(len(lower[0]))])
+        result = optimize.minimize(lambda x: tuple(np.asarray(v, float) for v in value_and_grad(jnp.asarray(x))),
+                                   start, jac=True, method="BFGS", options={"gtol": 1e-11})
+        minima.append(float(result.fun))
+    return np.array(minima)
+
+
 # --------------------------------------------------------------------------- the many-outputs chapter
 
 
@@ -337,6 +381,56 @@ def _many_outputs_decoupling() -> tuple[float, float, float, float]:
     rot = np.kron(O.T, np.eye(n)) @ U @ np.kron(O, np.eye(n))
     return (float(np.max(np.abs(rot[:n, n:]))), float(np.trace(rot[n:, n:])), float(np.trace(rot[:n, :n])),
             float(arch.gp_scale * n))
+
+
+# --------------------------------------------------------------------------- the order-parameter chapter
+
+#: Two layers of two heads at a fixed readout order parameter: the exercise on the inner order parameter's matrix
+#: quadratic. ``U = I + v v^T / 2`` over the paths ``(h_1, h_2)``, ``h_1`` slowest.
+INNER_SETUP = {"widths": (30.0, 20.0, 20.0), "heads": (2, 2), "variances": (1.0, 0.8, 1.5, 1.0), "U_a": 1.2,
+               "v": (1.0, 1.0, 0.5, 2.0)}
+
+
+def _inner_setup_U() -> np.ndarray:
+    v = np.asarray(INNER_SETUP["v"])
+    return np.eye(4) + np.outer(v, v) / 2
+
+
+def _order_parameter_inner_truth() -> np.ndarray:
+    """``U^(2)`` minimising the package's entropy at the fixed ``U`` and ``U_a`` (BFGS over a Cholesky factor with a
+    log diagonal): an oracle that does not use the quadratic."""
+    import jax
+    import jax.numpy as jnp
+    from scipy import optimize
+
+    from paththeory.action import entropy_with_readout
+
+    jax.config.update("jax_enable_x64", True)
+    s = INNER_SETUP
+    U = jnp.asarray(_inner_setup_U())
+
+    def factor(p):
+        return jnp.array([[jnp.exp(p[0]), 0.0], [p[1], jnp.exp(p[2])]])
+
+    def value(p):
+        R = factor(p)
+        return entropy_with_readout([U, R @ R.T], s["U_a"], s["widths"], s["heads"], s["variances"])
+
+    value_and_grad = jax.jit(jax.value_and_grad(value))
+    result = optimize.minimize(lambda x: tuple(np.asarray(v, float) for v in value_and_grad(jnp.asarray(x))),
+                               np.zeros(3), jac=True, method="BFGS", options={"gtol": 1e-12})
+    R = np.asarray(factor(jnp.asarray(result.x)))
+    return R @ R.T
+
+
+def _order_parameter_inner_explain(truth: np.ndarray) -> str:
+    s = INNER_SETUP
+    n0, n1, _ = s["widths"]
+    scale = s["variances"][2] * s["U_a"]
+    beta, gamma = scale * (s["heads"][0] * n0 / n1 - 1), scale * n0 / (s["variances"][1] * n1)
+    return (f"beta_2 = {beta:g}, gamma_2 = {gamma:g}: in the eigenbasis of Tr_h1 U each eigenvalue w gives the "
+            "positive root of k^2 + beta_2 k - gamma_2 w = 0, and U^(2) has the same eigenvectors (its "
+            "off-diagonal entry is not the root of the quadratic for the off-diagonal entry of Tr_h1 U).")
 
 
 # --------------------------------------------------------------------------- the solver chapter
@@ -363,6 +457,56 @@ def _solver_curvature_truth() -> float:
 
 
 _ACCURACY = "a test accuracy, a fraction between 0 and 1"
+
+# --------------------------------------------------------------------------- the nonlinear-block chapter
+
+
+def _nonlinear_homogeneity_truth() -> np.ndarray:
+    """``[F_relu(1, 2, 0.3), F_relu(3, 6, 0.9)]`` by adaptive quadrature of ``E[relu(u) relu(v)]``
+    (the inner mean in closed form), not from the package's map."""
+    from scipy.integrate import quad
+    from scipy.stats import norm
+
+    def moment(q1: float, q2: float, q12: float) -> float:
+        l11 = np.sqrt(q1)
+        l21, l22 = q12 / l11, np.sqrt(q2 - (q12 / l11) ** 2)
+
+        def inner(a: float) -> float:  # E_b relu(l21 a + l22 b)
+            m = l21 * a
+            return m * norm.cdf(m / l22) + l22 * norm.pdf(m / l22)
+
+        return quad(lambda a: l11 * a * inner(a) * norm.pdf(a), 0, np.inf, epsabs=1e-14, epsrel=1e-13)[0]
+
+    return np.array([moment(1.0, 2.0, 0.3), moment(3.0, 6.0, 0.9)])
+
+
+#: The erf network of the normalisation exercise: the chapter's heads, sigma_a^2 = 2, the first 20 sequences.
+NORMALISATION_SETUP = {"variances": (1.0, 1.0, 1.0, 1.0, 2.0), "n_train": 20}
+
+
+def _nonlinear_normalisation_truth() -> np.ndarray:
+    """The largest relative distance from the erf network's GP kernel ``sigma_a^2 F[sigma_M^2 Q_GP]`` (written here
+    from the path features and the arcsine formula) of ``U_a F[K_lin / U_a]`` and of ``F[K_lin]`` at the GP point."""
+    from paththeory.model import MLP, Architecture, path_features
+    from paththeory.tasks import markov
+
+    first, second = markov.four_paths().attention
+    arch = Architecture((first, second, MLP("erf")), readout="last", variances=NORMALISATION_SETUP["variances"])
+    x = markov.sample_task(NORMALISATION_SETUP["n_train"], seed=markov.TRAIN_SEED).x
+    xi = np.asarray(path_features(arch, x))
+    q = np.einsum("pan,qan->pq", xi, xi)  # sigma_M^2 Q_GP: sigma_1^2 = sigma_2^2 = sigma_M^2 = 1
+
+    def arcsine(Q: np.ndarray) -> np.ndarray:
+        d = np.diag(Q)
+        return 2 / np.pi * np.arcsin(2 * Q / np.sqrt(np.outer(1 + 2 * d, 1 + 2 * d)))
+
+    var_a = NORMALISATION_SETUP["variances"][-1]
+    gp = var_a * arcsine(q)
+    K_lin = var_a * q  # the linear kernel at the GP point, U^(1) = sigma_a^2 I
+    normalised, bare = var_a * arcsine(K_lin / var_a), arcsine(K_lin)
+    scale = np.max(np.abs(gp))
+    return np.array([np.max(np.abs(normalised - gp)) / scale, np.max(np.abs(bare - gp)) / scale])
+
 
 EXERCISES: dict[str, Exercise] = {
     "model.n_paths": Exercise(
@@ -414,6 +558,15 @@ EXERCISES: dict[str, Exercise] = {
         "their logs), with the widths SINGLE_PATH_WIDTHS and unit variances, and store the minimum value, "
         "not the minimiser.",
         rtol=1e-6),
+    "order_parameter.inner_quadratic": Exercise(
+        "the inner order parameter from its matrix quadratic",
+        Answer("array", (2, 2), "U^(2)"),
+        _order_parameter_inner_truth,
+        _order_parameter_inner_explain,
+        "Revisit the inner order parameter at two layers: beta_2 and gamma_2 from the widths (30, 20, 20), "
+        "sigma_1^2 = 0.8, sigma_2^2 = 1.5 and U_a = 1.2; the quadratic is a matrix equation, solved in the "
+        "eigenbasis of Tr_h1 U (sum the diagonal blocks over h_1, the slow index), with the positive root.",
+        rtol=1e-6, atol=1e-9),
     "solver.curvature": Exercise(
         "the second derivative of the energy along a symmetric direction",
         Answer("number", meaning="d^2 E(U + t Delta) / dt^2 at t = 0"),
@@ -541,4 +694,34 @@ EXERCISES: dict[str, Exercise] = {
         "entry and the Schur complement, then minimise over U_a; the wrong coefficient leaves an extra "
         "-n ln U_a (widths n = 10, sigma_1^2 = 0.7, sigma_a^2 = 1.5).",
         rtol=1e-6),
+    "residual.skip_gp": Exercise(
+        "the minimum of a skip level's term at two upper order parameters",
+        Answer("array", (2,), "[minimum of S_l / n at the first upper order parameter, at the second]"),
+        _residual_skip_gp_truth,
+        lambda t: f"both minima are {t[0]:.6f} = H D (1 - ln sigma^2), at U_sh = 0 and U_hh = sigma^2 I (x) "
+                  "U^(l+1): the H + 1 in front of ln det U^(l+1) cancels ln det U^(l) there, so the level pulls "
+                  "on nothing above it.",
+        "Revisit the skip level's GP point (the corollary on the GP point with a residual stream): the minimiser "
+        "of the free blocks, then S_l / n = Tr[M^-1 U_hh] / sigma^2 - ln det U^(l) + (H + 1) ln det U^(l+1) "
+        "there, with M = I_H (x) U^(l+1), H = 2, sigma^2 = 0.7.",
+        rtol=1e-6, atol=1e-8),
+    "nonlinear.homogeneity": Exercise(
+        "the ReLU map at (1, 2, 0.3) and at three times the arguments",
+        Answer("array", (2,), "[F_relu(1, 2, 0.3), F_relu(3, 6, 0.9)]"),
+        _nonlinear_homogeneity_truth,
+        lambda t: f"F_relu(1, 2, 0.3) = {t[0]:.12f} and F_relu(3, 6, 0.9) = {t[1]:.12f}, exactly three times as much: "
+                  "both terms of the arc-cosine kernel are homogeneous of degree one and rho is unchanged, so "
+                  "U_a F[K / U_a] = F[K] for ReLU.",
+        "Revisit the definition of the kernel maps: sqrt(q1 q2 - q12^2) and (pi - arccos rho) q12, over 2 pi, "
+        "with rho = q12 / sqrt(q1 q2).",
+        rtol=1e-9),
+    "nonlinear.normalisation": Exercise(
+        "the erf network at its GP point, sigma_a^2 = 2: the normalised and the bare map against the GP kernel",
+        Answer("array", (2,), "[largest relative distance of U_a F[K_lin / U_a], of F[K_lin]]"),
+        _nonlinear_normalisation_truth,
+        lambda t: f"the normalised kernel is the GP kernel ({t[0]:.0e}); the bare map is {t[1]:.3f} off: erf is "
+                  "not homogeneous, and only the normalisation by U_a hands F its pre-activation kernel.",
+        "Revisit the heuristic's assumption: at the GP point U^(1) = sigma_a^2 I (sigma_l^2 = 1), U_a = sigma_a^2, "
+        "K_lin = sigma_a^2 Q_GP; the GP kernel is sigma_a^2 F[Q_GP] (the chapter's first 20 training sequences).",
+        rtol=1e-6, atol=1e-12),
 }

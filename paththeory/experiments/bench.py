@@ -108,6 +108,29 @@ def _time(fn, repeats: int = 1):
     return out, float(np.median(times))
 
 
+def _compiled_during(fn) -> dict:
+    """Run ``fn`` (a first solve) with the solver's compilations recorded: ``seconds`` (the whole call, compilation
+    included) and ``compilations``, one ``{"seconds", "executable"}`` per program the solver compiled
+    (:class:`paththeory._compiled.Precompiled`); :func:`compilation_sizes` turns them into sizes once the case's
+    memory is measured."""
+    from paththeory.solve import _minimise_many_jit as solver
+
+    before, solver.measure = len(solver.compilations), True
+    try:
+        _, seconds = _time(fn)
+    finally:
+        solver.measure = False
+    return {"seconds": seconds, "compilations": solver.compilations[before:]}
+
+
+def compilation_sizes(compilations: list[dict]) -> list[dict]:
+    """``[{"seconds", "hlo_characters"}]``: each recorded compilation's time and its program's size
+    (:func:`paththeory._compiled.program_size`)."""
+    from paththeory._compiled import program_size
+
+    return [{"seconds": c["seconds"], "hlo_characters": program_size(c["executable"])} for c in compilations]
+
+
 def compare(theory: Theory, widths: Sequence[float], temperature: float, lr: float,
             baseline_max_steps: int = BASELINE_MAX_STEPS) -> dict:
     """Time a sweep over ``widths`` with the solver and with the Adam baseline.
@@ -125,7 +148,8 @@ def compare(theory: Theory, widths: Sequence[float], temperature: float, lr: flo
             warnings.simplefilter("ignore", ConvergenceWarning)
             return theory.sweep(widths, temperature, max_iter=1)
 
-    _, compile_seconds = _time(compile_only)
+    compiled = _compiled_during(compile_only)
+    compile_seconds = compiled["seconds"]
     tight, tight_seconds = _time(lambda: theory.sweep(widths, temperature), SOLVER_REPEATS)
     peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     baseline_adam(theory, widths[0], temperature, lr, max_steps=1)  # compile outside the timing
@@ -142,6 +166,7 @@ def compare(theory: Theory, widths: Sequence[float], temperature: float, lr: flo
         matched, seconds = tight, tight_seconds
     return {
         "compile_seconds": compile_seconds,
+        "compilations": compilation_sizes(compiled["compilations"]),
         "seconds": seconds,
         "baseline_seconds": base_seconds,
         "ratio": base_seconds / seconds,
@@ -239,16 +264,18 @@ def multioutput_omniglot_case(width: float = 10.0, temperature: float = 0.5, n_o
     theory = Theory(arch, feats, labels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        _, compile_seconds = _time(lambda: theory.solve(width, temperature, max_iter=1))
+        compiled = _compiled_during(lambda: theory.solve(width, temperature, max_iter=1))
     sol, seconds = _time(lambda: theory.solve(width, temperature), SOLVER_REPEATS)
     base = first_order(theory, [width], temperature)
+    peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     size = {"P": 600, "paths": 16, "N0": 192, "tokens": 48, "outputs": n_outputs, "width": width,
             "temperature": temperature}
-    return {"case": "multioutput_omniglot", "size": size, "compile_seconds": compile_seconds,
+    return {"case": "multioutput_omniglot", "size": size, "compile_seconds": compiled["seconds"],
+            "compilations": compilation_sizes(compiled["compilations"]),
             "seconds_tol_1e-9": seconds, "iterations_tol_1e-9": [sol.report["iterations"]],
             "grad_norm_tol_1e-9": sol.report["grad_norm"], "converged": sol.report["converged"],
             "hessian": theory.hessian, "ratio_first_order": base["first_order_seconds"] / seconds, **base,
-            "peak_memory_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "peak_memory_bytes": peak_bytes,
             "kernel_backend": type(theory.operator).__name__}
 
 
@@ -347,12 +374,13 @@ def format_table(report: dict) -> str:
         if "baseline_seconds" not in c:  # against first-order L-BFGS only
             lines.append(
                 f"{c['case']:9s} solver {c['seconds_tol_1e-9']:8.3f} s, {c['iterations_tol_1e-9']} iterations "
-                f"(compile {c['compile_seconds']:.1f} s)  first-order L-BFGS {c['first_order_seconds']:8.2f} s, "
+                f"(compile {c['compile_seconds']:.1f} s, {_executables(c)})  first-order L-BFGS "
+                f"{c['first_order_seconds']:8.2f} s, "
                 f"{c['first_order_iterations']} iterations  ratio {c['ratio_first_order']:6.1f}x  "
                 f"max |dU| {c['max_abs_U_difference']:.1e}  peak memory {c['peak_memory_bytes'] / 2**30:.2f} GiB")
             continue
         lines.append(
-            f"{c['case']:9s} solver {c['seconds']:8.3f} s (compile {c['compile_seconds']:.1f} s)  "
+            f"{c['case']:9s} solver {c['seconds']:8.3f} s (compile {c['compile_seconds']:.1f} s, {_executables(c)})  "
             f"baseline {c['baseline_seconds']:9.2f} s  ratio {c['ratio']:8.1f}x  "
             f"grad {c['grad_norm']:.1e} vs baseline {c['baseline_grad_norm']:.1e}"
         )
@@ -364,6 +392,13 @@ def format_table(report: dict) -> str:
             lines.append(f"{'':9s} first-order L-BFGS: {c['first_order_seconds']:8.3f} s, iterations "
                          f"{c['first_order_iterations']}  max |dU| {c['max_abs_U_difference']:.1e}")
     return "\n".join(lines)
+
+
+def _executables(case: dict) -> str:
+    """The programs a case's first solve compiled: ``"2 programs, 12.3 s, 3.1M HLO characters"``."""
+    runs = case.get("compilations") or []
+    return (f"{len(runs)} program{'s' if len(runs) != 1 else ''}, {sum(r['seconds'] for r in runs):.1f} s, "
+            f"{sum(r['hlo_characters'] for r in runs) / 1e6:.1f}M HLO characters")
 
 
 def _large_p_lines(case: dict) -> list[str]:

@@ -153,12 +153,7 @@ def problem(network: str, cfg: Config) -> Problem:
 @lru_cache(maxsize=16)
 def _problem(network: str, n_train: int, n_test: int) -> Problem:
     arch = architecture(network)
-    train = markov.sample_task(n_train, seed=markov.TRAIN_SEED)
-    test = markov.sample_task(n_test, seed=markov.TEST_SEED)
-    arrays = [np.array(a) for a in (path_features(arch, train.x), train.y, path_features(arch, test.x), test.y)]
-    for a in arrays:
-        a.flags.writeable = False
-    return Problem(network, arch, *arrays)
+    return Problem(network, arch, *markov.chapter_features(arch, n_train, n_test))
 
 
 # --------------------------------------------------------------------------- sampling

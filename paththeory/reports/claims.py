@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from paththeory.display.tables import markdown_table, scientific
-from paththeory.experiments.claims import Claim, Interpretation, NetworkHeader, Reproduction
+from paththeory.experiments.claims import Claim, Interpretation, NetworkHeader, Reproduction, verdict_counts
 from paththeory.sampling import diagnostics_summary
 
 
@@ -77,23 +77,48 @@ def noise(c: Claim) -> str:
     raise ValueError(f"no wording for the evidence {e.kind!r} of claim {c.id!r}.")
 
 
+#: A Markdown claims table of more rows than this is folded behind a line that counts its verdicts (on a phone a
+#: table of 30 rows is several screens).
+FOLD_ROWS = 12
+
+
 def claims_table(claims: Sequence[Claim], markdown: bool = True) -> str:
     """The claims as a table.
 
     ``markdown=True`` gives the book's four columns, narrow enough for a phone: the claim and its
     split, our measurement with its noise, the verdict (bold), and what the paper reports with
-    its source. ``markdown=False`` gives aligned text with one column per field (the CLI's)."""
+    its source; above :data:`FOLD_ROWS` rows, folded in a dropdown whose title counts the verdicts
+    (:func:`verdict_line`). ``markdown=False`` gives aligned text with one column per field (the CLI's)."""
     if markdown:
-        return markdown_table(("claim", "ours (noise)", "verdict", "the paper (source)"),
-                              [(c.claim + (f" ({c.split_name or c.split})" if c.split else ""),
-                                f"{measured(c)} ({noise(c)})", f"**{c.verdict}**", f"{c.paper} ({c.source})")
-                               for c in claims])
+        table = markdown_table(("claim", "ours (noise)", "verdict", "the paper (source)"),
+                               [(c.claim + (f" ({c.split_name or c.split})" if c.split else ""),
+                                 f"{measured(c)} ({noise(c)})", f"**{c.verdict}**", f"{c.paper} ({c.source})")
+                                for c in claims])
+        if len(claims) <= FOLD_ROWS:
+            return table
+        return f"````{{admonition}} {verdict_line(claims)} (open for the table)\n:class: dropdown\n\n{table}\n````"
     head = ("claim", "split", "ours", "noise", "verdict", "the paper", "source")
     body = [(c.claim, c.split or "", measured(c), noise(c), c.verdict, c.paper, c.source) for c in claims]
     widths = [0] * len(head)  # each column as wide as its widest cell
     for cells in (head, *body):
         widths = [w if w >= len(t) else len(t) for w, t in zip(widths, cells)]
     return "\n".join("  ".join(t.ljust(w) for t, w in zip(cells, widths)).rstrip() for cells in (head, *body))
+
+
+def verdict_line(claims: Sequence[Claim]) -> str:
+    """``"20 of 28 rows hold, 5 within noise, 3 fail"``: the verdicts of a claims table, counted.
+
+    Example:
+      >>> from paththeory.experiments.claims import Evidence, claim_row, OWN_TEST
+      >>> rows = [claim_row(str(i), "x", None, 0.1, v, "not in the paper", OWN_TEST, Evidence("independent", se=0.01),
+      ...                   "points") for i, v in enumerate(["holds", "holds", "fails"])]
+      >>> verdict_line(rows)
+      '2 of 3 rows hold, 1 fails'
+    """
+    counts = verdict_counts(claims)
+    others = [f"{counts[v]} {'fail' if v == 'fails' and counts[v] > 1 else v}"
+              for v in counts if v != "holds" and counts[v]]
+    return ", ".join([f"{counts.get('holds', 0)} of {len(claims)} rows hold", *others])
 
 
 def _items(claims: Sequence[Claim]) -> str:

@@ -289,6 +289,10 @@ def sample_gibbs(
       ((6, 6), (4,), (2, 20, 4))
     """
     xi, yy, xt, temperature = check_inputs(arch, features, y, features_test, temperature)
+    if not arch.linear:
+        raise ValueError(f"the exact Gibbs sampler draws each weight matrix from its Gaussian conditional, which exists "
+                         f"only when the network is linear in it; a nonlinear MLP block (nonlinearities "
+                         f"{arch.nonlinearities}) has none. Sample with NUTS: sample_posterior(..., method='nuts').")
     widths = arch.network_widths(width)
     num_warmup, num_samples, num_chains, seed = check_schedule(
         num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit)

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from paththeory._checks import as_float_array, check_key, check_positive
+from paththeory.kernel_maps import activation
 from paththeory.model import Architecture, check_architecture, effective_weights
 
 Array = jax.Array
@@ -29,7 +30,9 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
 
     ``Phi = sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L)) sum_pi V^L_{h_L} ... V^1_{h_1} V^0 xi^pi``: the
     pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
-    needs ``V0`` and ``V`` only. A skip branch is the identity, without its level's width factor.
+    needs ``V0`` and ``V`` only. A skip branch is the identity, without its level's width factor. A nonlinear
+    :class:`~paththeory.model.MLP` block as the top level (one-token readout) applies its ``phi`` to the
+    readout token's pre-activation.
     """
     check_architecture(arch)
     if not isinstance(params, dict) or "V0" not in params or "V" not in params:
@@ -38,13 +41,29 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
     if jnp.ndim(features) != 3 or tuple(jnp.shape(features)[1:]) != (arch.n_paths, n_in):
         raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
                          f"got {tuple(jnp.shape(features))}.")
+    check_nonlinear_placement(arch)
     z = jnp.einsum("in,bpn->bpi", params["V0"], features)  # [B, paths, n_0]
-    for skip, v in zip(arch.skips, params["V"]):  # contract this level's branch (the slowest remaining path index)
+    sd0, n0 = math.sqrt(arch.variances[0]), params["V0"].shape[0]
+    for skip, v, phi in zip(arch.skips, params["V"], arch.nonlinearities):  # contract the slowest path index
         z = z.reshape(z.shape[0], v.shape[0] + skip, -1, z.shape[-1])
         heads = jnp.einsum("hji,bhqi->bqj", v, z[:, skip:]) / math.sqrt(v.shape[1])
+        if phi != "identity":  # the top level: z = sigma_0 sqrt(n_0 / n_l) times the network's pre-activation
+            unit = sd0 * math.sqrt(n0 / v.shape[1])
+            heads = unit * activation(phi, heads / unit)
         z = z[:, 0] + heads if skip else heads  # a skip adds its input, with no width factor
     scale = arch.variances[-1] / (arch.variances[0] * params["V0"].shape[0])
     return math.sqrt(scale) * z[:, 0, :]
+
+
+def check_nonlinear_placement(arch: Architecture) -> None:
+    """Path features reach a nonlinear MLP block only as the top level (no skip) with a one-token readout: there
+    the block acts on the pooled activation. Anywhere else the nonlinearity would act on a sum over tokens."""
+    top = arch.n_layers - 1
+    inside = [l for l, phi in enumerate(arch.nonlinearities) if phi != "identity"]
+    if inside and (inside != [top] or arch.skips[top] or arch.readout == "mean"):
+        raise ValueError(f"the samplers take a nonlinear MLP block only as the top level, without a skip, with the "
+                         f"readout 'first' or 'last' (there it acts on the one readout token's vector); got "
+                         f"nonlinearities {arch.nonlinearities}, skips {arch.skips}, readout {arch.readout!r}.")
 
 
 def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], Array], Array]:

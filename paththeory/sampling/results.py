@@ -14,6 +14,7 @@ from paththeory._checks import as_float_array, check_count, check_positive, chec
 from paththeory._labels import as_labels
 from paththeory.model import Architecture, check_architecture
 from paththeory.sampling.diagnostics import SAMPLER_NAMES, rank_rhat_ess, stopped_text
+from paththeory.sampling.network import check_nonlinear_placement
 
 
 @dataclass
@@ -149,6 +150,7 @@ class PosteriorSamples:
 def check_inputs(arch: Architecture, features, y, features_test, temperature) -> tuple:
     """``(features [P, paths, N0], labels [P] or [P, C], test features, T)`` checked, as a sampler takes them."""
     check_architecture(arch)
+    check_nonlinear_placement(arch)
     xi = as_float_array(features, "features", ndim=3)
     if xi.shape[1] != arch.n_paths:
         raise ValueError(

@@ -51,7 +51,7 @@ from paththeory._checks import (
     check_nonnegative,
     check_rng,
 )
-from paththeory.model import Architecture, Readout, ScoreAttention
+from paththeory.model import Architecture, Readout, ScoreAttention, path_features
 
 N_FEATURES = 200
 SEQ_LEN = 30
@@ -301,3 +301,21 @@ def two_paths_noisy(
     return good_and_denoising(
         denoising=denoising, beta=beta, head_seed=head_seed, readout=readout, n_features=n_features, seq_len=seq_len
     )
+
+
+def chapter_features(arch: Architecture, n_train: int, n_test: int) -> tuple[np.ndarray, ...]:
+    """The paper's Fig. 2 data (training seed :data:`TRAIN_SEED`, test seed :data:`TEST_SEED`) through ``arch``'s
+    paths: read-only ``(train features [P, n_paths, N0], y_train, test features, y_test)``, as the chapters beyond the
+    paper that reuse this task take them.
+
+    Example:
+      >>> train, y, test, y_test = chapter_features(four_paths(), 4, 2)
+      >>> train.shape, test.shape, train.flags.writeable
+      ((4, 4, 231), (2, 4, 231), False)
+    """
+    train = sample_task(n_train, seed=TRAIN_SEED)
+    test = sample_task(n_test, seed=TEST_SEED)
+    arrays = [np.array(a) for a in (path_features(arch, train.x), train.y, path_features(arch, test.x), test.y)]
+    for a in arrays:
+        a.flags.writeable = False
+    return tuple(arrays)

@@ -51,11 +51,15 @@ kernelspec: {display_name: Python 3, language: python, name: python3}
 # Needs a file
 
 ```{code-cell} ipython3
-from paththeory.display.notices import needs_files
+from paththeory.display.notices import notice_missing_files
 from paththeory.tasks.data import load_omniglot
 
-with needs_files():
-    load_omniglot("evaluation")  # not shipped, and the download fails
+notice_missing_files()
+```
+
+```{code-cell} ipython3
+load_omniglot("evaluation")  # not shipped, and the download fails
+print("the rest of " + "the cell ran")
 ```
 
 ```{code-cell} ipython3
@@ -66,6 +70,35 @@ print("a skipped " + "cell ran")
 raise RuntimeError("a skipped cell raised")
 ```
 """
+
+
+GUARDED_SESSION = """\
+from IPython.core.interactiveshell import InteractiveShell
+from paththeory.display.notices import notice_missing_files
+shell = InteractiveShell.instance(history_length=0)
+assert notice_missing_files() and notice_missing_files() and len(shell.ast_transformers) == 1
+assert shell.run_cell("x = 2").success and shell.run_cell("x + 1").result == 3  # a last expression: shown
+raised = shell.run_cell("1 / 0").error_in_exec
+assert isinstance(raised, ZeroDivisionError)  # other errors are never a "missing file"
+cell = "from paththeory.training import load_checkpoint\\nz = load_checkpoint('nowhere')\\nprint('REST')\\nz"
+assert shell.run_cell(cell).success
+assert shell.run_cell("print('LATER')").success  # an empty cell now
+"""
+
+
+def test_a_guarded_session_reduces_the_chapter_from_a_plain_cell():
+    """``notice_missing_files`` once, then a plain cell that lacks a checkpoint: the notice, no error, and neither
+    the rest of the cell nor a later cell runs; other errors and the display of a last expression are untouched."""
+    run = subprocess.run([sys.executable, "-c", GUARDED_SESSION], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "This chapter is reduced here: checkpoint 'nowhere' was not found" in run.stdout
+    assert "Out[" in run.stdout and "ZeroDivisionError" in run.stdout
+    assert "REST" not in run.stdout and "LATER" not in run.stdout
+
+
+def test_outside_ipython_nothing_is_installed():
+    assert chapter.notice_missing_files() is False
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +141,7 @@ def test_a_reduced_chapter_shows_the_notice_and_the_build_names_it(tiny_book):
            "images_evaluation.zip" in log
     page = (tiny_book / "_build" / "html" / "needs.html").read_text()
     assert f"warning {chapter.REDUCED_CLASS}" in page and "images_evaluation.zip" in page
-    assert "a skipped cell ran" not in page and "Traceback" not in page
+    assert "a skipped cell ran" not in page and "the rest of the cell ran" not in page and "Traceback" not in page
     assert "reduced" not in (tiny_book / "_build" / "html" / "intro.html").read_text()
 
 

@@ -23,13 +23,13 @@ from paththeory_tools.plain_markdown import MarkdownContext, _equation_numbers, 
 from paththeory_tools.student import BEGIN, END, exercise_id, exercise_label, strip_solution, student_version
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = ("model", "derivation", "depth", "solver", "gp_vs_finite", "markov", "omniglot", "pruning", "many_outputs",
-            "residual")
+CHAPTERS = ("model", "derivation", "depth", "order_parameter", "solver", "gp_vs_finite", "markov", "omniglot", "pruning",
+            "many_outputs", "residual", "nonlinear")
 #: Chapters that share their three exercises: the one-layer derivation and its continuation.
 SHARED = {"derivation": ("derivation", "depth"), "depth": ("derivation", "depth")}
-#: The chapters beyond the paper have one exercise each (the residual chapter is at its length limit; the
-#: problem set grades the skip level in full); the others three.
-FEWER = {"solver": 1, "many_outputs": 1, "residual": 1}
+#: The chapters beyond the paper and the order parameter's have one or two exercises each (the residual and
+#: many-outputs chapters are at their length limit; the problem set grades the skip level in full); the others three.
+FEWER = {"order_parameter": 1, "solver": 1, "many_outputs": 1, "residual": 2, "nonlinear": 2}
 
 
 def exercise_cells() -> list[tuple[str, str]]:
@@ -144,6 +144,45 @@ def test_wrong_answers_give_hints_not_the_answer():
     with pytest.raises(WrongAnswer, match="item 1") as wrong:
         check("depth.gp_point", [*exercises.solution("depth.gp_point")[:1], np.eye(3)])
     assert "item 0" not in str(wrong.value)
+
+
+def test_the_typical_slips_of_the_newest_exercises_fail_with_a_pointer():
+    """The inner quadratic solved entry by entry, and the skip level's term with H in place of H + 1: both fail,
+    with a hint that names the step (the eigenbasis; the GP point of the skip level), and without the answer."""
+    v = np.array([1.0, 1.0, 0.5, 2.0])
+    U_bar = np.trace((np.eye(4) + np.outer(v, v) / 2).reshape(2, 2, 2, 2), axis1=0, axis2=2)
+    beta2, gamma2 = 1.5 * 1.2 * (2 * 30 / 20 - 1), 1.5 * 1.2 * 30 / (0.8 * 20)
+    omega, O = np.linalg.eigh(U_bar)
+    check("order_parameter.inner_quadratic", O @ np.diag((-beta2 + np.sqrt(beta2**2 + 4 * gamma2 * omega)) / 2) @ O.T)
+    entrywise = (-beta2 + np.sqrt(beta2**2 + 4 * gamma2 * U_bar)) / 2
+    with pytest.raises(WrongAnswer, match="eigenbasis of Tr_h1 U") as wrong:
+        check("order_parameter.inner_quadratic", entrywise)
+    assert not [s for s in revealing_strings("order_parameter.inner_quadratic") if s in str(wrong.value)]
+
+    minima, slips = [], []
+    for upper in ([[1, 0.3], [0.3, 0.5]], [[2, -0.6], [-0.6, 1.5]]):
+        A = np.array(upper)
+        logdet_U = 3 * np.linalg.slogdet(A)[1] + 4 * np.log(0.7)  # at the GP point: (H + 1) ln det A + H D ln 0.7
+        minima.append(4 - logdet_U + 3 * np.linalg.slogdet(A)[1])
+        slips.append(4 - logdet_U + 2 * np.linalg.slogdet(A)[1])  # H in place of H + 1
+    check("residual.skip_gp", minima)
+    with pytest.raises(WrongAnswer, match="GP point") as wrong:
+        check("residual.skip_gp", slips)
+    assert not [s for s in revealing_strings("residual.skip_gp") if s in str(wrong.value)]
+
+
+def test_the_typical_slips_of_the_nonlinear_exercises_fail_with_a_pointer():
+    """ReLU's map with arccos(rho) in place of pi - arccos(rho), and the erf map without the normalisation by U_a: both
+    fail with a hint that names the step, without the answer."""
+    def slipped(q1, q2, q12):  # the angle's complement
+        return (np.sqrt(q1 * q2 - q12**2) + np.arccos(q12 / np.sqrt(q1 * q2)) * q12) / (2 * np.pi)
+
+    with pytest.raises(WrongAnswer, match="arccos") as wrong:
+        check("nonlinear.homogeneity", [slipped(1, 2, 0.3), slipped(3, 6, 0.9)])
+    assert not [s for s in revealing_strings("nonlinear.homogeneity") if s in str(wrong.value)]
+    truth = exercises.solution("nonlinear.normalisation")
+    with pytest.raises(WrongAnswer, match="U_a"):
+        check("nonlinear.normalisation", [truth[1], truth[1]])  # the bare map on both
 
 
 def test_the_answer_is_revealed_only_on_request(capsys):

@@ -27,6 +27,22 @@ def test_precompiled_matches_jit_and_compiles_once_per_signature(monkeypatch):
         run(x, y=y, k=2)
 
 
+def test_measured_compilations_record_their_time_and_program_size():
+    """With ``measure`` set, each compilation (and only a compilation) is recorded; a program that inlines a larger
+    computation is larger."""
+    small = _compiled.Precompiled(lambda x: x + 1.0)
+    large = _compiled.Precompiled(lambda x: jnp.sin(jnp.cumsum(jnp.exp(x) @ jnp.outer(x, x))) + jnp.linalg.norm(x))
+    for run in (small, large):
+        run(jnp.ones(4))  # not measured
+        run.measure = True
+        run(jnp.ones(4))  # cached: nothing compiled
+        run(jnp.ones(5))
+    assert [len(r.compilations) for r in (small, large)] == [1, 1]
+    record = small.compilations[0]
+    assert record["seconds"] > 0 and _compiled.program_size(record["executable"]) > 0
+    assert _compiled.program_size(large.compilations[0]["executable"]) > _compiled.program_size(record["executable"])
+
+
 def test_the_solver_reuses_its_compiled_program():
     from paththeory import solve as slv
     from paththeory.tasks.examples import model_problem

@@ -59,6 +59,15 @@ def test_the_claims_report_words_the_findings():
         assert cell in table, cell
     text = report.claims_table(claims, markdown=False)
     assert text.splitlines()[0].split() == ["claim", "split", "ours", "noise", "verdict", "the", "paper", "source"]
+    # a long table folds behind a line that counts its verdicts; the table itself is unchanged inside
+    many = claims * 2
+    folded = report.claims_table(many)
+    assert len(many) > report.FOLD_ROWS and folded.startswith("````{admonition} ")
+    counts = [sum(c.verdict == v for c in many) for v in ("holds", "within noise", "fails", "not enough draws")]
+    assert folded.splitlines()[0] == (f"````{{admonition}} {counts[0]} of {len(many)} rows hold, {counts[1]} within "
+                                      f"noise, {counts[2]} fail, {counts[3]} not enough draws (open for the table)")
+    assert ":class: dropdown" in folded and folded.rstrip().endswith("````")
+    assert "| claim | ours (noise) | verdict | the paper (source) |" in folded
 
     summary = report.reproduction_summary(reproduction(claims))
     assert summary.startswith("Of the 8 claims credited to the paper in this table, 5 hold in this build; 2 are "

@@ -50,7 +50,10 @@ def filled(released, cells: dict):
     nb = copy.deepcopy(released)
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in cells:
+        if gid in cells and isinstance(cells[gid], dict):  # a source with tags of the student's own
+            cell.source = cells[gid]["source"]
+            cell.metadata["tags"] = cells[gid]["tags"]
+        elif gid in cells:
             cell.source = cells[gid]
     return nb
 
@@ -135,7 +138,8 @@ def test_feedback_says_why_a_spoofed_answer_earns_nothing(graded_model):
     feedback = (course / "feedback" / "spoofed" / "model" / "model.html").read_text()
     assert "model.n_paths: the expected answer is not available in a graded run" in feedback  # solution()
     assert "model.path_expansion earns no points: the answer asked check() to reveal the answer" in feedback
-    assert "model.gp_kernel earns no points: the answer redefined a checking function" in feedback
+    # a redefined check and doctored test cells change nothing: the grader scores the answer itself (0)
+    assert "model-gp-kernel-hidden</td><td>0 / 2" in feedback
 
 
 def test_a_graded_run_that_lacks_a_file_fails_naming_it(tmp_path):
@@ -183,13 +187,23 @@ def test_a_release_that_would_leak_is_refused_and_removed(tmp_path, monkeypatch)
     assert not (course / "release" / "tiny" / "tiny.ipynb").exists()
 
 
+#: Honest code with unlucky names (issue 48): a variable ``check``, a helper ``solution``, ``setattr`` and
+#: ``globals()`` on the student's own objects. None earns less than the same code with other names.
+HONEST_VARIANTS = [
+    "import numpy as np\nU = np.eye(2)\ncheck = np.allclose(U, U.T)\nanswer = 24 if check else 0",
+    "def solution(n):\n    return 2 * n\n\nanswer = solution(12)",
+    "class Box:\n    pass\n\nbox = Box()\nsetattr(box, 'n', 24)\nanswer = box.n",
+    "globals()['answer'] = 24",
+    "def check(x):\n    return x > 0\n\nanswer = 24 if check(3) and check(4) else 0",
+]
+
+
 @pytest.mark.parametrize("cell,what", [
     ("answer = solution('model.n_paths')", "called solution()"),
     ("check('model.n_paths', 0, reveal=True)", "reveal"),
-    ("def check(*a):\n    pass", "redefined"),
-    ("check = print", "redefined"),
-    ("from paththeory.exercises import solution as check", "redefined"),
-    ("globals()['check'] = print", "redefined"),
+    ("from paththeory.exercises import solution as check\nanswer = check('model.n_paths')", "called solution()"),
+    ("import paththeory.exercises as ex\nanswer = ex.solution('model.n_paths')", "called solution()"),
+    ("setattr(pt.exercises, 'check', print)", "changed"),
     ("import paththeory.exercises.checking as c\npaththeory.exercises.checking.check = print", "changed"),
     ("from paththeory.exercises.checking import _truth\nanswer = _truth('model.n_paths')", "answer key"),
     ("for w in (3, 10, 30):\n    try:\n        check('gp_vs_finite.width_10', w)\n        answer = w\n    except Exception:\n"
@@ -210,6 +224,7 @@ def test_the_honesty_scan_catches(cell, what):
     "from paththeory.exercises import check\nanswer = 24\nassert answer == 24",
     "answer = 24\ncheck('model.n_paths', answer)",
     "for h in (3, 2, 4):\n    layers.append(h)\nanswer = 24\ncheck('model.n_paths', answer)",
+    *HONEST_VARIANTS,
 ])
 def test_the_honesty_scan_leaves_honest_answers_alone(cell):
     honesty.assert_honest("model.n_paths", [cell])
@@ -341,22 +356,198 @@ def overlap_distance(U_theory, w_draws):
     "partial": {"problems-overlap-distance-answer": PARTIAL_OVERLAP},
 }
 
+# --------------------------------------------------------------------------- issue 48: a class of submission kinds
+
+#: A run-stopper of the last round: its own exception class named like the grader's missing-file error, raised
+#: in its cell, and at exit a log of the wrong kind and an outputs file of text (numbers are what the grader reads).
+RUN_STOPPER = """import atexit, json, os
+import numpy as np
+
+class DataNotFoundError(Exception):
+    pass
+
+def _spoil():
+    if os.path.exists("plan.json"):
+        with open("log.json", "w") as f:
+            f.write(json.dumps([{"cell": "x", "error": 5, "printed": [1]}, 3, "text", None]))
+        for name in os.listdir("."):
+            if name.startswith("outputs"):
+                np.savez(name, case0_n=np.array("two"), case0_p0=np.array(["a", "b"]), module_error=np.array([1, 2]))
+
+atexit.register(_spoil)
+"""
+RUN_STOPPER_RAISE = "\nraise DataNotFoundError('images_missing.zip is not in the data folder')\n"
+
+#: The package's own predictor by each route of the last round: an attribute of the setup's module, an import in a
+#: cell tagged demo, an import in another question's cell, ``import_module`` of the keys.
+BY_GETATTR = """def path_predictor(U, xi_train, y, xi_test, temperature):
+    return getattr(pt, "predictor")(U, xi_train, y, xi_test, temperature)
+"""
+BY_DEMO_CELL = {"tags": ["demo"], "source": """from paththeory.predict import predictor
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    return predictor(U, xi_train, y, xi_test, temperature)
+"""}
+BY_IMPORT_MODULE = """import importlib
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    spec = importlib.import_module("paththeory.exercises.problems").IMPLEMENT["problems.predictor"]
+    return spec.reference(U, xi_train, y, xi_test, temperature)
+"""
+
+#: Packs the cases it is given into its error: the hidden inputs must never reach the feedback.
+EXFILTRATOR = """import glob, json
+import numpy as np
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    packed = {}
+    for name in glob.glob("cases_*.npz") + glob.glob("*/cases_*.npz"):
+        with np.load(name) as data:
+            packed[name] = {k: np.ravel(data[k])[:50].tolist() for k in data.files}
+    raise ValueError("LEAK " + json.dumps(packed) + " " + repr(np.ravel(xi_test)[:50].tolist()))
+"""
+
+#: Looks for a classmate's notebook to run their function; returns zeros when it finds none.
+CLASSMATE_READER = """import glob, json, os, tempfile
+import numpy as np
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    for pattern in (COURSE + "/uploads/*.ipynb", COURSE + "/submitted/*/problems/*.ipynb", tempfile.gettempdir() + "/*/*.ipynb"):
+        for name in sorted(glob.glob(pattern)):
+            cells = json.load(open(name))["cells"]
+            code = [("".join(c["source"])) for c in cells if "def path_predictor" in "".join(c["source"])]
+            if code:
+                space = {"np": np}
+                exec(code[-1], space)
+                return space["path_predictor"](U, xi_train, y, xi_test, temperature)
+    return np.zeros(len(xi_test)), np.zeros(len(xi_test))
+"""
+
+#: An outputs file that unpacks to 200 MiB (a zip bomb: 200 KB on disk), written at exit.
+ZIP_BOMB = """import atexit, os, zipfile
+import numpy as np
+
+def _bomb():
+    for name in [n for n in os.listdir(".") if n.startswith("outputs")] or ["outputs_0.npz"]:
+        with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as z, z.open("case0_p0.npy", "w", force_zip64=True) as f:
+            n = 200 * 2**20 // 8
+            head = np.lib.format.header_data_from_array_1_0(np.zeros(1))
+            head["shape"] = (n,)
+            np.lib.format.write_array_header_1_0(f, head)
+            for _ in range(200):
+                f.write(bytes(2**20))
+
+atexit.register(_bomb)
+"""
+
+#: A gigabyte to stdout from the answer cell (the grader reads the end of a capped file).
+FLOOD = """import os
+for _ in range(1024):
+    os.write(1, b"flood " * 174763)
+"""
+
+#: Forks until it cannot (each child sleeps), then sleeps: killed by the limits on processes and memory.
+FORK_BOMB = """import os, time
+import numpy as np
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    for _ in range(100000):
+        try:
+            if os.fork() == 0:
+                time.sleep(600)
+                os._exit(0)
+        except OSError:
+            break
+    time.sleep(600)
+"""
+
+HANG = """def path_predictor(U, xi_train, y, xi_test, temperature):
+    while True:
+        pass
+"""
+
+#: Correct code with the names the last round's scan refused: ``check``, ``solution``, ``setattr``, ``globals()[...]``.
+UNLUCKY_NAMES = """import numpy as np
+
+class Settings:
+    pass
+
+settings = Settings()
+setattr(settings, "jitter", 0.0)
+globals()["EXTRA"] = 0.0
+
+
+def solution(chol, rhs):
+    return np.linalg.solve(chol, rhs)
+
+
+def path_predictor(U, xi_train, y, xi_test, temperature):
+    U = np.asarray(U, dtype=float)
+    check = np.allclose(U, U.T)
+    if not check:
+        U = (U + U.T) / 2
+    xi_train, xi_test = np.asarray(xi_train, dtype=float), np.asarray(xi_test, dtype=float)
+    K = np.einsum("man,ab,qbn->mq", xi_train, U, xi_train)
+    k_star = np.einsum("man,ab,qbn->mq", xi_train, U, xi_test)
+    k_diag = np.einsum("qan,ab,qbn->q", xi_test, U, xi_test)
+    chol = np.linalg.cholesky(K + (temperature + settings.jitter + EXTRA) * np.eye(K.shape[0]))
+    v = solution(chol, k_star)
+    white = solution(chol, np.asarray(y, dtype=float))
+    return v.T @ white, k_diag - np.sum(v * v, axis=0)
+"""
+
+#: The class of issue 48: ``{student: (cells, what is expected of the predictor's points)}``; every other
+#: question of each gets the worked solution, so every other automatic point must be earned.
+CLASS = {
+    "run_stopper": ({"problems-predictor-answer": lambda worked: RUN_STOPPER + worked + RUN_STOPPER_RAISE},
+                    "none (outputs rewritten as text)"),
+    "by_getattr": ({"problems-predictor-answer": BY_GETATTR}, "none"),
+    "by_demo_cell": ({"problems-predictor-answer": BY_DEMO_CELL}, "none"),
+    "by_other_group": ({"problems-action-answer": lambda worked: "from paththeory.predict import predictor as _pred\n"
+                        + worked, "problems-predictor-answer": "def path_predictor(U, xi_train, y, xi_test, "
+                        "temperature):\n    return _pred(U, xi_train, y, xi_test, temperature)\n"}, "none"),
+    "by_import_module": ({"problems-predictor-answer": BY_IMPORT_MODULE}, "none"),
+    "exfiltrator": ({"problems-predictor-answer": EXFILTRATOR}, "none, and no hidden input in the feedback"),
+    "classmate_reader": ({"problems-predictor-answer": CLASSMATE_READER}, "none (no classmate in sight)"),
+    "zip_bomb": ({"problems-predictor-answer": lambda worked: ZIP_BOMB + worked}, "none (outputs refused unread)"),
+    "flood": ({"problems-predictor-answer": lambda worked: FLOOD + worked}, "full"),
+    "fork_bomb": ({"problems-predictor-answer": FORK_BOMB}, "none (killed)"),
+    "hang": ({"problems-predictor-answer": HANG}, "none (its own time limit)"),
+    "unlucky_names": ({"problems-predictor-answer": UNLUCKY_NAMES}, "full"),
+}
+#: The time limit of each graded function's run in the class test (the hang costs this twice at most).
+FUNCTION_TIMEOUT = 30.0
+
 
 @pytest.fixture(scope="module")
 def graded_problems(tmp_path_factory):
     course = tmp_path_factory.mktemp("problems")
-    with_course = {student: {gid: (lambda worked, cell=cell: cell(worked).replace("COURSE", repr(str(course))))
-                             if callable(cell) else cell.replace("COURSE", repr(str(course)))
-                             for gid, cell in cells.items()} for student, cells in CHEATS.items()}
-    released, _, _ = submit(course, "problems", with_course)
+
+    def with_course(cell):
+        if callable(cell):
+            return lambda worked: cell(worked).replace("COURSE", repr(str(course)))
+        if isinstance(cell, dict):
+            return {**cell, "source": cell["source"].replace("COURSE", repr(str(course)))}
+        return cell.replace("COURSE", repr(str(course)))
+
+    everyone = {**CHEATS, **{student: cells for student, (cells, _) in CLASS.items()}}
+    released, _, _ = submit(course, "problems", {student: {gid: with_course(cell) for gid, cell in cells.items()}
+                                                 for student, cells in everyone.items()})
     import time
 
     start = time.monotonic()
-    csv_path = grading.grade(course, "problems")
+    csv_path = grading.grade(course, "problems", function_timeout=FUNCTION_TIMEOUT)
     seconds = time.monotonic() - start
-    print(f"\ngraded {len(CHEATS) + 2} submissions of the problem set in {seconds:.1f} s")
-    print(csv_path.read_text())
-    return released, grading.read_grades(csv_path), course
+    grades = grading.read_grades(csv_path)
+    print(f"\ngraded {len(everyone) + 2} submissions of the problem set in {seconds:.1f} s")
+    flags = grading.read_flags(csv_path)
+    print(f"{'student':18} {'automatic':>9}  predictor  expected of the predictor; reason recorded")
+    for student, (_, expected) in {**CLASS, "correct": ({}, "full")}.items():
+        auto = sum(v[0] for q, v in grades[student].items() if q.endswith(("-public", "-hidden")))
+        predictor = sum(grades[student][f"problems-predictor-{w}"][0] for w in ("public", "hidden"))
+        reason = flags.get(student, {}).get("problems-predictor-hidden", "")[:90]
+        print(f"{student:18} {auto:9g}  {predictor:9g}  {expected}; {reason}")
+    return released, grades, course
 
 
 def test_the_problem_set_has_manual_and_automatic_questions(graded_problems):
@@ -429,12 +620,13 @@ def test_each_cheat_earns_nothing_for_its_question_and_is_flagged(graded_problem
     for student in ("allclose", "frame", "reference", "replaced", "memory_hog"):
         for part in ("public", "hidden"):
             assert grades[student][f"problems-predictor-{part}"][0] == 0, f"{student} earned predictor points"
-        assert flags[student].get("problems-predictor-hidden"), f"{student} is not flagged"
+        assert flags[student].get("problems-predictor-hidden" if student != "memory_hog" else "total"), \
+            f"{student} is not flagged"
     assert "numpy.allclose" in flags["allclose"]["problems-predictor-hidden"]
     assert "stack frame" in flags["frame"]["problems-predictor-hidden"]
     assert "paththeory.predictor" in flags["reference"]["problems-predictor-hidden"]
     assert "checking code" in flags["replaced"]["problems-predictor-hidden"]
-    assert "memory" in flags["memory_hog"]["problems-predictor-hidden"].lower()
+    assert "memory" in (flags["memory_hog"].get("problems-predictor-hidden", "") + flags["memory_hog"]["total"]).lower()
     assert grades["always_equal"]["problems-overlap-distance-hidden"][0] == 0
     assert grades["always_equal"]["problems-overlap-distance-public"][0] == 0
     # turning the display off changes nothing: the same points as the same function without it, flagged
@@ -442,6 +634,55 @@ def test_each_cheat_earns_nothing_for_its_question_and_is_flagged(graded_problem
     assert grades["display_off"]["problems-overlap-distance-public"][0] == 0
     assert "display" in flags["display_off"]["problems-overlap-distance-hidden"]
     assert not flags.get("correct"), "an honest submission is not flagged"
+
+
+def result_of(course: Path, student: str) -> dict:
+    return json.loads((course / "graded" / student / "problems.json").read_text())
+
+
+def test_the_class_gets_what_each_kind_deserves(graded_problems):
+    """Issue 48's class in one grade run: every student is graded (none stops the run); each kind earns exactly
+    what it should for the predictor, with a reason recorded, and every other automatic point of its notebook
+    (the worked solutions) is earned, a hang and a fork bomb included."""
+    _, grades, course = graded_problems
+    full = {q: v for q, v in grades["correct"].items() if q.endswith(("-public", "-hidden"))}
+    for student, (_, expected) in CLASS.items():
+        others = {q: grades[student][q] for q in full if "predictor" not in q}
+        assert others == {q: v for q, v in full.items() if "predictor" not in q}, f"{student} lost other points"
+        predictor = [grades[student][f"problems-predictor-{w}"][0] for w in ("public", "hidden")]
+        if expected == "full":
+            assert predictor == [full[f"problems-predictor-{w}"][0] for w in ("public", "hidden")], student
+        else:
+            assert predictor == [0, 0], f"{student} earned {predictor} for the predictor"
+            notes = result_of(course, student)["scores"]["problems-predictor-hidden"]["notes"]
+            assert notes, f"{student}: no reason recorded"
+    flags = flags_of(course)
+    assert "time limit" in flags["hang"]["problems-predictor-hidden"]
+    assert "killed" in flags["fork_bomb"]["problems-predictor-hidden"]
+    assert not flags.get("unlucky_names"), "honest code with unlucky names is flagged"
+    assert not any("earns no points" in n for s in result_of(course, "unlucky_names")["scores"].values()
+                   for n in s["notes"])
+    log = result_of(course, "run_stopper")["log"]  # its own log, rewritten at exit: read as plain entries only
+    assert all(set(e) == {"cell", "error", "printed"} and (e["cell"] is None or isinstance(e["cell"], int))
+               for e in log)
+
+
+def test_no_hidden_input_and_no_long_text_reaches_the_feedback(graded_problems):
+    """The exfiltrator packs every case it sees into its error: the feedback shows a short excerpt of the
+    public run's error and only counts of the hidden run, so no hidden input leaves the grader."""
+    _, _, course = graded_problems
+    page = (course / "feedback" / "exfiltrator" / "problems" / "problems.html").read_text()
+    assert "LEAK" in page and len(page) < 30_000, f"a feedback page of {len(page)} characters"
+    with np.load(course / "keys" / "problems.npz") as keys:
+        hidden = [float(v) for k in keys.files if "/hidden/" in k and "_arg" in k for v in np.ravel(keys[k])[:20]]
+    distinct = [v for v in hidden if len(re.sub(r"\D", "", f"{v:.6g}".split("e")[0]).lstrip("0")) >= 4]
+    assert distinct, "the hidden inputs have values that cannot occur by chance"
+    shown = [v for v in distinct if repr(v) in page or f"{v:.6g}" in page]
+    assert not shown, f"hidden inputs in the feedback: {shown[:3]}"
+    import html
+
+    longest = max((len(html.unescape(m)) for m in re.findall(r"LEAK[^<]*", page)), default=0)
+    assert longest <= grading.EXCERPT
 
 
 def test_the_gradebook_tampering_changes_nothing(graded_problems):
@@ -545,7 +786,8 @@ def test_feedback_regenerates_without_running_anything_and_pending_counts(graded
     _, grades, course = graded_problems
     monkeypatch.setattr(sandbox, "run", lambda *a, **k: pytest.fail("feedback ran a sandbox"))
     html = grading.feedback(course, "problems", "partial").read_text()
-    assert "problems-overlap-distance-hidden" in html and "hidden test, case 4" in html
+    assert "problems-overlap-distance-hidden" in html and "hidden test: output 1 right on" in html
+    assert "hidden test, case" not in html, "a hidden case is never named, only counted"
     written = sum(len(problems.PARTS.get(label, [0])) for label, kind in problems.KINDS.items() if kind != "implement")
     left = grading.pending(course, "problems")
     assert 0 < left <= written * len(grades)

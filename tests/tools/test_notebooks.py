@@ -307,7 +307,7 @@ def test_the_notebooks_number_cross_references_as_the_book_does():
     assert f"[Proposition 2.1]({notebooks.BOOK_URL}/book/derivation.html#prop-result-1)" in depth
     assert "Proposition (Result 1" not in depth and "[the equation of *" not in depth
     validity = "\n".join(c.source for c in read("validity").cells if c.cell_type == "markdown")
-    assert f"[Exercise 14.6 (The measure behind the large-width forms)]({notebooks.BOOK_URL}/book/problems.html" in validity
+    assert f"[Exercise 15.6 (The measure behind the large-width forms)]({notebooks.BOOK_URL}/book/problems.html" in validity
 
 
 def test_the_download_button_offers_the_plain_notebook(book_extension, tmp_path):

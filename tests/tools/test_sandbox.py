@@ -23,8 +23,8 @@ def scratch():
     shutil.rmtree(work.parent, ignore_errors=True)
 
 
-def run(code: str, scratch: Path, hide=(), timeout=60.0, memory=2 * 2**30) -> sandbox.Run:
-    return sandbox.run(PYTHON + [code], scratch, list(hide), timeout=timeout, memory_bytes=memory)
+def run(code: str, scratch: Path, hide=(), timeout=60.0, memory=2 * 2**30, **options) -> sandbox.Run:
+    return sandbox.run(PYTHON + [code], scratch, list(hide), timeout=timeout, memory_bytes=memory, **options)
 
 
 def needs_namespaces():
@@ -53,9 +53,38 @@ open('written.txt', 'w').write('ok')
     assert (secret / "gradebook.db").read_text() == "grades"
 
 
+def test_nothing_written_where_anyone_may_write_reaches_the_host(scratch):
+    """``/tmp``, ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` are fresh and empty in the sandbox: what a run writes
+    there (a note for a classmate's run, say) is gone when it ends."""
+    needs_namespaces()
+    folders = [p for p in sandbox.WORLD_WRITABLE if Path(p).is_dir()]
+    done = run(f"""import os
+for folder in {folders!r}:
+    path = os.path.join(folder, 'probe-from-the-sandbox')
+    try:
+        open(path, 'w').write('x')
+        print(folder, 'fresh' if os.listdir(folder) == ['probe-from-the-sandbox'] else sorted(os.listdir(folder)))
+    except OSError as err:
+        print(folder, 'not writable', type(err).__name__)
+""", scratch)
+    assert done.failure is None, done.stderr
+    for folder in folders:
+        assert not Path(folder, "probe-from-the-sandbox").exists(), f"a write to {folder} reached the host"
+    assert [line.split()[1] for line in done.stdout.splitlines()] == ["fresh"] * len(folders), done.stdout
+
+
 def test_a_run_past_its_time_is_killed_loudly(scratch):
     done = run("import time\ntime.sleep(60)", scratch, timeout=2)
     assert done.timed_out and "time limit" in done.failure and done.seconds < 30
+
+
+def test_the_cpu_time_limit_counts_computing_not_waiting(scratch):
+    """A busy loop is stopped by its CPU seconds, long before the wall clock; a sleeper uses no CPU time and runs
+    until the wall clock (the limit a busy machine does not shorten is the CPU time)."""
+    busy = run("while True: pass", scratch, timeout=120, cpu_seconds=2)
+    assert busy.timed_out and "time limit" in busy.failure and busy.seconds < 60
+    sleeper = run("import time\ntime.sleep(4)\nprint('woke')", scratch, timeout=60, cpu_seconds=2)
+    assert sleeper.failure is None and "woke" in sleeper.stdout
 
 
 def test_a_run_past_its_memory_fails_loudly(scratch):
@@ -154,3 +183,58 @@ def test_an_environment_nobody_cannot_read_is_a_clear_error_before_any_student_r
             sandbox.run(["true"], tmp_path, [], timeout=10, memory_bytes=2**30)
     finally:
         sandbox.reach_problem.cache_clear()
+
+
+def test_without_packages_no_route_reaches_paththeory(scratch):
+    """``packages=False`` (the graded functions' runs): no import route reaches paththeory, its keys or the
+    book's solutions, while numpy still imports."""
+    needs_namespaces()
+    book = Path(__file__).resolve().parents[2] / "book" / "problems.md"
+    done = run(f"""import importlib
+for stmt in ("import paththeory", "from paththeory.predict import predictor",
+             "importlib.import_module('paththeory.problems')", "import paththeory.exercises.problems",
+             "import paththeory_tools", "open({str(book)!r}).read(1)"):
+    try:
+        exec(stmt)
+        print("REACHED", stmt)
+    except (ImportError, OSError) as err:
+        print("no", type(err).__name__)
+import numpy
+print("numpy", numpy.__name__)
+""", scratch, packages=False)
+    assert done.failure is None, done.stderr
+    assert "REACHED" not in done.stdout and "numpy numpy" in done.stdout, done.stdout
+
+
+def test_a_flood_of_output_is_capped_where_it_is_written(scratch):
+    """A gigabyte printed: the file stops at the run's file size limit and the grader reads its end only."""
+    done = run("import os\nfor _ in range(1024):\n    os.write(1, b'x' * 2**20)", scratch, file_bytes=8 * 2**20)
+    assert len(done.stdout) <= sandbox.MAX_READ and done.failure is not None
+    assert (scratch.parent / "stdout.txt").stat().st_size <= 8 * 2**20
+
+
+def test_a_fork_bomb_and_memory_spread_over_processes_are_killed(scratch):
+    """The limits hold for the run as a whole: processes that each stay under the per-process memory limit are
+    killed once together they pass it, and so is a fork bomb (nothing of it is left)."""
+    spread = """import os, time
+for _ in range(3):
+    if os.fork() == 0:
+        x = bytes([1]) * (700 * 2**20)
+        time.sleep(60)
+        os._exit(0)
+time.sleep(60)
+"""
+    done = run(spread, scratch, memory=1 * 2**30, timeout=50)
+    assert done.over_memory and "memory" in done.failure and done.seconds < 40, done
+    bomb = """import os, time
+for _ in range(100000):
+    try:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+    except OSError:
+        break
+time.sleep(600)
+"""
+    done = run(bomb, scratch, timeout=20)
+    assert done.failure is not None and done.seconds < 25, done

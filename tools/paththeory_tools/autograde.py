@@ -89,14 +89,28 @@ def _without_magics(source: str) -> str:
 
 def implement_module(cells: list[dict], answer: int, skip: Iterable[int] = ()) -> str:
     """The source the sandbox calls an implement answer from: the imports, functions and classes of
-    the code cells before ``answer`` (not ``skip``), then the answer cell itself."""
+    the code cells before ``answer`` (not ``skip``), then the answer cell itself. Where it runs the
+    package cannot be imported: each import is tried (one that fails binds nothing) and so is each
+    statement of the answer cell that defines nothing (a call of the public check there is skipped)."""
     skipped, parts = set(skip), []
-    for i, cell in enumerate(cells[:answer]):
+    for i, cell in enumerate(cells[:answer + 1]):
         tree = _parses(_source(cell)) if cell.get("cell_type") == "code" and i not in skipped else None
         for node in tree.body if tree else []:
-            if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 parts.append(ast.unparse(node))
-    return "\n".join(parts + [_without_magics(_source(cells[answer]))]) + "\n"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) or i == answer:
+                parts.append(ast.unparse(_tried(node)))
+    if answer < len(cells) and _parses(_source(cells[answer])) is None:  # a syntax error: the module says so
+        parts.append(_without_magics(_source(cells[answer])))
+    return "\n".join(parts) + "\n"
+
+
+def _tried(node: ast.stmt) -> ast.Try:
+    """``try: <node> except Exception: pass``."""
+    handler = ast.ExceptHandler(type=ast.Name("Exception", ast.Load()), name=None, body=[ast.Pass()])
+    return ast.fix_missing_locations(ast.Try(body=[node], handlers=[handler], orelse=[], finalbody=[]))
 
 
 # --------------------------------------------------------------------------- the static scan
@@ -224,21 +238,25 @@ def part_points(points: float, parts: int, passed: list[int], cases: int) -> flo
 
 
 def score_implement(outputs: dict, expected: list[list[np.ndarray]], *, single: bool, points: float,
-                    rtol: float, atol: float, what: str, all_cases: bool = False) -> Score:
+                    rtol: float, atol: float, what: str, all_cases: bool = False, hidden: bool = False) -> Score:
     """Points of one set of cases of an implement problem: ``outputs`` (read from the sandbox's
     ``outputs.npz``) against ``expected`` (per case, its output's parts; ``single``: the function
     returns one value, not a tuple). Each part (output) earns its share of ``points``: for each case it
-    gets right, or, with ``all_cases`` (the public test), only if it gets every case right."""
+    gets right, or, with ``all_cases`` (the public test), only if it gets every case right. With
+    ``hidden`` the notes are counts only: no case, no output, no text from the sandbox."""
     parts = len(expected[0]) if expected else 0
-    passed, notes = [0] * parts, []
+    passed, notes, errors, shape = [0] * parts, [], 0, 0
     if "module_error" in outputs:
-        return Score(0.0, points, [f"{what}: the answer cell failed: {outputs['module_error']}"])
+        text = "" if hidden else f": {outputs['module_error']}"
+        return Score(0.0, points, [f"{what}: the answer cell failed{text}"])
     for k, want in enumerate(expected):
         if f"case{k}_error" in outputs:
+            errors += 1
             notes.append(f"{what}, case {k + 1}: your function raised {outputs[f'case{k}_error']}")
             continue
-        n = int(outputs.get(f"case{k}_n", -2))
+        n = int(np.ravel(outputs.get(f"case{k}_n", -2))[0]) if np.size(outputs.get(f"case{k}_n", -2)) == 1 else -2
         if (single and n != -1 and n != 1) or (not single and n != parts):
+            shape += 1
             notes.append(f"{what}, case {k + 1}: it should return {'one value' if single else f'{parts} values'}")
             continue
         for j, w in enumerate(want):
@@ -251,7 +269,10 @@ def score_implement(outputs: dict, expected: list[list[np.ndarray]], *, single: 
     if all_cases:
         passed = [p if p == len(expected) else 0 for p in passed]
     earned = part_points(points, parts, passed, len(expected))
-    if parts > 1:
+    if hidden:
+        notes = [f"{what}: your function raised an error on {errors} of {len(expected)} cases"] if errors else []
+        notes += [f"{what}: it returned the wrong number of values on {shape} of {len(expected)} cases"] if shape else []
+    if parts > 1 or hidden:
         notes.append(f"{what}: " + ", ".join(f"output {j + 1} right on {p} of {len(expected)} cases"
                                              for j, p in enumerate(passed)))
     return Score(earned, points, notes)

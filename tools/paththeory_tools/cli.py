@@ -38,9 +38,33 @@ def _notebooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _course_files(args) -> int:
+    """``course new-set NAME`` and ``course mark ASSIGNMENT --template FILE | --import FILE``."""
+    from paththeory_tools import grading
+
+    if args.action == "new-set":
+        md = grading.new_set(args.course, args.target)
+        print(f"{md}\n{md.parent / grading.SET_REGISTRY}\nedit both (the problems in the book's format; points, "
+              f"rubric, reference and cases), then: {PROG} course release {md} --course {args.course}")
+    elif args.template and args.import_csv:
+        raise ValueError("mark takes --template FILE or --import FILE, not both.")
+    elif args.template:
+        path, rows, waiting = grading.marks_template(args.course, args.target, args.template)
+        print(f"{path}: {rows} hand-marked answers; fill in points (and comment), then "
+              f"course mark {args.target} --import {path}"
+              + (f"\n  not graded yet, left out: {', '.join(waiting)}" if waiting else ""))
+    else:
+        path, count, students = grading.import_marks(args.course, args.target, args.import_csv)
+        print(f"{path}\n  imported {count} marks of {len(students)} students\n"
+              f"  pending: {grading.pending(args.course, args.target)} written answers to mark")
+    return 0
+
+
 def _course(args) -> int:
     from paththeory_tools import grading, sandbox
 
+    if args.action in ("new-set", "mark") and (args.action == "new-set" or args.template or args.import_csv):
+        return _course_files(args)
     if args.action == "release":
         print(grading.release(args.target, args.course))
     elif args.action == "collect":
@@ -66,9 +90,10 @@ def _course(args) -> int:
         box = sandbox.detect()
         print(f"sandbox: {box.kind}" + (f"\n{box.warning}" if box.warning else ""))
         memory = int(args.memory_gb * 2**30) if args.memory_gb else None
-        path = grading.grade(args.course, args.target, args.timeout, student=args.student, memory_bytes=memory)
+        path = grading.grade(args.course, args.target, args.timeout, student=args.student, memory_bytes=memory,
+                             function_timeout=args.function_timeout)
         grades, flags = grading.read_grades(path), grading.read_flags(path)
-        lines = [f"  {s}: {q['total'][0]:g} / {q['total'][1]:g}"
+        lines = [f"  {s}: " + ("not graded yet" if q["total"][1] is None else f"{q['total'][0]:g} / {q['total'][1]:g}")
                  + (f"  FLAGGED: {len(flags[s])} question(s)" if s in flags else "") for s, q in grades.items()]
         print(f"{path}\n" + "\n".join(lines) + f"\n  pending: {grading.pending(args.course, args.target)} "
               f"written answers to mark\n  report: {Path(args.course) / f'grading-report-{args.target}.txt'}")
@@ -111,25 +136,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     course = sub.add_parser("course", help="grade a chapter's exercises with nbgrader: release, collect, grade",
                             description="Grading with nbgrader and a sandbox, no JupyterHub needed "
-                                        "(paththeory_tools.grading). release book/problems.md: the students' "
+                                        "(paththeory_tools.grading). new-set NAME: start a private problem set "
+                                        "from a template in COURSE/sets/NAME/book/ (release it like a chapter); "
+                                        "release book/problems.md: the students' "
                                         "notebook (keys and hidden cases frozen into COURSE/keys now); collect "
                                         "problems --uploads DIR: DIR/<student>.ipynb become submissions; grade "
                                         "problems [--student S]: run each submission in the sandbox, score it, "
                                         "feedback and grades-problems.csv; feedback problems [--student S]: "
                                         "rewrite the feedback without running anything; mark problems --student S "
                                         "--question Q --points P [--comment WHY]: a written answer, or an override "
-                                        "of an automatic score (the reason is required); pending problems: how "
+                                        "of an automatic score (the reason is required); mark problems --template "
+                                        "FILE, then --import FILE: many marks by a CSV, all or nothing; pending problems: how "
                                         "many written answers wait for marking.")
-    course.add_argument("action", choices=("release", "collect", "grade", "feedback", "mark", "pending"))
-    course.add_argument("target", help="release: a chapter's .md; the other actions: the assignment's name")
+    course.add_argument("action", choices=("new-set", "release", "collect", "grade", "feedback", "mark", "pending"))
+    course.add_argument("target", help="release: a chapter's .md; new-set: the new problem set's name; the other "
+                                       "actions: the assignment's name")
     course.add_argument("--course", default="course", help="the nbgrader course folder (default: ./course)")
     course.add_argument("--uploads", default=None, help="collect: the folder of uploaded <student>.ipynb")
     course.add_argument("--student", default=None, help="grade, feedback, mark: one student")
     course.add_argument("--question", default=None, help="mark: the question's id (a row of the grades CSV)")
     course.add_argument("--points", type=float, default=None, help="mark: the points given")
     course.add_argument("--comment", default=None, help="mark: the reason, shown in the student's feedback")
+    course.add_argument("--template", default=None, metavar="FILE",
+                        help="mark: write a CSV with a row per hand-marked answer of every graded student (columns "
+                             "student, question, max_points, points, comment, rubric) to fill in")
+    course.add_argument("--import", dest="import_csv", default=None, metavar="FILE",
+                        help="mark: import every mark of a CSV written by --template, all or nothing (rows with "
+                             "empty points are skipped; any wrong row, and nothing is imported)")
     course.add_argument("--timeout", type=float, default=None, help="grade: seconds per sandboxed run (default 600)")
-    course.add_argument("--memory-gb", type=float, default=None, help="grade: memory per sandboxed run (default 4)")
+    course.add_argument("--function-timeout", type=float, default=None,
+                        help="grade: seconds for each graded function's run on its public cases and on its hidden "
+                             "cases (default 120): a hang costs that function alone")
+    course.add_argument("--memory-gb", type=float, default=None,
+                        help="grade: memory per sandboxed run, per process and all its processes together (default 4)")
     course.set_defaults(func=_course)
     return parser
 

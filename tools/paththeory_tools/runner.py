@@ -5,14 +5,17 @@ directory) in an IPython shell, skipping those ``plan.json`` lists, and after ea
 check-style exercise saves the value of ``answer`` to ``answers/<exercise>.npz``; writes
 ``log.json`` (each cell's error and the start of its printed output).
 
-``python -m paththeory_tools.runner call``: for each job of ``plan.json``, runs its module (the
-student's answer cell and the notebook's imports) in a fresh namespace of a fresh interpreter,
-calls its function on every case of its ``cases`` file (inputs only: no expected value is ever
-here) and writes each case's outputs, as float arrays, to its ``out`` file.
+``python -I runner.py call`` (this file copied, alone, into the scratch folder: it imports numpy
+and the standard library only, and the sandbox hides paththeory, paththeory_tools and the answer
+keys): for each job of ``plan.json`` (the grader gives one job per run, so that each graded
+function has its own time limit), runs its module (the student's answer cell and the notebook's
+imports and functions) in a fresh namespace, calls its function on every case of its ``cases``
+file (inputs only: no expected value is ever here) and writes each case's outputs, as float
+arrays, to its ``out`` file.
 
 Everything here may be changed by the student's code, which runs in this same process: the grader
-trusts none of it beyond reading numbers and text (``allow_pickle=False``), and computes points
-itself.
+trusts none of it beyond reading numbers and short text (``allow_pickle=False``, numeric arrays,
+sizes checked before loading), and computes points itself.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 MAX_TEXT = 4000
+#: The longest error text of a call kept per case (the grader caps it again).
+MAX_ERROR = 300
 
 
 def _save_npz(path: Path, arrays: dict) -> None:
@@ -115,7 +120,7 @@ def _call_one(job: dict) -> None:
         exec(compile(Path(job["module"]).read_text(), "answer", "exec"), namespace)
         fn = namespace[job["function"]]
     except BaseException as exc:  # noqa: BLE001 - the student's cell may raise anything
-        out["module_error"] = np.array(f"{type(exc).__name__}: {exc}"[:MAX_TEXT])
+        out["module_error"] = np.array(f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
         _save_npz(Path(job["out"]), out)
         return
     for k, args in enumerate(cases):
@@ -124,7 +129,7 @@ def _call_one(job: dict) -> None:
                 value = fn(*args)
             out.update(_outputs(k, value))
         except BaseException as exc:  # noqa: BLE001
-            out[f"case{k}_error"] = np.array(f"{type(exc).__name__}: {exc}"[:MAX_TEXT])
+            out[f"case{k}_error"] = np.array(f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
     _save_npz(Path(job["out"]), out)
 
 
@@ -139,7 +144,7 @@ def main(argv: list[str]) -> int:
     elif argv[:1] == ["call"]:
         call()
     else:
-        print("usage: python -m paththeory_tools.runner execute|call", file=sys.stderr)
+        print("usage: python runner.py execute|call", file=sys.stderr)
         return 2
     return 0
 

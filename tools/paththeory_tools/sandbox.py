@@ -4,7 +4,7 @@ The strongest sandbox this machine allows is chosen once (:func:`detect`):
 
 * ``"namespaces+nobody"`` (the grader runs as root): ``unshare`` gives the process its own network
   (no interface up: no network at all), mount and PID namespaces; a fresh tmpfs is mounted over
-  ``/tmp``, ``/dev/shm`` and every hidden folder (the course folder: gradebook, source notebooks,
+  ``/tmp``, ``/dev/shm``, ``/var/tmp``, ``/run/lock`` (:data:`WORLD_WRITABLE`) and every hidden folder (the course folder: gradebook, source notebooks,
   keys, secret, other submissions); the process then drops to the user ``nobody`` with no
   capabilities (``setpriv``), so it cannot unmount them, write the instructor's files or see the
   grader's processes. Its working directory is a private scratch folder holding only its inputs,
@@ -16,12 +16,20 @@ The strongest sandbox this machine allows is chosen once (:func:`detect`):
 * ``"plain"`` (neither): a plain subprocess with the limits below and nothing hidden. The grading
   report warns, loudly, that the submission could read and write the course folder.
 
-Every run has a wall-clock timeout (the whole process group is killed) and a memory limit
-(``RLIMIT_AS``); an overrun is reported in the result, never ignored.
+Every run has a wall-clock timeout, a memory limit per process (``RLIMIT_AS``) and one for the
+sandbox as a whole (the resident memory of all its processes, summed while it runs), a limit on
+the size of any file it writes (``RLIMIT_FSIZE``, its printed output included: stdout and stderr
+go to files, of which the grader reads at most :data:`MAX_READ` bytes) and, as ``nobody``, on its
+number of processes (``RLIMIT_NPROC``); an overrun kills every process of the run (the PID
+namespace's first process, then the process group) and is reported in the result, never ignored.
+With ``packages=False`` the folders of paththeory and paththeory_tools (the answer keys with
+them) and, for a source checkout, the repository's other folders are hidden too: the graded
+functions run where the package cannot be imported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import resource
@@ -34,9 +42,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["Run", "Sandbox", "detect", "reach_problem", "run", "scratch_folder"]
+__all__ = ["Run", "Sandbox", "detect", "package_folders", "reach_problem", "run", "scratch_folder"]
 
 NOBODY = 65534
+#: The most bytes of a run's stdout or stderr the grader reads (the end of each).
+MAX_READ = 20000
+#: Default limits of a run beyond its time and memory: the largest file it may write (its printed output
+#: included) and how many processes (threads included) the user ``nobody`` may have at once.
+FILE_BYTES, PROCESSES = 64 * 2**20, 512
+#: The folders any user may write on a usual Linux machine: each gets a fresh tmpfs in the sandbox, so nothing a run
+#: writes there reaches the host (``/var/lock`` is often a link to ``/run/lock``: covered once).
+WORLD_WRITABLE = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock", "/var/lock")
 #: Exit status of the mount step when a folder could not be hidden (the student's code never runs).
 HIDE_FAILED = 97
 
@@ -98,19 +114,22 @@ class Sandbox:
 
 @dataclass(frozen=True)
 class Run:
-    """What came back from one sandboxed run."""
+    """What came back from one sandboxed run (``stdout``, ``stderr``: their last :data:`MAX_READ` bytes)."""
 
     returncode: int | None
     stdout: str
     stderr: str
     timed_out: bool
     seconds: float
+    over_memory: bool = False
 
     @property
     def failure(self) -> str | None:
         """Why the run failed, in words (None when it exited normally)."""
         if self.timed_out:
             return "killed: it ran past the time limit"
+        if self.over_memory:
+            return "killed: its processes together held more than the memory limit"
         if self.returncode == HIDE_FAILED:
             return "the sandbox could not hide the course folder; nothing ran"
         if self.returncode and self.returncode < 0:
@@ -118,8 +137,13 @@ class Run:
         if self.returncode:
             tail = self.stderr.strip().splitlines()[-1:] or [""]
             memory = " (memory limit?)" if "MemoryError" in self.stderr else ""
-            return f"exited with status {self.returncode}{memory}: {tail[0][:300]}"
+            return f"exited with status {self.returncode}{memory}: {_printable(tail[0])[:300]}"
         return None
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (but newlines) replaced: safe to show in a report."""
+    return "".join(c if c.isprintable() or c == "\n" else "?" for c in text)
 
 
 def _probe(prefix: list[str]) -> bool:
@@ -167,8 +191,8 @@ def give_to_sandbox(path: Path) -> None:
 def _command(argv: Sequence[str], hide: Sequence[Path], sandbox: Sandbox) -> list[str]:
     if sandbox.kind == "plain":
         return list(argv)
-    hidden = [str(Path(h).resolve()) for h in hide if Path(h).exists()]
-    covered = [p for p in ("/tmp", "/dev/shm", "/var/tmp") if Path(p).is_dir()]
+    hidden = list(dict.fromkeys(str(Path(h).resolve()) for h in hide if Path(h).exists()))
+    covered = list(dict.fromkeys(str(Path(p).resolve()) for p in WORLD_WRITABLE if Path(p).is_dir()))
     keep = _kept_folders(covered)
     if sandbox.kind == "namespaces+nobody":
         ns = ["unshare", "-n", "-m", "-p", "-f", "--mount-proc"]
@@ -200,6 +224,23 @@ def _needed_paths() -> list[Path]:
 
     paths = [sys.prefix, sys.base_prefix, Path(paththeory.__file__).parent, Path(paththeory_tools.__file__).parent]
     return [Path(p).resolve() for p in paths]
+
+
+def package_folders() -> list[Path]:
+    """What ``packages=False`` hides: the folders of paththeory and paththeory_tools (the answer keys and the
+    reference implementations with them) and, where they are a source checkout's (an editable install), every
+    other folder of that checkout (the book's solutions) but those holding the interpreter's environment."""
+    import paththeory
+    import paththeory_tools
+
+    packages = [Path(paththeory.__file__).resolve().parent, Path(paththeory_tools.__file__).resolve().parent]
+    folders = list(packages)
+    checkout = packages[0].parent
+    if (checkout / "pyproject.toml").is_file():
+        needed = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve()]
+        folders += [p for p in sorted(checkout.iterdir()) if p.is_dir() and not p.is_symlink() and p not in folders
+                    and not any(p == n or p in n.parents for n in needed)]
+    return folders
 
 
 def _needed_files() -> list[Path]:
@@ -259,34 +300,111 @@ def _environment(scratch: Path, sandbox: Sandbox) -> dict[str, str]:
     return env
 
 
-def run(argv: Sequence[str], scratch: Path, hide: Sequence[Path], *, timeout: float,
-        memory_bytes: int) -> Run:
+def run(argv: Sequence[str], scratch: Path, hide: Sequence[Path], *, timeout: float, memory_bytes: int,
+        packages: bool = True, file_bytes: int = FILE_BYTES, processes: int = PROCESSES,
+        total_memory: int | None = None, cpu_seconds: float | None = None) -> Run:
     """Run ``argv`` in the sandbox with working directory ``scratch``, ``hide`` invisible, at most
-    ``timeout`` seconds and ``memory_bytes`` of address space."""
+    ``cpu_seconds`` of CPU time for all its processes together (what a run may compute, the same on a busy machine
+    as on an idle one; watched from /proc) and ``timeout`` seconds of wall-clock time (a fail-safe for a run that
+    sleeps; set it well above ``cpu_seconds``), ``memory_bytes`` of address space per process and ``total_memory`` (default
+    ``memory_bytes``) of resident memory for all its processes together, files of at most
+    ``file_bytes``, at most ``processes`` processes of ``nobody``; ``packages=False`` also hides
+    :func:`package_folders`. Its stdout and stderr go to files beside ``scratch`` (never into the
+    grader's memory beyond :data:`MAX_READ` bytes each)."""
     import time
 
     box = detect()
     _check_reach()
+    if not packages:
+        hide = [*hide, *package_folders()]
+    limit = [f"--as={int(memory_bytes)}", "--core=0", f"--fsize={int(file_bytes)}"]
+    if box.kind == "namespaces+nobody":  # counted per user: as the grader's own user it would count the grader's
+        limit.append(f"--nproc={int(processes)}")
     # prlimit, not a preexec_fn: no Python code runs between fork and exec (JAX is multithreaded)
-    limit = ["prlimit", f"--as={int(memory_bytes)}", "--core=0", "--"] if shutil.which("prlimit") else []
+    prefix = ["prlimit", *limit, "--"] if shutil.which("prlimit") else []
+    total = int(total_memory or memory_bytes)
     start = time.monotonic()
-    proc = subprocess.Popen(limit + _command(argv, hide, box), cwd=scratch, env=_environment(scratch, box),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, errors="replace", start_new_session=True,
-                            preexec_fn=None if limit else _limits(memory_bytes))
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
+    with open(scratch.parent / "stdout.txt", "w+b") as out, open(scratch.parent / "stderr.txt", "w+b") as err:
+        proc = subprocess.Popen(prefix + _command(argv, hide, box), cwd=scratch, env=_environment(scratch, box),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                                preexec_fn=None if prefix else _limits(memory_bytes, file_bytes))
+        timed_out = over_memory = False
+        while proc.poll() is None:
+            if time.monotonic() - start > timeout or (cpu_seconds is not None and _cpu(proc.pid) > cpu_seconds):
+                timed_out = True
+            elif _resident(proc.pid) > total:
+                over_memory = True
+            if timed_out or over_memory:
+                _kill(proc)
+                break
+            time.sleep(0.2)
+        proc.wait()
+        return Run(proc.returncode, _tail(out), _tail(err), timed_out, time.monotonic() - start, over_memory)
+
+
+def _tail(f) -> str:
+    """The last :data:`MAX_READ` bytes of the open file ``f``, as text."""
+    f.seek(0, os.SEEK_END)
+    f.seek(max(0, f.tell() - MAX_READ))
+    return f.read(MAX_READ).decode("utf-8", errors="replace")
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, from the parents in ``/proc/*/stat`` (in a PID namespace an orphan goes to
+    the namespace's first process: still found)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            pass
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo += children.get(p, [])
+    return found
+
+
+def _resident(pid: int) -> int:
+    """The resident memory of ``pid`` and its descendants, in bytes (0 where /proc cannot tell)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def _cpu(pid: int) -> float:
+    """The CPU seconds of ``pid`` and its descendants, those they have waited for included (0 where /proc cannot
+    tell)."""
+    ticks = 0
+    for p in _tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        except (OSError, ValueError, IndexError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill every process of a run: its descendants (the first process of its PID namespace among them:
+    the kernel then kills the whole namespace, a process that left the group included), then its group."""
+    for p in reversed(_tree(proc.pid)):
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+    with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        timed_out = True
-    return Run(proc.returncode, out[-20000:], err[-20000:], timed_out, time.monotonic() - start)
 
 
-def _limits(memory_bytes: int):
+def _limits(memory_bytes: int, file_bytes: int):
     def set_limits() -> None:  # in the child, before exec (only where prlimit is missing)
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
 
     return set_limits

@@ -276,10 +276,11 @@ def exercises_page(book_dir: str | Path) -> str:
 The chapters on the paper's main experiments, {{doc}}`markov`, {{doc}}`omniglot` and
 {{doc}}`pruning`, end with three exercises each, and so do the theory's {{doc}}`model` and
 {{doc}}`gp_vs_finite`; the derivation chapters {{doc}}`derivation` and
-{{doc}}`depth` share three. The chapters beyond the paper, {{doc}}`solver`, {{doc}}`many_outputs`
-and {{doc}}`residual`, end with one each, on what they add: the Hessian along a symmetric
-direction, the decoupling of two outputs, and the $+1$ of a level with a skip, which the problem
-set takes further. Each states a task, which the package solves in a few lines; on
+{{doc}}`depth` share three. {{doc}}`order_parameter`, {{doc}}`solver` and {{doc}}`many_outputs` end
+with one each, on what they add: the inner order parameter's matrix quadratic, the Hessian along a
+symmetric direction and the decoupling of two outputs; {{doc}}`residual` with two, the $+1$ of a
+level with a skip and its GP point, which the problem set takes further; {{doc}}`nonlinear` with two,
+ReLU's homogeneity and why the heuristic's kernel is normalised by $U_a$. Each states a task, which the package solves in a few lines; on
 the chapter's page the **Solution** under the task holds a worked solution together with the
 output of its check. In a notebook, `check("<id>", answer)` says whether an answer is right and,
 if not, what is off, without giving the answer away.

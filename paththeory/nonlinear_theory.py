@@ -1,0 +1,422 @@
+"""Nonlinear MLP blocks: the heuristic kernel renormalisation of the paper's outlook (§5).
+
+The paper's outlook proposes to carry its theory over to nonlinear MLP blocks by keeping the
+renormalisation of the linear network and replacing its Gaussian-process path kernels by those of the
+nonlinear case, as Li & Sompolinsky (2021) did for deep ReLU networks. For a block
+``phi(M z / sqrt(n))`` after the last attention layer (placement ``"top"``, a one-token readout):
+
+* the order parameters and the entropy are those of the network with ``phi`` replaced by the identity,
+  levels ``[attention_1, ..., attention_L, MLP]`` and the readout: ``U^(1), ..., U^(L)``, ``U^(M)`` (1 x 1) and
+  ``U_a`` (:func:`paththeory.action.entropy_with_readout`); in the network they are the Grams of the readout
+  back-propagated *linearly* through ``M^T`` and the value weights;
+* the energy's kernel is the linear one cut at the nonlinearity, normalised by the Gram of the vectors just
+  above it (``U_a``), mapped through the Gaussian kernel map of ``phi`` and scaled back:
+
+      K(U) = U_a F_phi[K_lin(U^(1)) / U_a],   K_lin(U) = sum_{pi sigma} U_{pi sigma} C^{pi sigma}
+
+  (:func:`top_kernel`; for ReLU, positive homogeneity removes ``U_a``: ``K = F_relu[K_lin(U)]``).
+
+What is exact: with ``phi`` the identity the action is the linear theory's at every ``U``; as the width grows
+the minimum tends to the GP point, where ``K`` is the nonlinear network's GP kernel
+``sigma_a^2 F_phi[sigma_M^2 Q_GP]`` (:func:`gp_kernel`); ``K(U)`` is positive semi-definite, so a minimum
+exists. What is assumed: that the nonlinear network's posterior renormalises its pre-activation kernel as the
+linear one does; that is a heuristic, to be judged against exact samples of the network.
+
+The minimum is found by L-BFGS on ``S/N`` over Cholesky factors (every order parameter free, ``U_a`` included:
+for erf it does not drop out), then Newton steps with the exact Hessian (a few tens of parameters).
+
+Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from functools import partial
+import weakref
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from paththeory._checks import check_count, check_nonnegative, check_order_parameter, check_positive
+from paththeory._labels import as_labels
+from paththeory._lbfgs import State, reached
+from paththeory._lbfgs import run as lbfgs
+from paththeory.action import energy, entropy_with_readout, level_scale, order_parameter_sizes
+from paththeory.kernel_maps import cross_map, kernel_map, second_moment
+from paththeory.kernels import (
+    DEFAULT_MEMORY_BUDGET,
+    KernelOperator,
+    apply_operator,
+    check_features,
+    kernel_diagonal,
+    kernel_matrix,
+    kernel_operator,
+)
+from paththeory.kernels import gp_kernel as linear_gp_kernel
+from paththeory.model import MLP, Architecture, Residual, check_architecture
+from paththeory.solve import ConvergenceWarning, matrices_to_theta, theta_to_matrices
+
+Array = jax.Array
+
+#: Where a nonlinear MLP block may sit: ``"top"``, after the last attention layer (before the readout).
+PLACEMENTS = ("top",)
+#: L-BFGS hands over to Newton's method once ``max |d(S/N)/dU|`` is below this.
+NEWTON_SWITCH = 1e-6
+
+
+def placement(arch: Architecture) -> str:
+    """Where ``arch``'s nonlinear MLP block sits (one of :data:`PLACEMENTS`), or a ValueError saying what the
+    heuristic covers.
+
+    Covered: one :class:`~paththeory.model.MLP` block as the top level (any nonlinearity, the identity included,
+    which gives the linear theory), with attention layers below it, no skip connection, one-token readout
+    (``"first"`` or ``"last"``: the block acts on the readout token alone; with ``"mean"`` it would act on every
+    token before the average, which the path kernels do not see).
+
+    Example:
+      >>> from paththeory.tasks.examples import model_problem
+      >>> arch, _, _ = model_problem()
+      >>> placement(pt.Architecture((*arch.attention, pt.MLP("relu")), readout="last"))
+      'top'
+    """
+    check_architecture(arch)
+    levels = [type(layer).__name__ for layer in arch.attention]
+    problems = []
+    if not isinstance(arch.attention[-1], MLP):
+        problems.append("its top level is not an MLP block")
+    if any(isinstance(layer, MLP) for layer in arch.attention[:-1]):
+        problems.append("an MLP block sits below the top level (between attention layers: not covered yet)")
+    if any(arch.skips):
+        problems.append("it has skip connections")
+    if arch.readout == "mean":
+        problems.append("its readout averages the tokens (use 'first' or 'last')")
+    if problems:
+        raise ValueError(f"the nonlinear heuristic covers one MLP block as the top level, after the attention layers, "
+                         f"without skip connections, with the readout 'first' or 'last'; this architecture (levels "
+                         f"{levels}, readout {arch.readout!r}) fails it: {'; '.join(problems)}.")
+    return "top"
+
+
+def linear_counterpart(arch: Architecture) -> Architecture:
+    """``arch`` with every MLP block's nonlinearity replaced by the identity: the linear theory's network
+    (``phi`` ignored), whose order parameters the heuristic keeps.
+
+    Example:
+      >>> from paththeory.tasks.examples import model_problem
+      >>> arch, _, _ = model_problem()
+      >>> linear_counterpart(pt.Architecture((*arch.attention, pt.MLP("erf")))).nonlinearities
+      ('identity', 'identity', 'identity')
+    """
+    def linear(layer):
+        if isinstance(layer, Residual):
+            return Residual(linear(layer.layer), layer.skip_gain, layer.branch_gain)
+        return MLP() if isinstance(layer, MLP) else layer
+
+    levels = tuple(linear(layer) for layer in check_architecture(arch).attention)
+    return Architecture(levels, readout=arch.readout, variances=arch.variances)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def top_kernel(phi: str, K_lin: Array, U_a) -> Array:
+    """``K = U_a F_phi[K_lin / U_a]``: the heuristic's kernel for a block after the last attention layer.
+
+    Example:
+      >>> K = top_kernel("relu", jnp.array([[2.0, 0.0], [0.0, 4.0]]), 3.0)
+      >>> bool(jnp.allclose(K, top_kernel("relu", jnp.array([[2.0, 0.0], [0.0, 4.0]]), 0.5)))  # U_a drops out
+      True
+    """
+    if not isinstance(U_a, jax.core.Tracer):
+        U_a = check_positive(U_a, "U_a")
+    return U_a * kernel_map(phi, K_lin / U_a)
+
+
+def gp_kernel(arch: Architecture, features, features_b=None) -> Array:
+    """The nonlinear network's Gaussian-process kernel (its infinite-width limit),
+    ``K_GP = sigma_a^2 F_phi[sigma_M^2 Q_GP]`` with ``Q_GP = sum_pi (prod_l sigma_l^2) C^{pi pi}`` the attention
+    stack's GP kernel at the readout token: ``[P, P']``.
+
+    Example:
+      >>> from paththeory.tasks.examples import model_problem
+      >>> arch, _, x = model_problem()
+      >>> arch = pt.Architecture((*arch.attention, pt.MLP("relu")), readout="last")
+      >>> gp_kernel(arch, pt.path_features(arch, x)).shape
+      (4, 4)
+    """
+    phi = _phi(arch)
+    var_a = arch.variances[-1]
+    fa = check_features(features)
+    fb = fa if features_b is None else check_features(features_b, "features_b")
+    q = linear_gp_kernel(linear_counterpart(arch), fa, fb) / var_a  # K_GP / sigma_a^2 of the linear network
+    return var_a * cross_map(phi, _gp_diagonal(arch, fa) / var_a, _gp_diagonal(arch, fb) / var_a, q)
+
+
+def _gp_diagonal(arch: Architecture, features: Array) -> Array:
+    return jnp.einsum("pan,a,pan->p", features, jnp.asarray(arch.gp_path_variances()), features)
+
+
+def _phi(arch: Architecture) -> str:
+    placement(arch)
+    return arch.nonlinearities[-1]
+
+
+# --------------------------------------------------------------------------- the action and its minimum
+
+
+def _action(us: list[Array], op: KernelOperator, y: Array, temperature, widths, heads, variances, phi: str) -> Array:
+    """``S/N``: the linear network's entropy at ``us = [U^(1), ..., U^(M), U_a]`` plus the energy of
+    ``K = U_a F_phi[K_lin(U^(1)) / U_a]``."""
+    U_a = us[-1]
+    K = top_kernel(phi, apply_operator(op, us[0]), U_a[0, 0])
+    ent = entropy_with_readout(us[:-1], U_a, widths, heads, variances)
+    return (ent + energy(K, y, temperature)) / jnp.max(jnp.asarray(widths))
+
+
+_STATICS = ("sizes", "scales", "heads", "variances", "phi")
+
+
+def _objective(theta, op, y, temperature, widths, *, sizes, scales, heads, variances, phi):
+    """``S/N`` as a function of the solver's coordinates (Cholesky factors with log-diagonals, ``U_a`` last)."""
+    return _action(theta_to_matrices(theta, sizes, scales), op, y, temperature, widths, heads, variances, phi)
+
+
+@partial(jax.jit, static_argnames=_STATICS)
+def _objective_and_grads(theta, op, y, temperature, widths, *, sizes, scales, heads, variances, phi):
+    """``(S/N, dS/dtheta, max |dS/dU|)``, the last over the symmetric order parameters."""
+    us, pullback = jax.vjp(lambda t: theta_to_matrices(t, sizes, scales), theta)
+    f, g_us = jax.value_and_grad(lambda u: _action(u, op, y, temperature, widths, heads, variances, phi))(us)
+    g_us = [0.5 * (g + g.T) for g in g_us]
+    (g_theta,) = pullback(g_us)
+    return f, g_theta, jnp.max(jnp.stack([jnp.max(jnp.abs(g)) for g in g_us]))
+
+
+_hessian = jax.jit(jax.hessian(_objective), static_argnames=_STATICS)
+
+
+@partial(jax.jit, static_argnames=("max_iter", *_STATICS))
+def _quasi_newton(theta0, op, y, temperature, widths, tol, max_iter, **statics):
+    """L-BFGS (:func:`paththeory._lbfgs.run`) from ``theta0`` down to ``max |dS/dU| <= tol``."""
+    fun = lambda t: _objective_and_grads(t, op, y, temperature, widths, **statics)  # noqa: E731
+    f0, g0, gmax0 = fun(theta0)
+    d = theta0.shape[0]
+    state = State(theta0, f0, g0, gmax0, jnp.zeros((40, d)), jnp.zeros((40, d)), jnp.array(0), jnp.array(0),
+                  jnp.array(1), jnp.where(reached(gmax0, f0, tol, 0.0), 1, 0), jnp.array(0))
+    return lbfgs(state, fun, tol, max_iter, roundoff=1e-12, max_backtracks=50)
+
+
+@dataclass(frozen=True)
+class NonlinearSolution:
+    """A minimum of the heuristic's action at one ``(widths, temperature)``.
+
+    Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+
+    Attributes:
+      order_parameters: ``[U^(1), ..., U^(L), U^(M)]``: the paths' ``U`` first, the MLP block's (1 x 1) last.
+      U_a: the readout's order parameter (a float).
+      widths: ``(n_0, ..., n_L, n_M)``; temperature: ``T``.
+      report: ``action`` (S/N), ``grad_norm`` (max ``|d(S/N)/dU|`` over every order parameter, ``U_a``
+        included), ``iterations`` (L-BFGS), ``newton_steps``, ``hessian_min_eig`` (the smallest eigenvalue of
+        the Hessian of S/N in the solver's coordinates at the end), ``converged``, ``seconds``.
+    """
+
+    order_parameters: list[np.ndarray]
+    U_a: float
+    widths: tuple[float, ...]
+    temperature: float
+    report: dict = field(default_factory=dict)
+    source: weakref.ReferenceType | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def U(self) -> np.ndarray:
+        """``U^(1)``, the paths' order parameter."""
+        return self.order_parameters[0]
+
+
+class NonlinearTheory:
+    """The heuristic theory of one architecture with a nonlinear MLP block and one training set.
+
+    Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+
+    Args:
+      arch: attention layers, then one :class:`~paththeory.model.MLP` block (:func:`placement`).
+      features: path features of the training set ``[P, n_paths, N0]`` (:func:`~paththeory.model.path_features` of
+        ``arch``: the block has identity attention, so they are the attention stack's).
+      y: training targets ``[P]`` (one output).
+      memory_budget: bytes allowed for precomputed Gram blocks (:func:`~paththeory.kernels.kernel_operator`).
+
+    Example:
+      >>> from paththeory.tasks.examples import model_problem
+      >>> arch, _, x = model_problem()
+      >>> arch = pt.Architecture((*arch.attention, pt.MLP("relu")), readout="last")
+      >>> theory = NonlinearTheory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0]))
+      >>> sol = theory.solve(10, 0.1)
+      >>> [u.shape for u in sol.order_parameters], sol.report["converged"]
+      ([(6, 6), (2, 2), (1, 1)], True)
+    """
+
+    def __init__(self, arch: Architecture, features, y, memory_budget: int = DEFAULT_MEMORY_BUDGET):
+        self.phi = _phi(arch)
+        self.arch = arch
+        feats = check_features(features)
+        if feats.shape[1] != arch.n_paths:
+            raise ValueError(f"features have {feats.shape[1]} paths but the architecture with heads {arch.heads} has "
+                             f"{arch.n_paths}; compute them with paththeory.path_features(arch, x).")
+        zero = np.flatnonzero(np.asarray(_gp_diagonal(arch, feats)) <= 0)
+        if zero.size:
+            raise ValueError(f"training examples {zero[:5].tolist()} have zero path features (their pre-activation "
+                             "variance is zero at every U): the kernel map needs a positive variance. Drop them.")
+        labels = as_labels(y, feats.shape[0])
+        if labels.shape[1] != 1:
+            raise ValueError(f"the nonlinear heuristic takes one output, labels [P]; got {labels.shape[1]} outputs.")
+        self.features = feats
+        self.y = jnp.asarray(labels[:, 0])
+        self.operator = kernel_operator(feats, memory_budget, 1, "dense")
+        L = arch.n_layers
+        self.sizes = tuple(order_parameter_sizes(arch.heads)) + (1,)
+        self.scales = tuple(level_scale(l, arch.variances) for l in range(L)) + (arch.variances[-1],)
+        self._statics = dict(sizes=self.sizes, scales=self.scales, heads=arch.heads, variances=arch.variances,
+                             phi=self.phi)
+
+    # ------------------------------------------------------------------ order parameters
+    def gp_order_parameters(self) -> list[np.ndarray]:
+        """The GP point ``[U^(1), ..., U^(M), U_a]``: ``sigma_a^2 prod_{m >= l} sigma_m^2 I`` and ``sigma_a^2``."""
+        return [s * np.eye(n) for s, n in zip(self.scales, self.sizes)]
+
+    def _matrices(self, Us: Sequence, U_a, name: str) -> list[np.ndarray]:
+        if not isinstance(Us, (list, tuple)) or len(Us) != len(self.sizes) - 1:
+            raise ValueError(f"{name} must be a list of {len(self.sizes) - 1} matrices [U^(1), ..., U^(M)]; got "
+                             f"{len(Us) if isinstance(Us, (list, tuple)) else type(Us).__name__}.")
+        mats = [check_order_parameter(U, f"{name} U^({l + 1})", n) for l, (U, n) in enumerate(zip(Us, self.sizes))]
+        return mats + [np.array([[check_positive(U_a, "U_a")]])]
+
+    def action(self, Us: Sequence, U_a: float, width, temperature) -> float:
+        """``S/N`` at explicit order parameters ``[U^(1), ..., U^(M)]`` and ``U_a``."""
+        widths = self.arch.widths(width)
+        t = check_nonnegative(temperature, "temperature")
+        mats = [jnp.asarray(m) for m in self._matrices(Us, U_a, "Us")]
+        return float(_action(mats, self.operator, self.y, t, widths, self.arch.heads, self.arch.variances, self.phi))
+
+    def _check_solution(self, solution, name: str) -> NonlinearSolution:
+        """``solution`` if it is a :class:`NonlinearSolution` of this network's sizes, else a clear error."""
+        if not isinstance(solution, NonlinearSolution):
+            raise TypeError(f"{name} must be a NonlinearSolution (NonlinearTheory.solve); got {type(solution).__name__}.")
+        shapes = [np.shape(u) for u in solution.order_parameters]
+        if shapes != [(n, n) for n in self.sizes[:-1]]:
+            raise ValueError(f"{name} holds order parameters of shapes {shapes}, not this network's "
+                             f"{[(n, n) for n in self.sizes[:-1]]}: it was solved for another architecture.")
+        return solution
+
+    def kernel(self, solution: NonlinearSolution) -> Array:
+        """The training kernel ``K(U) [P, P]`` at a solution."""
+        self._check_solution(solution, "solution")
+        return top_kernel(self.phi, apply_operator(self.operator, jnp.asarray(solution.U)), solution.U_a)
+
+    # ------------------------------------------------------------------ the minimum
+    def solve(self, width, temperature, init: NonlinearSolution | None = None, tol: float = 1e-10,
+              max_iter: int = 2000, newton_steps: int = 30) -> NonlinearSolution:
+        """Minimise ``S/N`` at widths ``width`` (N, or ``(n_0, ..., n_M)``) and temperature ``T > 0``: L-BFGS from
+        the GP point (or ``init``) down to ``max |d(S/N)/dU| <=`` :data:`NEWTON_SWITCH`, then Newton steps with the
+        exact Hessian (a shift where it is not positive definite, backtracking) down to ``tol``.
+
+        Example:
+          >>> from paththeory.tasks.examples import model_problem
+          >>> arch, _, x = model_problem()
+          >>> arch = pt.Architecture((*arch.attention, pt.MLP("erf")), readout="last")
+          >>> sol = NonlinearTheory(arch, pt.path_features(arch, x), np.array([1.0, -1.0, 1.0, -1.0])).solve(10, 0.1)
+          >>> sol.report["grad_norm"] <= 1e-10, sol.report["hessian_min_eig"] > 0
+          (True, True)
+        """
+        widths = self.arch.widths(width)
+        t = check_positive(temperature, "temperature")
+        tol = check_positive(tol, "tol")
+        max_iter, newton_steps = check_count(max_iter, "max_iter"), check_count(newton_steps, "newton_steps", minimum=0)
+        start = time.perf_counter()
+        if init is not None:
+            self._check_solution(init, "init")
+        mats = self.gp_order_parameters() if init is None else [*init.order_parameters, np.array([[init.U_a]])]
+        theta = jnp.asarray(matrices_to_theta(mats, self.scales))
+        args = (self.operator, self.y, t, jnp.asarray(widths))
+        state = _quasi_newton(theta, *args, max(tol, NEWTON_SWITCH), max_iter, **self._statics)
+        theta, (f, g, gmax) = state.theta, (state.f, state.g, state.gmax)
+        steps = 0
+        while float(gmax) > tol and steps < newton_steps:
+            moved = self._newton_step(theta, f, g, gmax, args)
+            if moved is None:  # no finite step left (a singular order parameter): stop, unconverged
+                break
+            theta, f, g, gmax = moved
+            steps += 1
+        H = np.asarray(_hessian(theta, *args, **self._statics))
+        eig = float(np.linalg.eigvalsh(H)[0]) if np.all(np.isfinite(H)) else float("nan")
+        us = [np.asarray(u) for u in theta_to_matrices(theta, self.sizes, self.scales)]
+        converged = bool(float(gmax) <= tol and eig > 0)
+        report = {"action": float(f), "grad_norm": float(gmax), "iterations": int(state.it), "newton_steps": steps,
+                  "hessian_min_eig": eig, "converged": converged, "seconds": time.perf_counter() - start,
+                  "tolerance": tol}
+        if not converged:
+            warnings.warn(f"NonlinearTheory.solve did not converge at widths {widths}, T = {t:g}: max |dS/dU| = "
+                          f"{float(gmax):.2e} (tolerance {tol:g}), least Hessian eigenvalue {eig:.3g}; raise max_iter "
+                          "or newton_steps, or check the data's scale.", ConvergenceWarning, stacklevel=2)
+        return NonlinearSolution(us[:-1], float(us[-1][0, 0]), widths, t, report, weakref.ref(self))
+
+    def _newton_step(self, theta, f, g, gmax, args):
+        """One Newton step on ``S/N`` with backtracking (the Hessian shifted to positive definite if needed), or
+        ``None`` where the Hessian or the gradient is not finite."""
+        H = np.asarray(_hessian(theta, *args, **self._statics))
+        if not (np.all(np.isfinite(H)) and np.all(np.isfinite(np.asarray(g)))):
+            return None
+        eig = np.linalg.eigvalsh(H)
+        shift = 0.0 if eig[0] > 1e-12 * max(abs(eig[-1]), 1.0) else 1e-8 * abs(eig[-1]) - eig[0]
+        direction = -np.linalg.solve(H + shift * np.eye(H.shape[0]), np.asarray(g))
+        for k in range(40):
+            trial = theta + (0.5**k) * direction
+            f_new, g_new, gmax_new = _objective_and_grads(trial, *args, **self._statics)
+            if not (np.isfinite(float(f_new)) and np.isfinite(float(gmax_new))):
+                continue
+            if float(f_new) <= float(f) + 1e-4 * (0.5**k) * float(np.asarray(g) @ direction) or (
+                    float(gmax_new) < float(gmax) and float(f_new) <= float(f) + 1e-13 * abs(float(f))):
+                return trial, f_new, g_new, gmax_new
+        return None
+
+    def gp_solution(self, width, temperature) -> NonlinearSolution:
+        """The GP point as a solution (its predictor is the nonlinear GP's), not a minimum: ``report`` is empty."""
+        mats = self.gp_order_parameters()
+        return NonlinearSolution(mats[:-1], float(mats[-1][0, 0]), self.arch.widths(width),
+                                 check_positive(temperature, "temperature"), {}, weakref.ref(self))
+
+    # ------------------------------------------------------------------ the predictor
+    def predictor(self, solution: NonlinearSolution, features_test) -> tuple[Array, Array]:
+        """Mean and variance of the output on test inputs, ``([P_test], [P_test])``: with ``k_*`` the same map applied
+        to the test-training kernel (each point's variance from its own diagonal),
+        ``<f(x_*)> = k_*^T (K + T I)^{-1} y`` and ``Var = K(x_*, x_*) - k_*^T (K + T I)^{-1} k_*``.
+
+        Example:
+          >>> from paththeory.tasks.examples import model_problem
+          >>> arch, _, x = model_problem()
+          >>> arch = pt.Architecture((*arch.attention, pt.MLP("relu")), readout="last")
+          >>> f = pt.path_features(arch, x)
+          >>> theory = NonlinearTheory(arch, f[:3], np.array([1.0, -1.0, 1.0]))
+          >>> mean, var = theory.predictor(theory.solve(10, 0.1), f)
+          >>> mean.shape, bool(np.all(var > -1e-12))
+          ((4,), True)
+        """
+        self._check_solution(solution, "solution")
+        test = check_features(features_test, "features_test")
+        if test.shape[1:] != self.features.shape[1:]:
+            raise ValueError(f"features_test must be [P_test, {self.features.shape[1]}, {self.features.shape[2]}] like "
+                             f"the training features; got {tuple(test.shape)}.")
+        U, U_a = jnp.asarray(solution.U), solution.U_a
+        K = self.kernel(solution)
+        chol = jnp.linalg.cholesky(K + solution.temperature * jnp.eye(K.shape[0]))
+        q_train = kernel_diagonal(U, self.features) / U_a
+        q_test = kernel_diagonal(U, test) / U_a
+        k_star = U_a * cross_map(self.phi, q_train, q_test, kernel_matrix(U, self.features, test) / U_a)
+        alpha = jax.scipy.linalg.cho_solve((chol, True), self.y)
+        v = jax.scipy.linalg.solve_triangular(chol, k_star, lower=True)
+        prior = U_a * second_moment(self.phi, q_test, q_test, q_test)
+        return k_star.T @ alpha, prior - jnp.sum(v * v, axis=0)
+
