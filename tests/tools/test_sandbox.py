@@ -4,6 +4,7 @@ namespaces falls back to a plain subprocess with a loud warning in the grading r
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -76,6 +77,26 @@ for folder in {folders!r}:
 def test_a_run_past_its_time_is_killed_loudly(scratch):
     done = run("import time\ntime.sleep(60)", scratch, timeout=2)
     assert done.timed_out and "time limit" in done.failure and done.seconds < 30
+
+
+def test_a_kept_folder_under_tmp_stays_readable_when_the_grader_writes_privately(tmp_path, scratch, monkeypatch):
+    """Oracle: the file's content read back from inside the sandbox. The grader writes the course folder under umask
+    077; a folder the sandbox must keep (the environment of a clone under /tmp, as in CI) is bound back below
+    folders recreated on the fresh /tmp, which must stay passable for the sandbox's user."""
+    needs_namespaces()
+    kept = tmp_path / "clone" / "env"
+    kept.mkdir(parents=True)
+    (kept / "marker.txt").write_text("readable")
+    for folder in (tmp_path, tmp_path / "clone", kept):
+        folder.chmod(0o755)
+    (kept / "marker.txt").chmod(0o644)
+    monkeypatch.setattr(sandbox, "_needed_paths", lambda: [kept.resolve()])
+    old = os.umask(0o077)
+    try:
+        done = sandbox.run(["cat", str(kept / "marker.txt")], scratch, [], timeout=30, memory_bytes=2**30)
+    finally:
+        os.umask(old)
+    assert done.failure is None and done.stdout == "readable", done
 
 
 def test_the_cpu_time_limit_counts_computing_not_waiting(scratch):

@@ -61,8 +61,11 @@ HIDE_FAILED = 97
 #: they live under a temporary folder, as in a CI job's clone under /tmp), the temporary folders to cover
 #: with a fresh tmpfs, the folders to hide (the course folder), then the command. The kept folders are
 #: opened before the temporary folders are covered and bound back in place (the course folder is hidden
-#: after that, so a kept folder that holds it does not bring it back).
+#: after that, so a kept folder that holds it does not bring it back). The umask is reset first: the grader writes
+#: the course folder under umask 077, and the folders ``mkdir -p`` recreates on the fresh tmpfs to bind the kept
+#: ones back must stay passable for ``nobody`` (a clone under /tmp failed every submission without it).
 _MOUNT_SCRIPT = """\
+umask 022
 n=$1; shift; fd=3
 for i in $(seq 1 "$n"); do
   eval "exec $fd<\\"\\$1\\"" || { echo "sandbox: cannot open $1" >&2; exit 97; }
