@@ -113,7 +113,7 @@ def _compiled_during(fn) -> dict:
     included) and ``compilations``, one ``{"seconds", "executable"}`` per program the solver compiled
     (:class:`paththeory._compiled.Precompiled`); :func:`compilation_sizes` turns them into sizes once the case's
     memory is measured."""
-    from paththeory.solve import _minimise_many_jit as solver
+    from paththeory.solve import COMPILED_SOLVER as solver
 
     before, solver.measure = len(solver.compilations), True
     try:
