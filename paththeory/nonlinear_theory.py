@@ -157,7 +157,8 @@ def gp_kernel(arch: Architecture, features, features_b=None) -> Array:
 
 
 def _gp_diagonal(arch: Architecture, features: Array) -> Array:
-    return jnp.einsum("pan,a,pan->p", features, jnp.asarray(arch.gp_path_variances()), features)
+    """``K_GP(x, x)`` of the linear network, every example: the renormalised kernel's diagonal at the GP point."""
+    return kernel_diagonal(np.diag(arch.gp_path_variances()), features)
 
 
 def _phi(arch: Architecture) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -97,27 +97,10 @@ def architecture(phi: str) -> Architecture:
     return Architecture((first, second, MLP(phi)), readout="last")
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One network's path features ``[P, n_paths, N0]`` of the shared training and test sequences."""
-
-    phi: str
-    arch: Architecture
-    train: np.ndarray
-    y_train: np.ndarray
-    test: np.ndarray
-    y_test: np.ndarray
-
-
-def problem(phi: str, cfg: Config) -> Problem:
-    """The data of the paper's Fig. 2 task (training seed 27, test seed 59) through the network with ``phi``."""
-    return _problem(phi, cfg.n_train, cfg.n_test)
-
-
-@lru_cache(maxsize=8)
-def _problem(phi: str, n_train: int, n_test: int) -> Problem:
-    arch = architecture(phi)
-    return Problem(phi, arch, *markov.chapter_features(arch, n_train, n_test))
+def problem(phi: str, cfg: Config) -> markov.ChapterProblem:
+    """The data of the paper's Fig. 2 task (training seed 27, test seed 59) through the network with ``phi``
+    (:func:`paththeory.tasks.markov.chapter_problem`)."""
+    return markov.chapter_problem(architecture, phi, cfg.n_train, cfg.n_test)
 
 
 # --------------------------------------------------------------------------- sampling
@@ -179,7 +162,8 @@ class TheoryPoint:
     accuracy: float
 
 
-def theories(prob: Problem, widths: Sequence[float], temperature: float) -> dict[str, dict[int, TheoryPoint]]:
+def theories(prob: markov.ChapterProblem, widths: Sequence[float],
+             temperature: float) -> dict[str, dict[int, TheoryPoint]]:
     """:data:`THEORIES` at every width: the heuristic's minimum, the GP point (the same at every width) and the
     linear theory's minimum, each with its predictor."""
     heuristic = NonlinearTheory(prob.arch, prob.train, prob.y_train)
@@ -205,7 +189,7 @@ def theories(prob: Problem, widths: Sequence[float], temperature: float) -> dict
     return out
 
 
-def _accuracy(mean: np.ndarray, prob: Problem) -> float:
+def _accuracy(mean: np.ndarray, prob: markov.ChapterProblem) -> float:
     return float(np.mean(mean * prob.y_test > 0))
 
 

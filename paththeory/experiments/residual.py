@@ -27,7 +27,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -132,28 +132,10 @@ def architecture(network: str) -> Architecture:
     return Architecture(levels[network], readout="last")
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One network's path features ``[P, n_paths, N0]`` of the shared training and test sequences."""
-
-    network: str
-    arch: Architecture
-    train: np.ndarray
-    y_train: np.ndarray
-    test: np.ndarray
-    y_test: np.ndarray
-
-
-def problem(network: str, cfg: Config) -> Problem:
+def problem(network: str, cfg: Config) -> markov.ChapterProblem:
     """The data of the paper's Fig. 2 (training seed 27, test seed 59) through ``network``'s paths (cached per network
-    and data size, so every caller shares one: its arrays are read-only)."""
-    return _problem(network, cfg.n_train, cfg.n_test)
-
-
-@lru_cache(maxsize=16)
-def _problem(network: str, n_train: int, n_test: int) -> Problem:
-    arch = architecture(network)
-    return Problem(network, arch, *markov.chapter_features(arch, n_train, n_test))
+    and data size, so every caller shares one: its arrays are read-only; :func:`paththeory.tasks.markov.chapter_problem`)."""
+    return markov.chapter_problem(architecture, network, cfg.n_train, cfg.n_test)
 
 
 # --------------------------------------------------------------------------- sampling
@@ -167,7 +149,7 @@ def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False)
     from paththeory.sampling import sample_posterior
 
     points = getattr(cfg, SAMPLERS[RECORDS.check(sampler)][0])  # its (network, width) pairs, its first field
-    problems: dict[str, Problem] = {}
+    problems: dict[str, markov.ChapterProblem] = {}
     records = []
     for i, (network, width) in enumerate(points):
         prob = problems.setdefault(network, problem(network, cfg))
@@ -206,7 +188,7 @@ def samples(profile: str | None = None, *, sampler: str = "nuts", progress: bool
 # --------------------------------------------------------------------------- the theory against the samples
 
 
-def theory_curve(prob: Problem, widths: Sequence[float], temperature: float) -> dict:
+def theory_curve(prob: markov.ChapterProblem, widths: Sequence[float], temperature: float) -> dict:
     """The theory at every width: ``U``, the levels above, the mean predictor on the test set, the test accuracy
     and ``correct`` per test sequence, and the solve's time per width."""
     theory = Theory(prob.arch, prob.train, prob.y_train)
@@ -221,7 +203,7 @@ def theory_curve(prob: Problem, widths: Sequence[float], temperature: float) -> 
     return {"points": out, "seconds_per_width": seconds / len(widths), "n_paths": prob.arch.n_paths}
 
 
-def gp_mean(prob: Problem, temperature: float) -> np.ndarray:
+def gp_mean(prob: markov.ChapterProblem, temperature: float) -> np.ndarray:
     """The GP predictor (the infinite-width limit) on the test set."""
     U = np.diag(prob.arch.gp_path_variances())
     return np.asarray(mean_predictor(U, prob.train, prob.y_train, prob.test, temperature))
@@ -287,7 +269,8 @@ class Row:
     in_regime: bool = True
 
 
-def compare(payload: dict, cfg: Config, curves: dict | None = None, problems: dict[str, Problem] | None = None,
+def compare(payload: dict, cfg: Config, curves: dict | None = None,
+            problems: dict[str, markov.ChapterProblem] | None = None,
             gp_means: dict[str, np.ndarray] | None = None) -> list[Row]:
     """Every record of ``payload`` (:func:`samples`) against the theory at its width, on the same data: one
     :class:`Row` per record. ``problems``: :func:`problem` of every network, ``curves``: :func:`theory_curve` of
@@ -683,7 +666,7 @@ def deep_linear_check(levels: Sequence[int] = (2, 3, 4), width: float = 30.0, te
 # --------------------------------------------------------------------------- head pruning with a residual stream
 
 
-def theory_path_contributions(U, prob: Problem, temperature: float) -> np.ndarray:
+def theory_path_contributions(U, prob: markov.ChapterProblem, temperature: float) -> np.ndarray:
     """Each path's share of the theory's mean predictor on the test set, ``[P_test, n_paths]`` (sums to the mean
     predictor): ``c_pi(x) = xi^pi(x) . sum_sigma U_{pi sigma} sum_mu alpha_mu xi^sigma(x^mu)`` with
     ``alpha = (K_U + T I)^{-1} y``. Pruning after learning, as the paper prunes a trained network, multiplies
@@ -697,7 +680,8 @@ def theory_path_contributions(U, prob: Problem, temperature: float) -> np.ndarra
     return np.einsum("tan,ab,bn->ta", prob.test, U, dual)
 
 
-def pruning_table(results: dict, problems: dict[str, Problem], temperature: float) -> list[PrunedHead]:
+def pruning_table(results: dict, problems: dict[str, markov.ChapterProblem],
+                  temperature: float) -> list[PrunedHead]:
     """Per network without and with a skip around each attention layer, at the smallest theory width: each head's
     score from ``U*`` (:func:`paththeory.pruning.head_scores`, the skip no head) and the test accuracy of the
     theory's predictor with that head pruned (its paths dropped, a skip level's paths falling back on its skip)."""

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -303,19 +304,33 @@ def two_paths_noisy(
     )
 
 
-def chapter_features(arch: Architecture, n_train: int, n_test: int) -> tuple[np.ndarray, ...]:
-    """The paper's Fig. 2 data (training seed :data:`TRAIN_SEED`, test seed :data:`TEST_SEED`) through ``arch``'s
-    paths: read-only ``(train features [P, n_paths, N0], y_train, test features, y_test)``, as the chapters beyond the
-    paper that reuse this task take them.
+@dataclass(frozen=True)
+class ChapterProblem:
+    """One network's path features ``[P, n_paths, N0]`` of the paper's Fig. 2 data (read-only arrays): the problem
+    the chapters beyond the paper that reuse this task solve and sample, ``name`` the network's in its chapter."""
+
+    name: str
+    arch: Architecture
+    train: np.ndarray
+    y_train: np.ndarray
+    test: np.ndarray
+    y_test: np.ndarray
+
+
+@lru_cache(maxsize=32)
+def chapter_problem(build: Callable[[str], Architecture], name: str, n_train: int, n_test: int) -> ChapterProblem:
+    """The paper's Fig. 2 data (training seed :data:`TRAIN_SEED`, test seed :data:`TEST_SEED`) through the paths of
+    ``build(name)``, cached per builder, name and data size, so that every caller shares one.
 
     Example:
-      >>> train, y, test, y_test = chapter_features(four_paths(), 4, 2)
-      >>> train.shape, test.shape, train.flags.writeable
+      >>> prob = chapter_problem(lambda name: four_paths(), "four", 4, 2)
+      >>> prob.train.shape, prob.test.shape, prob.train.flags.writeable
       ((4, 4, 231), (2, 4, 231), False)
     """
+    arch = build(name)
     train = sample_task(n_train, seed=TRAIN_SEED)
     test = sample_task(n_test, seed=TEST_SEED)
     arrays = [np.array(a) for a in (path_features(arch, train.x), train.y, path_features(arch, test.x), test.y)]
     for a in arrays:
         a.flags.writeable = False
-    return tuple(arrays)
+    return ChapterProblem(name, arch, *arrays)
