@@ -10,7 +10,7 @@ the shipped networks. The layers below are importable too, one folder each: :mod
 Example:
   >>> import paththeory as pt
   >>> len(pt.__all__), all(getattr(pt, name) is not None for name in pt.__all__)
-  (34, True)
+  (36, True)
   >>> arch = pt.Architecture([pt.ScoreAttention([[[0.0]]])])
   >>> arch.n_paths, callable(pt.Theory), callable(pt.sample_posterior)
   (1, True, True)
@@ -70,6 +70,7 @@ from paththeory.model import (  # noqa: E402
     QKAttention,
     Residual,
     ScoreAttention,
+    TokenFeatures,
     attention_matrices,
     effective_weights,
     network_output,
@@ -78,6 +79,7 @@ from paththeory.model import (  # noqa: E402
     path_expansion_output,
     path_features,
     sample_prior,
+    token_features,
 )
 from paththeory.predict import accuracy, mean_predictor, pc_label_overlap, predictor  # noqa: E402
 from paththeory.profiles import current_profile, describe  # noqa: E402
@@ -88,7 +90,7 @@ __all__ = [
     # the model and its attention paths (paththeory.model)
     "Architecture", "FixedAttention", "MLP", "QKAttention", "Residual", "ScoreAttention",
     "attention_matrices", "effective_weights", "network_output", "path_attention", "path_contributions",
-    "path_expansion_output", "path_features", "sample_prior",
+    "path_expansion_output", "path_features", "sample_prior", "TokenFeatures", "token_features",
     # path-path kernels and the action (paththeory.kernels, paththeory.action)
     "gp_kernel", "kernel_matrix", "path_kernels", "entropy", "gp_order_parameters",
     # the order parameter (paththeory.solve)

@@ -29,7 +29,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "paththeory.widgets": ("paththeory.display.widgets",),
     "paththeory.chapter": ("paththeory.display.notices", "paththeory.display.tables"),
     "paththeory.problems": ("paththeory.exercises.problems",),
-    "paththeory.grading": ("paththeory.exercises.grading",),
+    "paththeory.grading": ("paththeory.exercises.graded_cells",),
 }
 
 

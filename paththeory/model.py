@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Sequence, Union
+from typing import Literal, Mapping, NamedTuple, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -601,6 +601,67 @@ def path_features(arch: Architecture, x, batch_size: int = 4096) -> Array:
         )
         out.append(scale * jnp.einsum("bps,bsn->bpn", alpha, xb))
     return require_finite(jnp.concatenate(out, axis=0), "path_features(arch, x)", _TOO_LARGE)
+
+
+class TokenFeatures(NamedTuple):
+    """The path features of a network cut at an MLP block between attention layers, resolved by token.
+
+    ``lower [B, G, T, N0]``: the paths below the block, up to each token,
+    ``Y_g(x)_s = sigma_0 c_lo / sqrt(N0) sum_{s'} x_{s'} beta^g(x)[s', s]`` with ``beta^g`` the product of the
+    path's attention matrices and ``c_lo = (prod_{l < block} H_l)^{-1/2}``; ``upper [B, H, T]``: the attention of the
+    paths above the block to the readout, ``c_up (A^{l}_{h} ... A^{L}_{h_L} r)_s``, ``c_up = (prod_{l > block}
+    H_l)^{-1/2}``. A path ``(g, h)`` (``g`` slowest) has the feature ``xi^{(g, h)}(x) = sum_s upper_h(x)_s
+    lower_g(x)_s``, :func:`path_features`'s.
+
+    Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+    """
+
+    lower: Array
+    upper: Array
+
+
+def block_level(arch: Architecture) -> int:
+    """The level (0-based) of the one :class:`MLP` block between attention layers at which token features cut the
+    network, or a ValueError: one block, with attention below and above it, no skip connections.
+
+    Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+    """
+    check_architecture(arch)
+    blocks = [l for l, layer in enumerate(arch.attention) if isinstance(layer, MLP)]
+    if len(blocks) != 1 or blocks[0] in (0, arch.n_layers - 1) or any(arch.skips):
+        raise ValueError(f"token features cut a network at one MLP block between attention layers, without skip "
+                         f"connections; this one has levels {[type(l).__name__ for l in arch.attention]} and skips "
+                         f"{arch.skips}.")
+    return blocks[0]
+
+
+def token_features(arch: Architecture, x) -> TokenFeatures:
+    """:class:`TokenFeatures` of tokens ``x [B, T, N0]`` for a network with one :class:`MLP` block between attention
+    layers (no skip connections), cut at that block.
+
+    Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+
+    Example:
+      >>> from paththeory.tasks.examples import model_problem
+      >>> arch, _, x = model_problem()  # heads (3, 2)
+      >>> arch = pt.Architecture((arch.attention[0], pt.MLP("relu"), arch.attention[1]))
+      >>> tf = token_features(arch, x)
+      >>> tf.lower.shape, tf.upper.shape
+      ((4, 3, 5, 6), (4, 2, 5))
+      >>> xi = jnp.einsum("bhs,bgsn->bghn", tf.upper, tf.lower).reshape(4, 6, 6)
+      >>> bool(jnp.allclose(xi, pt.path_features(arch, x)))
+      True
+    """
+    cut = block_level(arch)
+    xj = _check_tokens(arch, x)
+    attn = [_layer_attention(layer, xj) for layer in arch.attention]
+    beta = attn[0]
+    for a in attn[1:cut]:
+        beta = jnp.einsum("bgst,bhtu->bghsu", beta, a).reshape(xj.shape[0], -1, xj.shape[1], xj.shape[1])
+    lower = math.sqrt(arch.variances[0] / (xj.shape[2] * beta.shape[1])) * jnp.einsum("bgst,bsn->bgtn", beta, xj)
+    upper = _path_attention_from_matrices(attn[cut + 1:], arch.readout)
+    upper = upper / math.sqrt(upper.shape[1])
+    return TokenFeatures(require_finite(lower, "token_features(arch, x)", _TOO_LARGE), upper)
 
 
 # --------------------------------------------------------------------------- finite network

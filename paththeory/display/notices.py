@@ -131,7 +131,7 @@ def notice_html(reason: str) -> str:
 
 def reduce_chapter(reason: BaseException | str) -> bool:
     """Show the notice and skip the chapter's later cells; False (nothing done) outside IPython
-    and in a graded run (:mod:`paththeory.exercises.grading`), where the missing file must fail loudly."""
+    and in a graded run (:mod:`paththeory.exercises.graded_cells`), where the missing file must fail loudly."""
     from paththeory._io import grading
 
     shell = _shell()

@@ -11,7 +11,7 @@ Every check compares with the expected answer, computed with the package, within
 tolerance. A right answer prints ``Correct (<id>): ...``. A wrong one raises
 :class:`WrongAnswer` with a diagnosis (shape, sign, order of magnitude, which entries, which
 step to revisit) and without the expected value, which only ``check(id, answer, reveal=True)``
-or :func:`solution` show (a graded run, :mod:`paththeory.exercises.grading`, refuses both). An answer of
+or :func:`solution` show (a graded run, :mod:`paththeory.exercises.graded_cells`, refuses both). An answer of
 the wrong kind (``None``, a string, NaN, a dict, a wrong shape) raises :class:`InvalidAnswer`,
 naming the exercise and the kind of answer expected.
 
@@ -19,7 +19,7 @@ naming the exercise and the kind of answer expected.
 * ``paththeory.exercises.keys``: every exercise (:data:`EXERCISES`) and its answer key.
 * ``paththeory.exercises.checking``: :func:`check`, :func:`hint`, :func:`solution`.
 * :mod:`~paththeory.exercises.problems`: the problem set's implement-it-yourself checks.
-* :mod:`~paththeory.exercises.grading`: what a graded notebook's test cells call (:func:`graded`,
+* :mod:`~paththeory.exercises.graded_cells`: what a graded notebook's test cells call (:func:`graded`,
   :func:`graded_function`, :func:`assert_honest`).
 
 Student notebooks, the exercises page and the instructor's side of grading are repository tools
@@ -42,7 +42,7 @@ from paththeory.exercises.keys import (
     omniglot_problem,
     toy_problem,
 )
-from paththeory.exercises.grading import GradingError, assert_honest, graded, graded_function
+from paththeory.exercises.graded_cells import GradingError, assert_honest, graded, graded_function
 from paththeory.exercises.problems import check_implementation
 
 # The errors print as ``paththeory.exercises.WrongAnswer`` wherever they are raised.

@@ -273,7 +273,7 @@ def _pruning_path_removal_truth():
 
 @functools.lru_cache(maxsize=None)
 def _omniglot_lowest_two() -> tuple[list, float, float]:
-    from paththeory.experiments.pruning import pruned_accuracy, scores_and_order
+    from paththeory.experiments.head_pruning import pruned_accuracy, scores_and_order
     from paththeory.solve import Theory
 
     network, x, y, features = omniglot_problem()

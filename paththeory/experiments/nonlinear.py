@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Sequence
 
@@ -36,7 +36,7 @@ from paththeory.display.plots import book_style, legend_below, panel_grid, stamp
 from paththeory.experiments import stats
 from paththeory.experiments.compare import Distance, distance, record_batches, relative_distance
 from paththeory.experiments.records import SHIPPED, ShippedRecords, jsonable, schedule, schedule_fields, typed
-from paththeory.model import MLP, Architecture
+from paththeory.model import MLP, Architecture, TokenFeatures, path_features, token_features
 from paththeory.nonlinear_theory import NonlinearSolution, NonlinearTheory, linear_counterpart
 from paththeory.predict import mean_predictor
 from paththeory.profiles import choose, current_profile, time_limit
@@ -101,6 +101,40 @@ def problem(phi: str, cfg: Config) -> markov.ChapterProblem:
     """The data of the paper's Fig. 2 task (training seed 27, test seed 59) through the network with ``phi``
     (:func:`paththeory.tasks.markov.chapter_problem`)."""
     return markov.chapter_problem(architecture, phi, cfg.n_train, cfg.n_test)
+
+
+@dataclass(frozen=True)
+class BetweenProblem:
+    """The same data through the network with the block between its two attention layers: its token features
+    (:func:`paththeory.model.token_features`) for the heuristic and the samplers, and its path features for the linear
+    theory."""
+
+    arch: Architecture
+    train: TokenFeatures
+    y_train: np.ndarray
+    test: TokenFeatures
+    y_test: np.ndarray
+    paths_train: np.ndarray
+    paths_test: np.ndarray
+
+
+def between_architecture(phi: str) -> Architecture:
+    """The residual chapter's first attention layer, an MLP block with nonlinearity ``phi``, its second attention
+    layer, last-token readout."""
+    first, second = markov.four_paths().attention
+    return Architecture((first, MLP(phi), second), readout="last")
+
+
+@lru_cache(maxsize=8)
+def between_problem(phi: str, n_train: int, n_test: int) -> BetweenProblem:
+    """:class:`BetweenProblem` of the paper's Fig. 2 data (the first ``n_train`` training and ``n_test`` test
+    sequences of :func:`paththeory.tasks.markov.chapter_problem`'s seeds)."""
+    arch = between_architecture(phi)
+    train = markov.sample_task(n_train, seed=markov.TRAIN_SEED)
+    test = markov.sample_task(n_test, seed=markov.TEST_SEED)
+    tokens = [TokenFeatures(*(np.asarray(a) for a in token_features(arch, d.x))) for d in (train, test)]
+    return BetweenProblem(arch, tokens[0], np.asarray(train.y), tokens[1], np.asarray(test.y),
+                          np.asarray(path_features(arch, train.x)), np.asarray(path_features(arch, test.x)))
 
 
 # --------------------------------------------------------------------------- sampling

@@ -5,7 +5,7 @@ hands its query/key weights to the Bayesian theory (§4.2); the theory is solved
 temperatures, the temperature is chosen on a **validation** split (App. H.2.1 selects it on the
 test set), and the theory's ``U`` is compared with NUTS samples and with the trained weights.
 Every claim of the paper is then tested with its noise (:mod:`paththeory.experiments.claims`).
-Head scores and pruning (Fig. 3 e-f) live in ``paththeory.experiments.pruning``, which this
+Head scores and pruning (Fig. 3 e-f) live in ``paththeory.experiments.head_pruning``, which this
 module's :func:`run` calls so that ``results.json`` holds the whole figure; what both need (the
 profile's :class:`Config`, the character split, :class:`Sweep`, the split accuracies) lives below
 them in ``paththeory.experiments.omniglot_base``.
@@ -92,7 +92,7 @@ from paththeory.experiments.omniglot_figures import (
     plot_score_sensitivity,
     plot_temperature_grid,
 )
-from paththeory.experiments import pruning as pruning_experiment
+from paththeory.experiments import head_pruning
 from paththeory.kernels import DEFAULT_MEMORY_BUDGET
 from paththeory.model import NETWORK_WIDTHS, Architecture, path_features
 from paththeory.display.plots import COLOURS, book_style, panel_grid, stamp_profile
@@ -612,7 +612,7 @@ def compare_order_parameters(cfg: Config, network: training.Checkpoint, features
     out["sampled_accuracy"] = None
     if cfg.sample_n_train:
         f_eval, y_eval, bounds = _evaluation(features, y, [s for s in EVAL_SPLITS if s != "validation"])
-        res = sample_posterior(arch, f_sub, y_sub, cfg.sample_width, temperature, features_test=f_eval,
+        res = sample_posterior(arch, f_sub, y_sub, cfg.sample_width, temperature, method="nuts", features_test=f_eval,
                                num_warmup=cfg.num_warmup, num_samples=cfg.num_samples, num_chains=cfg.num_chains,
                                time_limit=time_limit(cfg.sample_time_limit), seed=cfg.seed, progress_bar=progress)
         out["sampled"] = res.U
@@ -679,7 +679,7 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
       progress: print the time of each stage and show the NUTS bar.
     Returns:
       the content of ``results.json``: :func:`header`, :func:`theory_stage`, :func:`pc_overlap_stage`,
-      :func:`comparison_stage`, ``gd_accuracy``, :func:`paththeory.experiments.pruning.pruning_stage`,
+      :func:`comparison_stage`, ``gd_accuracy``, :func:`paththeory.experiments.head_pruning.pruning_stage`,
       ``score_sensitivity`` and the verdicts ``claims``
       (:func:`paththeory.experiments.claims.fig3_claims`), plus ``timings`` and ``environment``.
     """
@@ -716,9 +716,9 @@ def run(profile: str | None = None, out_dir: str | Path | None = None, *, config
     results.update(comparison_stage(cfg, network, features, seqs.y, results, progress=progress))
     lap("order_parameters")
     results["gd_accuracy"] = gd_accuracies(network, seqs)
-    results.update(pruning_experiment.pruning_stage(cfg, network, features, seqs.y, results))
+    results.update(head_pruning.pruning_stage(cfg, network, features, seqs.y, results))
     lap("pruning")
-    results["score_sensitivity"] = pruning_experiment.score_sensitivity(cfg, network, features, seqs.y, sweep, results,
+    results["score_sensitivity"] = head_pruning.score_sensitivity(cfg, network, features, seqs.y, sweep, results,
                                                                          root=root)
     lap("score_sensitivity")
     results["claims"] = jsonable(fig3_claims(results))

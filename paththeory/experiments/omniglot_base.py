@@ -1,5 +1,5 @@
 """The Omniglot experiment's foundations, shared by :mod:`paththeory.experiments.omniglot` (Fig. 3 b-d)
-and :mod:`paththeory.experiments.pruning` (Fig. 3 e-f): the sizes of a profile (:class:`Config`), the
+and :mod:`paththeory.experiments.head_pruning` (Fig. 3 e-f): the sizes of a profile (:class:`Config`), the
 network's character split and fresh training sequences, the theory grid's results (:class:`Sweep`)
 and the accuracy of the mean predictor on every evaluation split.
 

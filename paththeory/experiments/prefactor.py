@@ -214,7 +214,8 @@ class PredictionCheck:
     points and its ``p`` (:func:`paththeory.experiments.stats.goodness_of_fit`), ``fit_agrees`` when ``p`` is at least
     :data:`LEVEL` (``None`` without a resolved point); ``limits_kept`` of its ``limits`` unresolved ones whose upper
     limit lies above the prediction, ``limits_agree`` when all do; ``agrees``: both (``None`` without a resolved
-    point)."""
+    point); ``below_paths``: the widths of the points it counts that lie below the network's number of paths
+    (``N < |Pi|``, outside the theory's regime: their distances test the prediction where it need not hold)."""
 
     network: str
     paths: int
@@ -226,6 +227,7 @@ class PredictionCheck:
     limits: int
     limits_agree: bool
     agrees: bool | None
+    below_paths: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -343,14 +345,15 @@ def check_prediction(points: Sequence[Point], predictions: Sequence[Prediction],
     measured = [p for p in judged if p.resolved]
     limits = [p for p in judged if not p.resolved]
     kept = sum(by_width[p.width] <= p.upper_limit for p in limits)
+    below = tuple(sorted({p.width for p in judged if p.width < p.paths}))
     if not measured:
         return PredictionCheck(network, judged[0].paths, 0, None, None, None, kept, len(limits), kept == len(limits),
-                               None)
+                               None, below)
     fit = stats.goodness_of_fit([p.value for p in measured], [p.se for p in measured],
                                 [by_width[p.width] for p in measured])
     fit_agrees = fit["p"] >= LEVEL
     return PredictionCheck(network, judged[0].paths, len(measured), fit["chi2"], fit["p"], fit_agrees, kept,
-                           len(limits), kept == len(limits), fit_agrees and kept == len(limits))
+                           len(limits), kept == len(limits), fit_agrees and kept == len(limits), below)
 
 
 def findings(points: Sequence[Point], predictions: Sequence[Prediction] = ()) -> Findings:

@@ -328,13 +328,20 @@ def read_rows(results: dict, key: str = "rows") -> tuple[Row, ...]:
 @dataclass(frozen=True)
 class Shares:
     """The kernel's trace share of the paths through no attention head (:func:`path_shares`), for one ``network``
-    at its smallest NUTS ``width``: in the ``theory``, with the ``sampled`` ``U``, and in the ``gp`` limit."""
+    at its smallest NUTS ``width``: in the ``theory``, with the ``sampled`` ``U``, and in the ``gp`` limit;
+    ``in_regime`` as the record's (``N >= |Pi|``)."""
 
     network: str
     width: int
     theory: float
     sampled: float
     gp: float
+    in_regime: bool = True
+
+    @property
+    def direction(self) -> int:
+        """Where finite width moves the share against the GP: +1 towards the paths through no head, -1 away, 0 not."""
+        return int(np.sign(self.theory - self.gp))
 
 
 @dataclass(frozen=True)
@@ -452,7 +459,8 @@ def shares(results: dict, nuts: Sequence[Row]) -> tuple[Shares, ...]:
         r = min(sampled, key=lambda row: row.width)
         none = np.asarray(results["path_classes"][network]["0 heads"], bool)
         out.append(Shares(network, r.width, float(np.asarray(results["shares"][network][str(r.width)])[none].sum()),
-                          r.sampled_shares_none, float(np.asarray(results["gp_shares"][network])[none].sum())))
+                          r.sampled_shares_none, float(np.asarray(results["gp_shares"][network])[none].sum()),
+                          r.in_regime))
     return tuple(out)
 
 

@@ -1,4 +1,4 @@
-"""The findings of :mod:`paththeory.experiments.omniglot` and ``paththeory.experiments.pruning`` in words and tables
+"""The findings of :mod:`paththeory.experiments.omniglot` and ``paththeory.experiments.head_pruning`` in words and tables
 (book: the Omniglot and pruning chapters, Fig. 3). Formats only: every number and verdict comes from the results and
 their typed findings."""
 
@@ -8,7 +8,7 @@ from paththeory.display.tables import markdown_table
 from paththeory.experiments.omniglot import PathSimilarity
 from paththeory.experiments.omniglot_base import Config, gp_grid
 
-#: The rules of ``paththeory.experiments.pruning.SCORE_VARIANTS`` that score a head, in words.
+#: The rules of ``paththeory.experiments.head_pruning.SCORE_VARIANTS`` that score a head, in words.
 SCORE_RULES = {
     "abs": "sum of |U| over pairs through the head (the paper's score, §4.2)",
     "diagonal": "sum of U_pipi over the paths through the head (self-weights only)",

@@ -71,6 +71,9 @@ def prediction_table(findings: Findings) -> str:
         verdict = ("no resolved point" if c.agrees is None else "consistent (not rejected)" if c.agrees
                    else "disagree" + ("" if c.fit_agrees else f" (p < {LEVEL:g})")
                    + ("" if c.limits_agree else " (an upper limit below the prediction)"))
+        if c.below_paths:
+            widths = ", ".join(str(w) for w in c.below_paths)
+            verdict += f"; counts N = {widths} < |Π|, outside the regime"
         rows.append([_name(c.network), _paths(c.paths, outputs.get(c.network, 1)), fit, "" if c.p is None else f"{c.p:.2f}",
                      f"{c.limits_kept} of {c.limits}", verdict])
     return markdown_table(["network", "paths", "χ² / resolved points", "p", "upper limits above the prediction",

@@ -102,13 +102,22 @@ def _percent(x: float) -> str:
 
 def shares_sentence(findings: Findings) -> str:
     """The share of the paths through no attention head at the smallest NUTS width (theory and NUTS) and in the GP
-    limit, for the two networks with skips."""
+    limit, for the two networks with skips; a width with more paths than units is marked outside the regime, and
+    the direction of the theory's move is compared only between networks inside it."""
     parts = [f"with {NETWORK_NAMES[s.network]} at N = {s.width}, the paths through no attention head carry "
              f"{_percent(s.theory)} of the kernel's trace in the theory and {_percent(s.sampled)} with NUTS's U, "
-             f"against {_percent(s.gp)} in the GP limit" for s in findings.shares]
-    return ("On this page's training set, " + "; ".join(parts) + ". The direction differs between the two networks, "
-            "and the trace share does not by itself explain the accuracies below: the off-diagonal entries of U, "
-            "which the share splits between classes, matter too.")
+             f"against {_percent(s.gp)} in the GP limit"
+             + ("" if s.in_regime else " (more paths than units at this width: outside the theory's regime, so the "
+                                       "theory's number is not checked)") for s in findings.shares]
+    inside = [s for s in findings.shares if s.in_regime]
+    if len(inside) >= 2:
+        same = len({s.direction for s in inside}) == 1
+        verdict = f"The direction is {'the same for' if same else 'different between'} the networks inside the regime"
+    else:
+        verdict = "Fewer than two networks are inside the regime here, so their directions are not compared"
+    return ("On this page's training set, " + "; ".join(parts) + f". {verdict}, and the trace share does not by itself "
+            "explain the accuracies below: the off-diagonal entries of U, which the share splits between classes, "
+            "matter too.")
 
 
 def accuracy_sentence(findings: Findings) -> str:

@@ -1,11 +1,13 @@
-"""Posterior sampling of the finite network: :func:`sample_posterior` by NUTS over the value weights
+"""Posterior sampling of the finite network: :func:`sample_posterior` (by default choosing the sampler and its
+schedule from the sizes, :mod:`~paththeory.sampling.auto`) by NUTS over the value weights
 with the readout integrated out (:mod:`~paththeory.sampling.nuts`) or by exact blocked Gibbs
-(:mod:`~paththeory.sampling.gibbs`), both in path form (:mod:`~paththeory.sampling.network`), returning
+(:mod:`~paththeory.sampling.gibbs`), both in path form (:mod:`~paththeory.sampling.path_form`), returning
 the same results (:mod:`~paththeory.sampling.results`) with the chains' convergence diagnostics
 (:mod:`~paththeory.sampling.diagnostics`)."""
 
 from __future__ import annotations
 
+from paththeory.sampling.auto import SamplingWarning
 from paththeory.sampling.diagnostics import (
     diagnostics_summary,
     e_bfmi,
@@ -13,7 +15,7 @@ from paththeory.sampling.diagnostics import (
     rank_rhat_ess,
 )
 from paththeory.sampling.gibbs import sample_gibbs
-from paththeory.sampling.network import (
+from paththeory.sampling.path_form import (
     draw_readout,
     marginal_log_likelihood,
     output_effective_weights,
@@ -28,6 +30,7 @@ __all__ = [
     "INITS",
     "PosteriorSamples",
     "SAMPLERS",
+    "SamplingWarning",
     "TimeLimitReached",
     "diagnostics_summary",
     "draw_readout",

@@ -25,7 +25,7 @@ one ``PC x PC`` Cholesky factor, and no ``d x d`` matrix. ``J`` itself is never 
 path form ``f_{mu c} = s sum_pi l_{pi c}^T W_{h(pi)} r_{mu pi}``, with ``r_{mu pi}`` the path's
 activations below the block (``V^{l-1}_{h_{l-1}}...V^0 xi^pi_mu``), ``l_{pi c}`` the readout pulled back
 through the layers above (``(V^L_{h_L}...V^{l+1}_{h_{l+1}})^T b_c``) and ``s`` the network's scale
-(:func:`~paththeory.sampling.network.readout_design`). So ``J J^T`` is a sum over pairs of paths through
+(:func:`~paththeory.sampling.path_form.readout_design`). So ``J J^T`` is a sum over pairs of paths through
 the same head of ``(l_pi . l_sigma)(r_mu pi . r_nu sigma)``, and ``J^T alpha`` a sum of outer products.
 A block with ``H`` heads between widths ``n_in`` and ``n_out`` costs about ``2 P |Pi| n_out n_in C`` flops
 (its outputs and pull-back), ``(P C)^2 |Pi|^2 n_in / H`` (the Gram matrix: pairs of paths through one
@@ -33,10 +33,10 @@ head) and ``(P C)^3 / 3`` (its Cholesky factor).
 
 **A sweep**: the left factors of every block top-down from ``b``, then ``V^0, V^1, ..., V^L`` bottom-up
 (each draw updates the activations the next block needs), then ``b`` given them all
-(:func:`~paththeory.sampling.network.draw_readout`). One compiled call sweeps every chain (as a batch on
+(:func:`~paththeory.sampling.path_form.draw_readout`). One compiled call sweeps every chain (as a batch on
 a GPU, one after another on a CPU); each kept sweep gives one
 draw of the test outputs and of ``U = w w^T / n_0`` (the effective weights of
-:func:`~paththeory.sampling.network.output_effective_weights`), summarised with the same R-hat and
+:func:`~paththeory.sampling.path_form.output_effective_weights`), summarised with the same R-hat and
 ESS as NUTS (:func:`~paththeory.sampling.results.collect`).
 
 **Speed** (``paththeory bench --case sampling``: the Markov task, P = 100, T = 0.01, four paths, both
@@ -72,10 +72,10 @@ from tqdm import tqdm
 
 from paththeory._checks import check_allocation, check_flag
 from paththeory.model import Architecture, sample_prior, weight_count
-from paththeory.sampling.network import draw_readout, draw_statistics
+from paththeory.sampling.path_form import draw_readout, draw_statistics
 from paththeory.sampling.results import (
-    ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, collect, resolve_chain_method,
-    stopped_record)
+    ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, check_target, collect, draws_to_add,
+    least_ess_U, resolve_chain_method, stopped_record)
 
 Array = jax.Array
 
@@ -256,6 +256,8 @@ def sample_gibbs(
     num_warmup: int = 200,
     num_samples: int = 200,
     num_chains: int = 4,
+    target_ess: float | None = None,
+    max_samples: int | None = None,
     chain_method: Literal["auto", "sequential", "vectorized"] = "auto",
     time_limit: float | None = None,
     on_time_limit: Literal["raise", "stop"] = "raise",
@@ -272,6 +274,10 @@ def sample_gibbs(
       num_warmup: sweeps discarded at the start of each chain (from a prior draw).
       num_samples: sweeps kept per chain, one draw each.
       num_chains: chains; each sweep of all chains is one compiled call.
+      target_ess, max_samples: with ``target_ess``, the chains go on past ``num_samples`` kept sweeps until the
+        least bulk ESS over ``U``'s entries (all chains together) reaches it, or until ``max_samples`` kept sweeps
+        per chain (default ``20 num_samples``); how many more is computed from the ESS so far
+        (:func:`~paththeory.sampling.results.draws_to_add`), never from the clock.
       chain_method: ``"vectorized"`` (the chains as one batch), ``"sequential"`` (one after the other
         inside the call; on a 2-core CPU a batch of two chains at N = 300 took 2.7 times one chain's
         time) or ``"auto"`` (vectorized on a GPU, sequential otherwise).
@@ -296,6 +302,7 @@ def sample_gibbs(
     widths = arch.network_widths(width)
     num_warmup, num_samples, num_chains, seed = check_schedule(
         num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit)
+    target_ess, max_samples = check_target(target_ess, max_samples, num_samples)
     progress_bar = check_flag(progress_bar, "progress_bar")
     chain_method = resolve_chain_method(chain_method)
     n_out = 1 if yy.ndim == 1 else yy.shape[1]
@@ -329,25 +336,9 @@ def sample_gibbs(
         init_keys, chain_keys = jnp.moveaxis(jax.vmap(jax.random.split)(
             jax.random.split(jax.random.PRNGKey(seed), num_chains)), 1, 0)
         state = jax.jit(jax.vmap(start))(init_keys)
-        total = num_warmup + num_samples
-        kept_u, kept_f, kept_levels, stopped, it = [], [], [], None, 0
-        bar = tqdm(total=total, desc="Gibbs sweeps", disable=not progress_bar, file=sys.stderr, mininterval=1.0)
-        t_start = time.perf_counter()
-        for it in range(1, total + 1):
-            if it > num_warmup:
-                state, (u, f, levels) = kept_step(state, chain_keys, it)
-                kept_u.append(np.asarray(u, np.float64))
-                kept_levels.append([np.asarray(v, np.float64) for v in levels])
-                kept_f.append(np.asarray(f, np.float64))
-            else:
-                state = warmup_step(state, chain_keys, it)
-            bar.update(1)
-            if time_limit is not None and time.perf_counter() - t_start > time_limit and it < total:
-                stopped = stopped_record(time_limit, list(range(num_chains)), it, num_warmup, total,
-                                         time.perf_counter() - t_start)
-                break
-        bar.close()
-    seconds = time.perf_counter() - t_start
+        kept_u, kept_f, kept_levels, it, total, stopped, seconds = _sweeps(
+            warmup_step, kept_step, state, chain_keys, num_warmup=num_warmup, total=num_warmup + num_samples,
+            target_ess=target_ess, max_samples=max_samples, time_limit=time_limit, progress_bar=progress_bar)
     _check_finite_draws(kept_u + kept_f, temperature)
     records = {
         c: {"U": [u[c] for u in kept_u], "f": [f[c] for f in kept_f], "levels": [[v[c] for v in ls] for ls in kept_levels],
@@ -360,13 +351,43 @@ def sample_gibbs(
                            accept_prob=1.0, e_bfmi=float("nan")) for c, rec in records.items()]
     result = collect(records, reports, seconds, stopped, dict(
         method="gibbs", widths=widths, temperature=temperature, dtype="float64", num_warmup=num_warmup,
-        num_samples=num_samples, num_chains=num_chains, chain_method=chain_method, init="prior",
+        num_samples=total - num_warmup, num_chains=num_chains, target_ess=target_ess, max_samples=max_samples,
+        chain_method=chain_method, init="prior",
         n_test=xt.shape[0], n_paths=arch.n_paths, n_outputs=None if yy.ndim == 1 else yy.shape[1],
         time_limit=time_limit, seed=seed,
     ))
     if stopped is not None and on_time_limit == "raise":
         raise TimeLimitReached(result)
     return result
+
+
+def _sweeps(warmup_step, kept_step, state: dict, chain_keys: Array, *, num_warmup: int, total: int,
+            target_ess: float | None, max_samples: int, time_limit: float | None, progress_bar: bool) -> tuple:
+    """Sweep every chain ``total`` times (then more while ``U``'s least ESS is short of ``target_ess``, up to
+    ``max_samples`` kept sweeps); return the kept ``U``, ``f`` and level draws, the sweeps done, the sweeps planned,
+    the stop record of the fail-safe ``time_limit`` (or ``None``) and the seconds taken."""
+    kept_u, kept_f, kept_levels, stopped, it = [], [], [], None, 0
+    bar = tqdm(total=total, desc="Gibbs sweeps", disable=not progress_bar, file=sys.stderr, mininterval=1.0)
+    t_start = time.perf_counter()
+    while it < total:
+        it += 1
+        if it > num_warmup:
+            state, (u, f, levels) = kept_step(state, chain_keys, it)
+            kept_u.append(np.asarray(u, np.float64))
+            kept_levels.append([np.asarray(v, np.float64) for v in levels])
+            kept_f.append(np.asarray(f, np.float64))
+        else:
+            state = warmup_step(state, chain_keys, it)
+        bar.update(1)
+        if time_limit is not None and time.perf_counter() - t_start > time_limit and it < total:
+            stopped = stopped_record(time_limit, list(range(len(chain_keys))), it, num_warmup, total,
+                                     time.perf_counter() - t_start)
+            break
+        if it == total:  # the planned sweeps taken: more where U's ESS is short of target_ess
+            total += draws_to_add(least_ess_U(np.stack(kept_u, axis=1)), it - num_warmup, target_ess, max_samples)
+            bar.total = total
+    bar.close()
+    return kept_u, kept_f, kept_levels, it, total, stopped, time.perf_counter() - t_start
 
 
 def _over_chains(fn, chain_method: str):

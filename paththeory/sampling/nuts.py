@@ -4,7 +4,7 @@ The Gibbs posterior of the paper's Eq. (8) is sampled over the value weights ``V
 ``V^l [H_l, n_l, n_{l-1}]`` with the attention fixed. The network is evaluated in path form
 from path features ``xi`` computed once per data set (:func:`paththeory.model.path_features`):
 ``f = Phi b`` with the pooled last-layer activations
-``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`~paththeory.sampling.network.readout_design`).
+``Phi = sigma_a / (sigma_0 sqrt(n_0...n_L)) sum_pi V^L_{h_L}...V^1_{h_1} V^0 xi^pi`` (:func:`~paththeory.sampling.path_form.readout_design`).
 This is the layer-by-layer forward pass of the paper's Eqs. (1-4) (a test checks it against
 :func:`paththeory.model.network_output`) with ``n_tokens / n_paths`` times fewer operations in the first layer.
 
@@ -89,9 +89,10 @@ from tqdm import tqdm
 from paththeory._checks import check_choice, check_count, check_flag, check_open_interval
 from paththeory.model import Architecture, sample_prior
 from paththeory.sampling.diagnostics import e_bfmi
-from paththeory.sampling.network import draw_readout, draw_statistics, marginal_log_likelihood, readout_design
+from paththeory.sampling.path_form import draw_readout, draw_statistics, marginal_log_likelihood, readout_design
 from paththeory.sampling.results import (
-    ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, collect, resolve_chain_method,
+    ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, check_target, collect, draws_to_add,
+    feature_shape, least_ess_U, resolve_chain_method,
     stopped_record)
 
 
@@ -114,12 +115,13 @@ def posterior_model(
     """NumPyro model of the posterior (the paper's Eq. 8): Normal priors, likelihood ``Normal(f, sqrt(T))``.
 
     Sites ``V0 [n_0, N0]``, ``V1..VL [H_l, n_l, n_{l-1}]`` and, unless ``integrate_readout``,
-    ``a [n_L]`` (``[n_L, C]`` for labels ``y [P, C]``). ``features``: path features ``[P, n_paths, N0]``;
-    their dtype sets the precision.
+    ``a [n_L]`` (``[n_L, C]`` for labels ``y [P, C]``). ``features``: path features ``[P, n_paths, N0]`` (or
+    :class:`~paththeory.model.TokenFeatures` for a block between attention layers); the labels' dtype sets the
+    precision.
     """
-    zero = jnp.zeros((), features.dtype)
+    zero = jnp.zeros((), y.dtype)
     sd = [math.sqrt(v) for v in arch.variances]
-    v0 = numpyro.sample("V0", dist.Normal(zero, sd[0]).expand((widths[0], features.shape[2])).to_event(2))
+    v0 = numpyro.sample("V0", dist.Normal(zero, sd[0]).expand((widths[0], feature_shape(features)[1])).to_event(2))
     vs = tuple(
         numpyro.sample(f"V{l + 1}", dist.Normal(zero, sd[l + 1]).expand((h, widths[l + 1], widths[l])).to_event(3))
         for l, h in enumerate(arch.heads)
@@ -147,6 +149,8 @@ def sample_nuts(
     num_warmup: int = 200,
     num_samples: int = 200,
     num_chains: int = 4,
+    target_ess: float | None = None,
+    max_samples: int | None = None,
     chain_method: ChainMethod = "auto",
     dtype: Literal["float64", "float32"] = "float64",
     init: Literal["prior", "uniform"] = "prior",
@@ -163,7 +167,8 @@ def sample_nuts(
 
     Args:
       arch: the architecture (its attention is already inside ``features``).
-      features: training path features ``[P, n_paths, N0]`` (:func:`paththeory.model.path_features`).
+      features: training path features ``[P, n_paths, N0]`` (:func:`paththeory.model.path_features`), or
+        :func:`~paththeory.model.token_features` for a nonlinear MLP block between attention layers.
       y: training labels ``[P]``, or ``[P, C]`` for ``C`` outputs (one-hot or simplex-coded classes).
       width: common width ``N`` or the widths ``(n_0..n_L)``, whole numbers (the network's).
       temperature: Gibbs temperature ``T`` (likelihood variance).
@@ -171,6 +176,9 @@ def sample_nuts(
         training inputs when omitted.
       num_warmup, num_samples, num_chains: NUTS schedule; the warm-up adapts step size and a
         diagonal mass matrix (NumPyro's windowed schedule).
+      target_ess, max_samples: with ``target_ess``, every chain goes on past ``num_samples`` kept draws until the
+        least bulk ESS over ``U``'s entries (all chains together) reaches it, or until ``max_samples`` per chain
+        (default ``20 num_samples``), as in :func:`~paththeory.sampling.gibbs.sample_gibbs`.
       chain_method: ``"sequential"`` (one chain after the other), ``"vectorized"`` (all chains
         in one batched computation; about 2x slower on a 2-core CPU) or ``"auto"`` (vectorized
         on a GPU, sequential otherwise).
@@ -200,6 +208,7 @@ def sample_nuts(
     widths = arch.network_widths(width)
     num_warmup, num_samples, num_chains, seed = check_schedule(
         num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit)
+    target_ess, max_samples = check_target(target_ess, max_samples, num_samples)
     max_tree_depth = check_count(max_tree_depth, "max_tree_depth")
     target_accept_prob = check_open_interval(target_accept_prob, "target_accept_prob")
     integrate_readout, progress_bar = check_flag(integrate_readout, "integrate_readout"), check_flag(
@@ -210,8 +219,8 @@ def sample_nuts(
     # float32 runs with JAX's 64-bit mode switched off, so that NUTS's own constants stay float32
     with jax.enable_x64(dtype == "float64"):
         dt = jnp.dtype(dtype)
-        args = (jnp.asarray(xi, dt), jnp.asarray(yy, dt))
-        xt_j = jnp.asarray(xt, dt)
+        args = (jax.tree.map(lambda a: jnp.asarray(a, dt), xi), jnp.asarray(yy, dt))
+        xt_j = jax.tree.map(lambda a: jnp.asarray(a, dt), xt)
         model = partial(
             posterior_model, arch=arch, widths=widths, temperature=temperature, integrate_readout=integrate_readout
         )
@@ -221,7 +230,7 @@ def sample_nuts(
         sd_a = math.sqrt(arch.variances[-1])
 
         def initial_point(key: Array) -> dict:
-            prior = sample_prior(arch, widths, xi.shape[2], key)
+            prior = sample_prior(arch, widths, feature_shape(xi)[1], key)
             z = {"V0": prior["V0"], **{f"V{l + 1}": v for l, v in enumerate(prior["V"])}}
             if not integrate_readout:  # C outputs: the prior's readout, then C - 1 more prior columns
                 extra = sd_a * jax.random.normal(jax.random.fold_in(key, 2), (widths[-1], yy.size // yy.shape[0] - 1))
@@ -253,23 +262,29 @@ def sample_nuts(
         total = num_warmup + num_samples
         chain_keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
         groups = [list(range(num_chains))] if vectorized else [[c] for c in range(num_chains)]
+        runs = [{"group": g, "keys": chain_keys[jnp.asarray(g)],
+                 "label": f"chains {g[0]}-{g[-1]}" if vectorized else f"chain {g[0] + 1}/{num_chains}"} for g in groups]
 
         records: dict[int, dict[str, list]] = {}
         stopped = None
         t_start = time.perf_counter()
-        for group in groups:
-            label = f"chains {group[0]}-{group[-1]}" if vectorized else f"chain {group[0] + 1}/{num_chains}"
-            stopped = _run_group(records, group, chain_keys[jnp.asarray(group)], start, step, summarise, args,
-                                 vectorized=vectorized, num_warmup=num_warmup, total=total, label=label,
-                                 progress_bar=progress_bar, time_limit=time_limit, t_start=t_start)
-            if stopped:
+        while True:  # the planned iterations, then more while U's ESS is short of target_ess
+            stopped = _run_groups(records, runs, start, step, summarise, args, vectorized=vectorized,
+                                  num_warmup=num_warmup, total=total, progress_bar=progress_bar,
+                                  time_limit=time_limit, t_start=t_start)
+            more = 0 if stopped else draws_to_add(
+                least_ess_U(np.stack([np.stack(records[c]["U"]) for c in range(num_chains)])),
+                total - num_warmup, target_ess, max_samples)
+            if not more:
                 break
+            total += more
     seconds = time.perf_counter() - t_start
     result = collect(records, _chain_reports(records, max_tree_depth), seconds, stopped, dict(
         method="nuts",
-        widths=widths, temperature=temperature, dtype=dtype, num_warmup=num_warmup, num_samples=num_samples,
+        widths=widths, temperature=temperature, dtype=dtype, num_warmup=num_warmup, num_samples=total - num_warmup,
+        target_ess=target_ess, max_samples=max_samples,
         num_chains=num_chains, chain_method=chain_method, init=init,
-        integrate_readout=integrate_readout, max_tree_depth=max_tree_depth, n_test=xt.shape[0], n_paths=arch.n_paths,
+        integrate_readout=integrate_readout, max_tree_depth=max_tree_depth, n_test=feature_shape(xt)[0], n_paths=arch.n_paths,
         n_outputs=None if yy.ndim == 1 else yy.shape[1],
         target_accept_prob=target_accept_prob, time_limit=time_limit, seed=seed,
     ))
@@ -279,19 +294,32 @@ def sample_nuts(
 
 
 
-def _run_group(records: dict, group: list[int], keys: Array, start, step, summarise, args: tuple, *,
-               vectorized: bool, num_warmup: int, total: int, label: str, progress_bar: bool,
-               time_limit: float | None, t_start: float) -> dict | None:
-    """Run one group of chains (all of them when vectorized, one otherwise) for ``total`` iterations and store each
-    chain's record in ``records``; return the stop record where ``time_limit`` (seconds since ``t_start``) cut the
-    run, else ``None``."""
+def _run_groups(records: dict, runs: list[dict], *args, **kwargs) -> dict | None:
+    """:func:`_run_group` for each group of chains in turn, up to the first one the time limit stops (its record)."""
+    for run in runs:
+        stopped = _run_group(records, run, *args, **kwargs)
+        if stopped:
+            return stopped
+    return None
+
+
+def _run_group(records: dict, run: dict, start, step, summarise, args: tuple, *, vectorized: bool, num_warmup: int,
+               total: int, progress_bar: bool, time_limit: float | None, t_start: float) -> dict | None:
+    """Run one group of chains (all of them when vectorized, one otherwise; ``run`` holds its ``group``, ``keys`` and
+    ``label``, and after a first call its state and draws) from where it stopped to ``total`` iterations and store
+    each chain's record in ``records``; return the stop record where ``time_limit`` (seconds since ``t_start``) cut
+    the run, else ``None``."""
     t_chain = time.perf_counter()
-    run_keys, draw_keys = (jnp.stack(k) for k in zip(*(jax.random.split(k) for k in keys)))
-    state = start(run_keys if vectorized else run_keys[0], args)
-    rec = {k: [] for k in ("U", "f", "levels", "energy", "accept", "steps", "div", "trace")}
-    bar = tqdm(total=total, desc=label, disable=not progress_bar, file=sys.stderr, mininterval=1.0)
-    stopped, it = None, 0
-    for it in range(1, total + 1):
+    group = run["group"]
+    if "state" not in run:
+        run_keys, run["draw_keys"] = (jnp.stack(k) for k in zip(*(jax.random.split(k) for k in run["keys"])))
+        run.update(state=start(run_keys if vectorized else run_keys[0], args), it=0, seconds=0.0,
+                   rec={k: [] for k in ("U", "f", "levels", "energy", "accept", "steps", "div", "trace")})
+    state, rec, draw_keys, it = run["state"], run["rec"], run["draw_keys"], run["it"]
+    bar = tqdm(total=total, initial=it, desc=run["label"], disable=not progress_bar, file=sys.stderr, mininterval=1.0)
+    stopped = None
+    while it < total:
+        it += 1
         state = step(state, args)
         rec["trace"].append(np.stack(np.broadcast_arrays(
             np.asarray(state.num_steps, np.float64), np.asarray(state.adapt_state.step_size, np.float64),
@@ -318,7 +346,8 @@ def _run_group(records: dict, group: list[int], keys: Array, start, step, summar
                                      time.perf_counter() - t_start)
             break
     bar.close()
-    seconds = time.perf_counter() - t_chain
+    run.update(state=state, it=it, seconds=run["seconds"] + time.perf_counter() - t_chain)
+    seconds = run["seconds"]
     step_sizes = np.atleast_1d(np.asarray(state.adapt_state.step_size, np.float64))
     for j, c in enumerate(group):
         records[c] = {k: [_chain_entry(v, j, vectorized) for v in vals] for k, vals in rec.items()}

@@ -8,9 +8,11 @@ and the chains' diagnostics, computed the same way (rank-normalised R-hat, bulk 
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Literal, Sequence
 
-from paththeory.model import Architecture
+from paththeory.model import Architecture, check_architecture
+from paththeory.sampling.auto import TARGET_ESS, SamplingWarning, choose
 from paththeory.sampling.gibbs import sample_gibbs
 from paththeory.sampling.nuts import sample_nuts
 from paththeory.sampling.results import PosteriorSamples
@@ -25,7 +27,7 @@ def sample_posterior(
     width: int | Sequence[int],
     temperature: float,
     *,
-    method: Literal["nuts", "gibbs"] = "nuts",
+    method: Literal["auto", "nuts", "gibbs"] = "auto",
     **options,
 ) -> PosteriorSamples:
     """Sample the network posterior; return predictions, sampled ``U`` and diagnostics.
@@ -36,12 +38,15 @@ def sample_posterior(
       y: training labels ``[P]``, or ``[P, C]`` for ``C`` outputs.
       width: common width ``N`` or the widths ``(n_0..n_L)`` of the network.
       temperature: Gibbs temperature ``T`` (likelihood variance).
-      method: ``"nuts"`` (:func:`~paththeory.sampling.nuts.sample_nuts`, NumPyro's NUTS over the value
-        weights with the readout integrated out) or ``"gibbs"`` (:func:`~paththeory.sampling.gibbs.sample_gibbs`,
-        exact draws of each weight block from its Gaussian conditional).
+      method: ``"auto"`` (default: the sampler and a schedule that aims at an ESS of ``U``, chosen from the sizes
+        by :func:`~paththeory.sampling.auto.choose`; ``settings["auto"]`` says what it chose and why), ``"nuts"``
+        (:func:`~paththeory.sampling.nuts.sample_nuts`, NumPyro's NUTS over the value weights with the readout
+        integrated out) or ``"gibbs"`` (:func:`~paththeory.sampling.gibbs.sample_gibbs`, exact draws of each weight
+        block from its Gaussian conditional).
       options: the chosen sampler's keyword arguments (``features_test``, ``num_warmup``,
-        ``num_samples``, ``num_chains``, ``time_limit``, ``on_time_limit``, ``seed``, ``progress_bar``
-        for both; NUTS also takes its tuning options).
+        ``num_samples``, ``num_chains``, ``target_ess``, ``max_samples``, ``time_limit``, ``on_time_limit``,
+        ``seed``, ``progress_bar`` for both; NUTS also takes its tuning options). With ``"auto"``, ``num_warmup``
+        and ``num_samples`` replace the chosen start, and ``target_ess=None`` keeps to it.
 
     Example:
       >>> from paththeory.tasks.examples import model_problem
@@ -51,8 +56,10 @@ def sample_posterior(
       >>> out.U.shape, out.settings["method"]
       ((6, 6), 'gibbs')
     """
-    if not isinstance(method, str) or method not in SAMPLERS:
-        raise ValueError(f"method must be one of {sorted(SAMPLERS)}; got {method!r}.")
+    if not isinstance(method, str) or method not in ("auto", *SAMPLERS):
+        raise ValueError(f"method must be 'auto' or one of {sorted(SAMPLERS)}; got {method!r}.")
+    if method == "auto":
+        return _sample_auto(arch, features, y, width, temperature, options)
     sampler = SAMPLERS[method]
     accepted = set(inspect.signature(sampler).parameters) - {"arch", "features", "y", "width", "temperature"}
     unknown = sorted(set(options) - accepted)
@@ -62,3 +69,37 @@ def sample_posterior(
         raise TypeError(f"sample_posterior(method={method!r}) does not take {', '.join(unknown)}{hint}; "
                         f"it takes {', '.join(sorted(accepted))}.")
     return sampler(arch, features, y, width, temperature, **options)
+
+
+def _sample_auto(arch: Architecture, features, y, width, temperature, options: dict) -> PosteriorSamples:
+    """``method="auto"``: the sampler and schedule of :func:`~paththeory.sampling.auto.choose`, run to its ESS target;
+    a :class:`~paththeory.sampling.auto.SamplingWarning` where the cap stopped it short."""
+    check_architecture(arch)
+    known = set().union(*(inspect.signature(fn).parameters for fn in SAMPLERS.values())) - {
+        "arch", "features", "y", "width", "temperature"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"sample_posterior(method='auto') does not take {', '.join(unknown)}; it takes "
+                        f"{', '.join(sorted(known - {'max_samples'}))}.")
+    options = dict(options)
+    target = options.pop("target_ess", TARGET_ESS)
+    if "max_samples" in options:
+        raise TypeError("sample_posterior(method='auto') sets max_samples itself (a multiple of the draws it starts "
+                        "with); give num_samples and target_ess, or choose method='gibbs' or 'nuts' to set it.")
+    chains = options.get("num_chains", 4)
+    choice = choose(arch, arch.network_widths(width), options, num_chains=chains,
+                    target_ess=TARGET_ESS if target is None else target)
+    schedule = dict(num_warmup=choice.num_warmup, num_samples=choice.num_samples)
+    if target is not None:
+        schedule.update(target_ess=choice.target_ess, max_samples=choice.max_samples)
+    result = sample_posterior(arch, features, y, width, temperature, method=choice.method, **{**options, **schedule})
+    ess = result.diagnostics["ess_bulk_U_min"]
+    reached = target is None or bool(ess >= choice.target_ess)
+    result.settings["auto"] = {**choice.as_dict(), "reached": reached, "ess_U_min": ess}
+    if not reached and result.complete:
+        warnings.warn(f"sample_posterior(method='auto') stopped at its cap of {choice.max_samples} kept draws per "
+                      f"chain with a least ESS of U of {ess:.0f}, short of its target {choice.target_ess:g}: "
+                      f"{choice.method} mixes more slowly here than on the tasks its schedule was measured on. Give a "
+                      f"larger num_samples, or accept the ESS reached (target_ess={ess:.0f}).", SamplingWarning,
+                      stacklevel=3)
+    return result

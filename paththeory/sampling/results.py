@@ -5,6 +5,7 @@ for every sampler (:mod:`~paththeory.sampling.nuts`, :mod:`~paththeory.sampling.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import jax
@@ -12,9 +13,9 @@ import numpy as np
 
 from paththeory._checks import as_float_array, check_count, check_positive, check_targets
 from paththeory._labels import as_labels
-from paththeory.model import Architecture, check_architecture
+from paththeory.model import Architecture, TokenFeatures, check_architecture
 from paththeory.sampling.diagnostics import SAMPLER_NAMES, rank_rhat_ess, stopped_text
-from paththeory.sampling.network import check_nonlinear_placement
+from paththeory.sampling.path_form import check_nonlinear_placement
 
 
 @dataclass
@@ -74,7 +75,7 @@ class PosteriorSamples:
         when a run stopped early and at least one chain completed).
       U_draws: ``[chains, draws, C n_paths, C n_paths]`` per-draw ``w^{c pi} . w^{c' sigma} / n_0``.
       inner: the sampled order parameters of the levels above, ``[U^(2), ..., U^(L), U_a]`` (means over the
-        kept draws of :func:`~paththeory.sampling.network.level_order_parameters`), to compare with a
+        kept draws of :func:`~paththeory.sampling.path_form.level_order_parameters`), to compare with a
         :class:`~paththeory.solve.Solution`'s ``inner`` and ``U_a``.
       inner_draws: the per-draw values behind ``inner``, one ``[chains, draws, ...]`` array per level (for their
         Monte-Carlo errors).
@@ -132,6 +133,8 @@ class PosteriorSamples:
                 f"E-BFMI {c.e_bfmi:.2f}, div {c.divergences}"
                 for c in self.chains
             ]
+        if "auto" in s:
+            lines.append(f"  chosen by method='auto': {s['auto']['reason']}")
         if self.stopped:
             lines.append(f"  STOPPED (incomplete): {stopped_text(self.stopped)}")
         return "\n".join(lines)
@@ -148,8 +151,11 @@ class PosteriorSamples:
 
 
 def check_inputs(arch: Architecture, features, y, features_test, temperature) -> tuple:
-    """``(features [P, paths, N0], labels [P] or [P, C], test features, T)`` checked, as a sampler takes them."""
+    """``(features [P, paths, N0], labels [P] or [P, C], test features, T)`` checked, as a sampler takes them;
+    :class:`~paththeory.model.TokenFeatures` for a network with an MLP block between attention layers."""
     check_architecture(arch)
+    if isinstance(features, TokenFeatures):
+        return _check_token_inputs(arch, features, y, features_test, temperature)
     check_nonlinear_placement(arch)
     xi = as_float_array(features, "features", ndim=3)
     if xi.shape[1] != arch.n_paths:
@@ -165,6 +171,37 @@ def check_inputs(arch: Architecture, features, y, features_test, temperature) ->
         raise ValueError(f"features_test must be [P_test, {xi.shape[1]}, {xi.shape[2]}]; got {xt.shape}.")
     return xi, yy, xt, check_positive(temperature, "temperature")
 
+
+
+def _check_token_inputs(arch: Architecture, features: TokenFeatures, y, features_test, temperature) -> tuple:
+    """:func:`check_inputs` for token features: the block's placement, both feature arrays' shapes, the labels."""
+    check_nonlinear_placement(arch, tokens=True)
+    shapes = []
+    for f, name in ((features, "features"), (features if features_test is None else features_test, "features_test")):
+        if not isinstance(f, TokenFeatures):
+            raise TypeError(f"{name} must be paththeory.token_features(arch, x) like features; got {type(f).__name__}.")
+        lower, upper = as_float_array(f.lower, f"{name}.lower", ndim=4), as_float_array(f.upper, f"{name}.upper", ndim=3)
+        if lower.shape[0] != upper.shape[0] or lower.shape[2] != upper.shape[2]:
+            raise ValueError(f"{name} must hold lower [P, G, T, N0] and upper [P, H, T] of the same examples and tokens; "
+                             f"got {lower.shape} and {upper.shape}.")
+        shapes.append((lower.shape[1:], upper.shape[1:]))
+        f = TokenFeatures(lower, upper)
+        if name == "features":
+            xi = f
+        else:
+            xt = f
+    if shapes[0] != shapes[1]:
+        raise ValueError(f"features_test must have the training features' paths, tokens and N0; got {shapes[1]} "
+                         f"against {shapes[0]}.")
+    labels = as_labels(y, xi.lower.shape[0])
+    check_targets(y, "y", ndim=(1, 2))
+    return xi, labels if np.ndim(y) == 2 else labels[:, 0], xt, check_positive(temperature, "temperature")
+
+
+def feature_shape(features) -> tuple[int, int]:
+    """``(P, N0)`` of path features ``[P, paths, N0]`` or of :class:`~paththeory.model.TokenFeatures`."""
+    x = features.lower if isinstance(features, TokenFeatures) else features
+    return int(x.shape[0]), int(x.shape[-1])
 
 
 def check_schedule(num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit) -> tuple:
@@ -185,6 +222,42 @@ def resolve_chain_method(chain_method) -> str:
     if chain_method == "auto":
         return "vectorized" if jax.default_backend() in ("gpu", "cuda", "rocm") else "sequential"
     return chain_method
+
+
+def check_target(target_ess, max_samples, num_samples: int) -> tuple[float | None, int]:
+    """A sampler's ESS target checked: ``(target_ess or None, max_samples)``; ``max_samples`` (kept draws per chain,
+    at least ``num_samples``) defaults to ``num_samples`` (no extension) without a target."""
+    if target_ess is None:
+        if max_samples is not None:
+            raise ValueError("max_samples caps the draws that target_ess asks for; give target_ess too, or leave "
+                             "max_samples out.")
+        return None, num_samples
+    target_ess = check_positive(target_ess, "target_ess")
+    max_samples = check_count(20 * num_samples if max_samples is None else max_samples, "max_samples")
+    if max_samples < num_samples:
+        raise ValueError(f"max_samples ({max_samples}) is below num_samples ({num_samples}): it caps the kept draws "
+                         f"per chain, so it must be at least num_samples.")
+    return target_ess, max_samples
+
+
+def least_ess_U(u_draws: np.ndarray) -> float:
+    """The least bulk ESS over the entries of ``U``'s upper triangle, ``u_draws [chains, draws, k, k]`` (the
+    ``ess_bulk_U_min`` of the diagnostics); 0 where it is undefined (fewer than four draws, constant draws)."""
+    iu = np.triu_indices(u_draws.shape[-1])
+    _, ess = rank_rhat_ess(u_draws[:, :, iu[0], iu[1]])
+    ess_min = float(np.min(ess))
+    return ess_min if np.isfinite(ess_min) else 0.0
+
+
+def draws_to_add(ess: float, kept: int, target_ess: float | None, max_samples: int) -> int:
+    """Kept draws per chain to add after ``kept`` so that the least ESS of ``U`` (now ``ess``) reaches ``target_ess``:
+    the draws it takes at the rate measured so far, plus a fifth, at least a quarter of ``kept`` and at most up to
+    ``max_samples``; 0 when the target is met, absent or the cap reached. A function of the draws only, never of
+    the clock."""
+    if target_ess is None or ess >= target_ess or kept >= max_samples:
+        return 0
+    wanted = math.ceil(1.2 * kept * target_ess / max(ess, 1.0)) - kept
+    return int(min(max(wanted, math.ceil(kept / 4)), max_samples - kept))
 
 
 def stopped_record(time_limit: float, chains, iteration: int, num_warmup: int, total: int, seconds: float) -> dict:

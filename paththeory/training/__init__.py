@@ -45,7 +45,7 @@ first. The command line ``paththeory train omniglot`` is :func:`paththeory.cli.t
 
 from __future__ import annotations
 
-from paththeory.training.network import (
+from paththeory.training.trainable import (
     AUGMENTATIONS,
     Params,
     TrainConfig,
@@ -56,7 +56,7 @@ from paththeory.training.network import (
     predict,
     value_params,
 )
-from paththeory.training.data import (
+from paththeory.training.batches import (
     EVAL_SETS,
     OmniglotData,
     default_mnist_context,

@@ -19,8 +19,8 @@ import numpy as np
 
 from paththeory import _io
 from paththeory.model import Architecture
-from paththeory.training.data import evaluation_sets, omniglot_data
-from paththeory.training.network import Params, TrainConfig, architecture
+from paththeory.training.batches import evaluation_sets, omniglot_data
+from paththeory.training.trainable import Params, TrainConfig, architecture
 
 
 SHIPPED = "omniglot_l2h4"

@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from paththeory.training.data import evaluation_sets, omniglot_batches, omniglot_data
+from paththeory.training.batches import evaluation_sets, omniglot_batches, omniglot_data
 from paththeory.training.evaluation import evaluate
-from paththeory.training.network import Params, TrainConfig, init_params, loss_fn, optimizer
+from paththeory.training.trainable import Params, TrainConfig, init_params, loss_fn, optimizer
 
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from paththeory._checks import check_count, check_sign_labels
 from paththeory.model import Architecture, check_head_mask, effective_weights
 from paththeory.training.checkpoints import Checkpoint
-from paththeory.training.network import Params, architecture, predict, value_params
+from paththeory.training.trainable import Params, architecture, predict, value_params
 
 
 @jax.jit

@@ -19,7 +19,7 @@ from paththeory.tasks import data
 from paththeory.experiments import stats
 from paththeory.experiments import omniglot as exp
 from paththeory.experiments import omniglot_base
-from paththeory.experiments import pruning as prune_exp
+from paththeory.experiments import head_pruning
 from paththeory.experiments.records import jsonable, typed
 from paththeory.predict import accuracy, predictor
 from paththeory.profiles import PROFILES
@@ -102,7 +102,7 @@ def test_files_and_keys(outputs):
     assert set(ag["block"]) == {"theory", "sampled", "gd"} and ag["theory_vs_sampled"]["noise"] > 0
     assert typed(exp.PathSimilarity, results["path_similarity"]).alike in (True, False)
     sens = results["score_sensitivity"]
-    assert set(sens["variants"]) == set(prune_exp.SCORE_VARIANTS) and len(sens["resamples"]) == 1
+    assert set(sens["variants"]) == set(head_pruning.SCORE_VARIANTS) and len(sens["resamples"]) == 1
     assert set(sens["train_sizes"]) == {"12", "24"}
     ids = {r["id"] for r in results["claims"]}
     assert {"finite_vs_gp:test", "temperature_trend", "u_sampled", "u_gd", "u_block", "score_drop:test",
@@ -169,17 +169,17 @@ def test_pruning_study_against_the_network_itself(outputs, network):
         assert abs(full - results["gd_accuracy"][s]) <= tol
         for l, drops in enumerate(pr["single_head_drop"]):
             for h, drop in enumerate(drops):
-                assert abs(full - drop - prune_exp.pruned_accuracy(network, x, y, [(l, h)])) <= tol
+                assert abs(full - drop - head_pruning.pruned_accuracy(network, x, y, [(l, h)])) <= tol
         assert len(pr["cumulative"]["score_ascending"]) == 7
         low = [tuple(lh) for lh in results["head_scores"]["order"][:2]]
-        assert abs(full - pr["two_lowest"]["difference"] - prune_exp.pruned_accuracy(network, x, y, low)) <= tol
+        assert abs(full - pr["two_lowest"]["difference"] - head_pruning.pruned_accuracy(network, x, y, low)) <= tol
         assert pr["best_pair"]["cost"] <= pr["two_lowest"]["difference"] + 1e-12
         four = [tuple(lh) for lh in results["head_scores"]["order"][:4]]
         if pr["four_lowest"] is None:  # four lowest would empty a layer of this small network
             assert any(sum(lh[0] == layer for lh in four) == n for layer, n in enumerate(results["heads"]))
         else:
             assert abs(full - pr["four_lowest"]["difference"]
-                       - prune_exp.pruned_accuracy(network, x, y, four)) <= tol
+                       - head_pruning.pruned_accuracy(network, x, y, four)) <= tol
 
 
 def test_head_scores_orders_and_sensitivity(outputs):
@@ -198,10 +198,10 @@ def test_head_scores_orders_and_sensitivity(outputs):
 def test_pruning_rules(network):
     seqs = exp.build_sequences(NO_SAMPLES, network)
     x, y = seqs.x["test"], seqs.y["test"]
-    assert np.isnan(prune_exp.pruned_accuracy(network, x, y, [(0, 0), (0, 1), (0, 2)]))  # layer 1 emptied
+    assert np.isnan(head_pruning.pruned_accuracy(network, x, y, [(0, 0), (0, 1), (0, 2)]))  # layer 1 emptied
     masks = head_mask((3, 3), [(1, 2)])
     assert masks[0].tolist() == [1, 1, 1] and masks[1].tolist() == [1, 1, 0]
-    assert prune_exp.pruned_accuracy(network, x, y, [(1, 2)]) == training.evaluate(network, x, y, head_mask=masks)
+    assert head_pruning.pruned_accuracy(network, x, y, [(1, 2)]) == training.evaluate(network, x, y, head_mask=masks)
     with pytest.raises(ValueError, match="does not exist"):
         head_mask((3, 3), [(2, 0)])
 
@@ -336,9 +336,9 @@ def test_profiles_and_bad_configs():
 
 
 def test_pruning_code_lives_in_its_own_module():
-    """The pruning chapter's experiment is :mod:`paththeory.experiments.pruning`, and only there."""
+    """The pruning chapter's experiment is :mod:`paththeory.experiments.head_pruning`, and only there."""
     for name in ("pruning_stage", "pruning_study", "pruned_accuracy", "score_sensitivity", "scores_and_order"):
-        assert getattr(prune_exp, name).__module__ == "paththeory.experiments.pruning"
+        assert getattr(head_pruning, name).__module__ == "paththeory.experiments.head_pruning"
         assert not hasattr(exp, name), f"{name} is defined or re-exported by experiments.omniglot too"
 
 

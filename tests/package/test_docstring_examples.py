@@ -39,7 +39,7 @@ def test_the_theory_and_every_layer_have_examples():
                                          "profiles", "_labels", "sampling.diagnostics", "sampling.nuts", "sampling.gibbs", "sampling.posterior",
                                          "tasks.data", "tasks.examples", "training.checkpoints", "display.plots",
                                          "display.tables", "experiments.stats", "exercises.answers",
-                                         "exercises.checking", "exercises.grading")} <= set(MODULES)
+                                         "exercises.checking", "exercises.graded_cells")} <= set(MODULES)
     assert {"paththeory_tools.student", "paththeory_tools.plain_markdown"} <= set(MODULES)
 
 

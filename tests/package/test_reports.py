@@ -86,6 +86,11 @@ def test_the_prefactor_report_words_the_prediction_check():
     assert "disagree (p < 0.05)" in report.prediction_table(bad)
     assert "| 1.00 |" in report.points_table(good)  # N d predicted
     assert check_prediction(pts, bad.predictions, "markov").agrees is False
+    small = [point("omniglot", 16, w, "nuts", 1.0 / w, 0.02 / w, 40, True) for w in (10, 20)]
+    check = check_prediction(small, [Prediction("omniglot", 16, w, 1.0 / w) for w in (10, 20)], "omniglot")
+    assert check.below_paths == (10,) and good.checks[0].below_paths == ()
+    flagged = findings(small, [Prediction("omniglot", 16, w, 1.0 / w) for w in (10, 20)])
+    assert r"consistent (not rejected); counts N = 10 < \|Π\|, outside the regime |" in report.prediction_table(flagged)
 
 
 def test_the_prefactor_report_words_the_common_width():

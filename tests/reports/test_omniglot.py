@@ -3,7 +3,7 @@ hand."""
 
 from __future__ import annotations
 
-from paththeory.experiments import pruning
+from paththeory.experiments import head_pruning
 from paththeory.experiments.omniglot import SETTINGS, PathSimilarity
 from paththeory.reports import omniglot as report
 
@@ -41,5 +41,5 @@ def test_the_omniglot_report_words_the_findings():
         "do not carry measurably more similar inputs, so the explanation of the block structure stays a hypothesis "
         "that these inputs do not support.")
 
-    assert set(report.SCORE_RULES) == set(pruning.SCORE_VARIANTS)
+    assert set(report.SCORE_RULES) == set(head_pruning.SCORE_VARIANTS)
     assert "the paper's score" in report.SCORE_RULES["abs"]

@@ -57,7 +57,18 @@ def test_the_residual_report_words_the_findings():
         skips=exp.SkipTheory(5, 7, -0.008, 0.02, 3, 0, 7), pruning=exp.pruning(heads))
     assert report.shares_sentence(found).startswith(
         "On this page's training set, with skip around each attention layer at N = 10, the paths through no attention "
-        "head carry 40 % of the kernel's trace in the theory and 41 % with NUTS's U, against 36 % in the GP limit.")
+        "head carry 40 % of the kernel's trace in the theory and 41 % with NUTS's U, against 36 % in the GP limit. "
+        "Fewer than two networks are inside the regime here")
+    towards, away = exp.Shares("skip", 10, 0.40, 0.41, 0.36), exp.Shares("residual", 30, 0.20, 0.3, 0.25, False)
+    assert (towards.direction, away.direction) == (1, -1)
+    two = dataclasses.replace(found, shares=(towards, away))
+    assert ("at N = 30, the paths through no attention head carry 20 % of the kernel's trace in the theory and 30 % "
+            "with NUTS's U, against 25 % in the GP limit (more paths than units at this width: outside the theory's "
+            "regime, so the theory's number is not checked). Fewer than two") in report.shares_sentence(two)
+    inside = dataclasses.replace(found, shares=(towards, dataclasses.replace(away, in_regime=True)))
+    assert "The direction is different between the networks inside the regime" in report.shares_sentence(inside)
+    same = dataclasses.replace(found, shares=(towards, dataclasses.replace(towards, network="residual")))
+    assert "The direction is the same for the networks inside the regime" in report.shares_sentence(same)
     assert report.accuracy_sentence(found) == (
         "Per sampled point: skip around each attention layer at N = 10: NUTS 0.870, which differs from the "
         "attention-only theory's 0.950 (-8.0 ± 1.5 points); attention + MLP blocks at N = 10: NUTS 0.946, which "

@@ -158,7 +158,7 @@ def test_an_interrupted_run_claims_nothing_and_bad_options_are_named():
     with pytest.raises(ValueError, match=r"Gibbs draws hold NaN or infinite values.*raise the temperature"):
         sampling.sample_posterior(arch, 1e200 * np.asarray(feats), y, 3, 0.1, method="gibbs", num_warmup=0,
                                   num_samples=2, num_chains=1, progress_bar=False)
-    with pytest.raises(ValueError, match=r"method must be one of \['gibbs', 'nuts'\]; got 'hmc'"):
+    with pytest.raises(ValueError, match=r"method must be 'auto' or one of \['gibbs', 'nuts'\]; got 'hmc'"):
         sampling.sample_posterior(arch, feats, y, 3, 0.1, method="hmc")
     with pytest.raises(TypeError, match=r"method='gibbs'\) does not take max_tree_depth \(options of method='nuts'\)"):
         sampling.sample_posterior(arch, feats, y, 3, 0.1, method="gibbs", max_tree_depth=8)

@@ -17,7 +17,7 @@ import paththeory as pt
 from paththeory import sampling
 from paththeory.action import gp_order_parameters
 from paththeory.sampling.gibbs import conditional_draw
-from paththeory.sampling.network import level_order_parameters
+from paththeory.sampling.path_form import level_order_parameters
 from paththeory.tasks.examples import model_problem
 from tests.conftest import sampler_agreement_z
 
@@ -144,7 +144,7 @@ def test_gibbs_and_nuts_agree_on_u_and_the_predictor():
     feats = np.asarray(pt.path_features(arch, rng.normal(size=(p + n_test, 2, 3))))
     y = np.where(rng.random(p) < 0.5, 1.0, -1.0)
     common = {"features_test": feats[p:], "progress_bar": False}
-    nuts = sampling.sample_posterior(arch, feats[:p], y, 2, 0.5, seed=3, num_warmup=300, num_samples=1500,
+    nuts = sampling.sample_posterior(arch, feats[:p], y, 2, 0.5, method="nuts", seed=3, num_warmup=300, num_samples=1500,
                                      num_chains=2, **common)
     gibbs = sampling.sample_posterior(arch, feats[:p], y, 2, 0.5, method="gibbs", seed=5, num_warmup=100,
                                       num_samples=3000, num_chains=4, **common)

@@ -10,7 +10,7 @@ import numpy as np
 
 import paththeory as pt
 from paththeory.action import gp_order_parameters, skip_block
-from paththeory.sampling.network import level_order_parameters
+from paththeory.sampling.path_form import level_order_parameters
 from paththeory.tasks.examples import model_problem
 
 

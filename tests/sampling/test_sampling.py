@@ -62,7 +62,7 @@ def test_readout_design_matches_layer_by_layer_forward_pass():
 @pytest.fixture(scope="module")
 def tiny_runs():
     arch, feats, y, test = _tiny_problem()
-    common = dict(features_test=test, num_warmup=300, num_samples=1500, num_chains=2, progress_bar=False)
+    common = dict(method="nuts", features_test=test, num_warmup=300, num_samples=1500, num_chains=2, progress_bar=False)
     integrated = sampling.sample_posterior(arch, feats, y, 2, 0.5, seed=3, **common)
     direct = sampling.sample_posterior(arch, feats, y, 2, 0.5, seed=4, integrate_readout=False,
                                        chain_method="vectorized", **common)
@@ -88,8 +88,8 @@ def test_gibbs_and_nuts_agree_on_u_and_the_predictor(tiny_runs):
     predictor and its second moment agree within 4.5 combined Monte Carlo standard errors (from each
     run's ESS)."""
     integrated, _, (arch, feats, y, common) = tiny_runs
-    gibbs = sampling.sample_posterior(arch, feats, y, 2, 0.5, method="gibbs", seed=5,
-                                      **{**common, "num_warmup": 100, "num_samples": 3000, "num_chains": 4})
+    gibbs = sampling.sample_posterior(arch, feats, y, 2, 0.5, seed=5, **{
+        **common, "method": "gibbs", "num_warmup": 100, "num_samples": 3000, "num_chains": 4})
     assert gibbs.diagnostics["r_hat_max"] < 1.02 and gibbs.complete
     z = sampler_agreement_z(integrated, gibbs)
     assert z.max() < 4.5, z
@@ -120,7 +120,7 @@ def test_a_run_that_reaches_its_time_limit_raises_instead_of_returning():
 @pytest.mark.clock
 def test_a_budget_the_caller_asked_for_stops_cleanly_and_says_so():
     arch, feats, y, test = _tiny_problem(p=4)
-    res = sampling.sample_posterior(arch, feats, y, 2, 0.5, num_warmup=50, num_samples=50, num_chains=2,
+    res = sampling.sample_posterior(arch, feats, y, 2, 0.5, method="nuts", num_warmup=50, num_samples=50, num_chains=2,
                                     time_limit=1e-3, on_time_limit="stop", progress_bar=False)
     assert res.stopped == {**res.stopped, "chain": 0, "phase": "warmup", "iteration": 1, "of": 100}
     assert len(res.chains) == 1 and not res.chains[0].completed and res.chains[0].warmup_done == 1

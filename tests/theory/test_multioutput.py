@@ -381,7 +381,7 @@ def test_sampler_one_output_spellings_agree():
     from paththeory import sampling
 
     arch, feats, y, test = _tiny_sampling_problem()
-    kw = dict(features_test=test, num_warmup=30, num_samples=30, num_chains=1, seed=2, progress_bar=False)
+    kw = dict(method="nuts", features_test=test, num_warmup=30, num_samples=30, num_chains=1, seed=2, progress_bar=False)
     one = sampling.sample_posterior(arch, feats, y, 2, 0.5, **kw)
     col = sampling.sample_posterior(arch, feats, y[:, None], 2, 0.5, **kw)
     assert one.mean.shape == (3,) and one.var.shape == (3,) and col.mean.shape == (3, 1) and col.var.shape == (3, 1, 1)
@@ -502,7 +502,7 @@ def test_sampler_matches_the_multi_output_theory_at_small_size():
     ft, fe = np.asarray(pt.path_features(arch, train.x)), np.asarray(pt.path_features(arch, test.x))
     sol = slv.Theory(arch, ft, train.y).solve(30, 0.1)
     mean, cov = predictor(sol.U, ft, train.y, fe, 0.1)
-    res = sampling.sample_posterior(arch, ft, train.y, 30, 0.1, features_test=fe, num_warmup=100,
+    res = sampling.sample_posterior(arch, ft, train.y, 30, 0.1, method="nuts", features_test=fe, num_warmup=100,
                                     num_samples=150, num_chains=2, seed=0, progress_bar=False)
     assert res.diagnostics["r_hat_max"] < 1.1 and res.U.shape == (12, 12)
     assert res.mean.shape == (30, 3) and res.var.shape == (30, 3, 3)
@@ -543,7 +543,8 @@ def test_gibbs_and_nuts_agree_with_two_outputs():
     train, test = mc.sample_task(16, n_classes=2, seed=1, **kw), mc.sample_task(4, n_classes=2, seed=2, **kw)
     ft, fe = np.asarray(pt.path_features(arch, train.x)), np.asarray(pt.path_features(arch, test.x))
     common = dict(features_test=fe, num_warmup=150, progress_bar=False)
-    nuts = sampling.sample_posterior(arch, ft, train.y, 20, 0.2, num_samples=1000, num_chains=2, seed=0, **common)
+    nuts = sampling.sample_posterior(arch, ft, train.y, 20, 0.2, method="nuts", num_samples=1000, num_chains=2, seed=0,
+                                     **common)
     gibbs = sampling.sample_posterior(arch, ft, train.y, 20, 0.2, method="gibbs", num_samples=3000, num_chains=4,
                                       seed=1, **common)
     assert nuts.complete and gibbs.complete and gibbs.U.shape == (8, 8) and gibbs.mean.shape == (4, 2)

@@ -21,7 +21,7 @@ from paththeory import action as act
 from paththeory import kernel_maps as km
 from paththeory import nonlinear_theory as nl
 from paththeory.kernels import kernel_matrix
-from paththeory.sampling.network import readout_design
+from paththeory.sampling.path_form import readout_design
 from paththeory.solve import Theory
 
 jax.config.update("jax_enable_x64", True)
@@ -401,8 +401,10 @@ def test_bad_input_says_what_is_supported():
     rng = np.random.default_rng(0)
     x, y = data(6)
     below = pt.Architecture((qk(rng, 2), pt.MLP("relu"), qk(rng, 2)), readout="last")
-    with pytest.raises(ValueError, match="between attention layers"):
+    with pytest.raises(TypeError, match="between attention layers needs token-resolved features"):
         nl.NonlinearTheory(below, pt.path_features(below, x), y)
+    with pytest.raises(ValueError, match="below every attention layer"):
+        nl.placement(pt.Architecture((pt.MLP("relu"), qk(rng, 2)), readout="last"))
     mean_readout = pt.Architecture((qk(rng, 2), pt.MLP("relu")), readout="mean")
     with pytest.raises(ValueError, match="averages the tokens"):
         nl.placement(mean_readout)

@@ -120,7 +120,7 @@ def test_the_exact_mean_matches_nuts_samples_of_the_finite_network():
     N = 10
     arch, f, y, C = problem(N)
     post = one_path_posterior(C, y, N, T)
-    res = sample_posterior(arch, f, y, N, T, num_warmup=500, num_samples=1000, num_chains=4, seed=3,
+    res = sample_posterior(arch, f, y, N, T, method="nuts", num_warmup=500, num_samples=1000, num_chains=4, seed=3,
                            progress_bar=False)
     se = float(batch_means_se(res.U_draws)[0, 0])
     mean = float(res.U[0, 0])

@@ -16,7 +16,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from paththeory.exercises import grading as honesty
+from paththeory.exercises import graded_cells as honesty
 from paththeory.exercises import answers
 from paththeory_tools import grading
 from paththeory.exercises import solution
@@ -330,8 +330,8 @@ def path_predictor(U, xi_train, y, xi_test, temperature):
 def path_predictor(U, xi_train, y, xi_test, temperature):
     return pt.predictor(U, xi_train, y, xi_test, temperature)
 """},
-    "replaced": {"problems-predictor-answer": "import paththeory.exercises.grading\nimport paththeory.exercises\n"
-                                              "paththeory.exercises.grading.graded_function = lambda *a, **k: 9\n"
+    "replaced": {"problems-predictor-answer": "import paththeory.exercises.graded_cells\nimport paththeory.exercises\n"
+                                              "paththeory.exercises.graded_cells.graded_function = lambda *a, **k: 9\n"
                                               "paththeory.exercises.graded_function = lambda *a, **k: 9\n"
                                               + ZERO_PREDICTOR},
     "display_off": {"problems-overlap-distance-answer": "get_ipython().display_formatter.active = False\n"

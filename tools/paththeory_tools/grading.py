@@ -68,7 +68,7 @@ import numpy as np
 from paththeory import _io
 from paththeory.exercises.answers import GradingError
 from paththeory_tools.plain_markdown import SOLUTION_DIRECTIVE
-from paththeory.exercises.grading import HOW_GRADED
+from paththeory.exercises.graded_cells import HOW_GRADED
 
 
 __all__ = ["collect", "feedback", "grade", "import_marks", "mark", "marks_template", "new_set", "part_grade_id",
@@ -1091,7 +1091,7 @@ def _student_cells(cells: list[dict], indices: list[int], book: set[str], skip: 
 def _honesty(exercise: str, code: list[str], context: str) -> tuple[list[str], list[str]]:
     """``(reasons the answer earns nothing, flags that change no points)`` from the static scans of the code
     that ran (``context``: the notebook's code before it, whose imports name what the code calls)."""
-    from paththeory.exercises.grading import dishonest_code
+    from paththeory.exercises.graded_cells import dishonest_code
     from paththeory_tools.autograde import code_flags
 
     found = dishonest_code(code, context)

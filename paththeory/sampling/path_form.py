@@ -20,23 +20,26 @@ import jax.numpy as jnp
 
 from paththeory._checks import as_float_array, check_key, check_positive
 from paththeory.kernel_maps import activation
-from paththeory.model import Architecture, check_architecture, effective_weights
+from paththeory.model import Architecture, TokenFeatures, block_level, check_architecture, effective_weights
 
 Array = jax.Array
 
 
-def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
+def readout_design(arch: Architecture, params: dict, features: Array | TokenFeatures) -> Array:
     """``Phi = sigma_a df/da`` ``[B, n_L]``, so that ``f = Phi b`` with ``b = a / sigma_a`` (the paper's Eqs. 5-7).
 
     ``Phi = sigma_a / (sigma_0 sqrt(n_0 n_1 ... n_L)) sum_pi V^L_{h_L} ... V^1_{h_1} V^0 xi^pi``: the
     pooled last-layer activations computed from path features ``[B, n_paths, N0]``; ``params``
     needs ``V0`` and ``V`` only. A skip branch is the identity, without its level's width factor. A nonlinear
     :class:`~paththeory.model.MLP` block as the top level (one-token readout) applies its ``phi`` to the
-    readout token's pre-activation.
+    readout token's pre-activation. A block between attention layers needs the token-resolved
+    :class:`~paththeory.model.TokenFeatures` (:func:`token_readout_design`).
     """
     check_architecture(arch)
     if not isinstance(params, dict) or "V0" not in params or "V" not in params:
         raise ValueError("params must be a dict with the weights 'V0' and 'V' (paththeory.sample_prior).")
+    if isinstance(features, TokenFeatures):
+        return token_readout_design(arch, params, features)
     n_in = params["V0"].shape[1]
     if jnp.ndim(features) != 3 or tuple(jnp.shape(features)[1:]) != (arch.n_paths, n_in):
         raise ValueError(f"features must be [B, n_paths={arch.n_paths}, N0={n_in}] (paththeory.path_features(arch, x)); "
@@ -55,14 +58,43 @@ def readout_design(arch: Architecture, params: dict, features: Array) -> Array:
     return math.sqrt(scale) * z[:, 0, :]
 
 
-def check_nonlinear_placement(arch: Architecture) -> None:
+def token_readout_design(arch: Architecture, params: dict, features: TokenFeatures) -> Array:
+    """:func:`readout_design` of a network with one :class:`~paththeory.model.MLP` block between attention layers,
+    from its token-resolved features (:func:`paththeory.model.token_features`): the lower paths' activations
+    ``V^k ... V^1 V^0 Y_g(x)_t / (sigma_0 sqrt(n_0 ... n_{k-1}))`` token by token, the block's
+    ``phi(M z_t / sqrt(n_k))``, then the upper paths' attention to the readout and their value weights.
+
+    Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+    """
+    cut = block_level(arch)
+    lower, upper = features
+    z = jnp.einsum("in,bgtn->bgti", params["V0"], lower) / math.sqrt(arch.variances[0])  # [B, paths, T, n_0]
+    for v in params["V"][:cut]:  # contract the slowest lower path index
+        z = z.reshape(z.shape[0], v.shape[0], -1, *z.shape[2:])
+        z = jnp.einsum("hji,bhqti->bqtj", v, z) / math.sqrt(v.shape[2])
+    block = params["V"][cut][0]
+    z = activation(arch.nonlinearities[cut], jnp.einsum("ji,bti->btj", block, z[:, 0]) / math.sqrt(block.shape[1]))
+    w = jnp.einsum("bht,btj->bhj", upper, z)  # [B, upper paths, n_k]
+    for v in params["V"][cut + 1:]:  # contract the slowest upper path index
+        w = w.reshape(w.shape[0], v.shape[0], -1, w.shape[-1])
+        w = jnp.einsum("hji,bhqi->bqj", v, w) / math.sqrt(v.shape[2])
+    return math.sqrt(arch.variances[-1] / w.shape[-1]) * w[:, 0]
+
+
+def check_nonlinear_placement(arch: Architecture, tokens: bool = False) -> None:
     """Path features reach a nonlinear MLP block only as the top level (no skip) with a one-token readout: there
-    the block acts on the pooled activation. Anywhere else the nonlinearity would act on a sum over tokens."""
+    the block acts on the pooled activation. Anywhere else the nonlinearity would act on a sum over tokens, except
+    with token features (``tokens``), which take one block between attention layers (:func:`block_level`)."""
+    if tokens:
+        block_level(arch)
+        return
     top = arch.n_layers - 1
     inside = [l for l, phi in enumerate(arch.nonlinearities) if phi != "identity"]
     if inside and (inside != [top] or arch.skips[top] or arch.readout == "mean"):
+        between = "; a block between attention layers takes paththeory.token_features(arch, x)" if (
+            len(inside) == 1 and not any(arch.skips)) else ""
         raise ValueError(f"the samplers take a nonlinear MLP block only as the top level, without a skip, with the "
-                         f"readout 'first' or 'last' (there it acts on the one readout token's vector); got "
+                         f"readout 'first' or 'last' (there it acts on the one readout token's vector){between}; got "
                          f"nonlinearities {arch.nonlinearities}, skips {arch.skips}, readout {arch.readout!r}.")
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
-from paththeory.training.network import AUGMENTATIONS, TrainConfig
+from paththeory.training.trainable import AUGMENTATIONS, TrainConfig
 
 
 
