@@ -47,6 +47,7 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple, Sequence
 
 import jax
@@ -90,7 +91,7 @@ from paththeory.kernels import (
 from paththeory._compiled import Precompiled
 from paththeory._lbfgs import State as _State
 from paththeory._lbfgs import reached as _reached
-from paththeory._lbfgs import run as _lbfgs
+from paththeory._lbfgs import iteration as _lbfgs_iteration
 from paththeory.model import Architecture, check_architecture
 from paththeory._labels import as_labels, stacked
 
@@ -469,8 +470,174 @@ def hessian_pays(n_examples: int, n_paths: int, n_features: int, memory_budget: 
     return p >= HESSIAN_MIN_EXAMPLES and cost <= HESSIAN_MAX_COST * evaluation and memory <= memory_budget
 
 
+# The steps of a solve (:func:`_minimise`): evaluations at the current point (the start in float32, the start in
+# float64 for float32's error, the switch to float64), the Hessian restart, and L-BFGS phases.
+_START, _NOISE, _TO_DOUBLE, _HESSIAN, _LBFGS = range(5)
+
+
+class _Phase(NamedTuple):
+    """One step of a solve: ``kind`` (above), and for an L-BFGS phase its precision, its tolerance (``"tol"``,
+    ``"switch"``, ``"first"``: see :func:`_minimise`), whether it stops at ``rtol``, the initial matrix and the
+    line search's options."""
+
+    kind: int
+    low: bool = False
+    tol: str = "tol"
+    rtol: bool = False
+    h0: bool = False
+    roundoff: float = 1e-12
+    max_backtracks: int = 50
+    max_uncertified: int = np.iinfo(np.int32).max
+
+
+def _schedule(low: bool, hessian: bool) -> tuple[_Phase, ...]:
+    """The steps of :func:`_minimise` for its precision (``low``: float32 first) and ``hessian`` restart."""
+    if not low:
+        first = (_Phase(_LBFGS, tol="first"), _Phase(_HESSIAN)) if hessian else ()
+        return (_Phase(_START), *first, _Phase(_LBFGS, rtol=True, h0=hessian))
+    opts = dict(low=True, roundoff=1e-6, max_backtracks=20, max_uncertified=LOW_PRECISION_MAX_UNCERTIFIED)
+    first = (_Phase(_LBFGS, tol="first", **opts), _Phase(_HESSIAN, low=True)) if hessian else ()
+    return (_Phase(_START, low=True), _Phase(_NOISE), *first, _Phase(_LBFGS, tol="switch", h0=hessian, **opts),
+            _Phase(_TO_DOUBLE), _Phase(_LBFGS, rtol=True, h0=hessian))
+
+
+class _Extra(NamedTuple):
+    """What a solve carries beside the L-BFGS state: the step it is at, the float32 phase's tolerance, the start
+    point's float32 gradients (for float32's error) and the Hessian restart's initial matrix."""
+
+    phase: Array
+    switch: Array
+    g_low: Array
+    h0: object
+
+
+class _Steps:
+    """The steps of one solve (:func:`_minimise`), each a function of the state ``(s, x)``: a :class:`_State` and
+    its :class:`_Extra`."""
+
+    def __init__(self, data: _Data, low: _Data | None, hessian: bool, tol, max_iter, rtol, opts: dict):
+        self.data, self.low, self.hessian, self.tol, self.max_iter, self.rtol, self.opts = (
+            data, low, hessian, tol, max_iter, rtol, opts)
+        self.schedule = _schedule(low is not None, hessian)
+        features = data.features
+        self.inverse = (_inverse_hessian if features is None or opts["sizes"][0] == features.shape[1]
+                        else _factored_inverse)
+
+    def gradients(self, th, precision: _Data):
+        """``(S/N, dS/dtheta, max |dS/dU|, dS/dU flat)`` in ``precision``'s dtype, returned in ``theta``'s."""
+        f, g, g_us = _gradients(th.astype(precision.y.dtype), precision, **self.opts)
+        flat = jnp.concatenate([u.reshape(-1) for u in g_us]).astype(th.dtype)
+        return f.astype(th.dtype), g.astype(th.dtype), jnp.max(jnp.abs(flat)), flat
+
+    def evaluate(self, th, on_low):
+        """:meth:`gradients` in float32 where ``on_low`` (a Python or a traced flag), else in float64."""
+        if self.low is None:
+            return self.gradients(th, self.data)
+        if isinstance(on_low, bool):
+            return self.gradients(th, self.low if on_low else self.data)
+        return jax.lax.cond(on_low, lambda t: self.gradients(t, self.low), lambda t: self.gradients(t, self.data), th)
+
+    def restart_matrix(self, th):
+        """The L-BFGS initial matrix from the exact Hessian, in the first phase's precision."""
+        return self.inverse(_hessian(th, self.data if self.low is None else self.low, **self.opts))
+
+    def tolerances(self, x: _Extra) -> dict:
+        first = jnp.maximum(self.tol if self.low is None else x.switch, HESSIAN_SWITCH)
+        return {"tol": self.tol, "switch": x.switch, "first": first}
+
+    def after_evaluation(self, kind, s: _State, x: _Extra, f, g, gmax, flat) -> tuple[_State, _Extra]:
+        """The state after step ``kind``, the evaluation ``(f, g, gmax, flat)`` at ``s.theta``."""
+        if kind == _START:
+            status = jnp.where(_reached(gmax, f, self.tol, self.rtol), 1, 0) if self.low is None else s.status
+            return s._replace(f=f, g=g, gmax=gmax, evals=jnp.ones_like(s.evals), status=status), x._replace(g_low=flat)
+        if kind == _NOISE:  # float32's error at the start point sets where the float32 phase ends
+            noise = jnp.max(jnp.abs(x.g_low - flat))
+            switch = jnp.maximum(jnp.maximum(self.tol, LOW_PRECISION_TOL), LOW_PRECISION_NOISE_MARGIN * noise)
+            finite = jnp.isfinite(s.f) & jnp.all(jnp.isfinite(s.g))
+            return s._replace(status=jnp.where(finite & (s.gmax > switch), 0, 1)), x._replace(switch=switch)
+        status = jnp.where(_reached(gmax, f, self.tol, self.rtol), 1, jnp.where(s.it >= self.max_iter, 2, 0))
+        return s._replace(f=f, g=g, gmax=gmax, evals=s.evals + 2, status=status), x  # _TO_DOUBLE
+
+    def after_restart(self, s: _State, x: _Extra) -> tuple[_State, _Extra]:
+        """From here the quasi-Newton model starts at the inverse Hessian, without the old pairs."""
+        if self.low is None:
+            status = jnp.where(s.status == 2, 2, jnp.where(_reached(s.gmax, s.f, self.tol, self.rtol), 1, 0))
+        else:  # go on in float32 only if the first phase ended at its tolerance, not at float32's limits
+            more = (s.status == 1) & (s.gmax <= self.tolerances(x)["first"]) & (s.gmax > x.switch) & (
+                s.uncertified < LOW_PRECISION_MAX_UNCERTIFIED)
+            status = jnp.where(more, 0, jnp.where(s.status == 2, 2, 1))
+        return s._replace(count=jnp.zeros_like(s.count), status=status), x._replace(h0=self.restart_matrix(s.theta))
+
+    def lbfgs_options(self, phase, x: _Extra) -> dict:
+        """The L-BFGS options of step ``phase`` (a Python or a traced index)."""
+        def pick(values):
+            return values[phase] if isinstance(phase, int) else jnp.stack([jnp.asarray(v) for v in values])[phase]
+
+        tols = self.tolerances(x)
+        column = {name: pick([getattr(p, name) for p in self.schedule])
+                  for name in ("roundoff", "max_backtracks", "max_uncertified", "low", "h0")}
+        return dict(tol=pick([tols[p.tol] for p in self.schedule]), max_iter=self.max_iter,
+                    rtol=pick([self.rtol if p.rtol else 0.0 for p in self.schedule]), **column)
+
+    def one_by_one(self, s: _State, x: _Extra) -> _State:
+        """The steps in order, each L-BFGS phase a loop of its own."""
+        for phase, step in enumerate(self.schedule):
+            if step.kind == _HESSIAN:
+                s, x = self.after_restart(s, x)
+            elif step.kind != _LBFGS:
+                s, x = self.after_evaluation(step.kind, s, x, *self.evaluate(s.theta, step.low))
+            else:
+                s = jax.lax.while_loop(lambda s: s.status == 0, partial(self.iteration, phase=phase, x=x), s)
+        return s
+
+    def iteration(self, s: _State, *, phase, x: _Extra, probe=None, active=None):
+        """One L-BFGS iteration of step ``phase`` (:func:`paththeory._lbfgs.iteration`)."""
+        o = self.lbfgs_options(phase, x)
+        low, has_h0 = o.pop("low"), o.pop("h0")
+        if isinstance(phase, int):
+            h0, has_h0 = (x.h0 if has_h0 else None), None
+        else:
+            h0, has_h0 = x.h0, (has_h0 if self.hessian else None)
+        out = _lbfgs_iteration(s, lambda th: self.evaluate(th, low), h0=h0, has_h0=has_h0, probe=probe,
+                               active=active, aux=x.g_low, **o)
+        return out if probe is not None else out[0]
+
+    def fused(self, s: _State, x: _Extra) -> _State:
+        """The steps in one ``lax.while_loop``: one evaluation and one Hessian restart in its body."""
+        kinds = jnp.array([p.kind for p in self.schedule])
+        last = len(self.schedule) - 1
+
+        def restart(c):
+            s, x = self.after_restart(*c)
+            return s, x._replace(phase=x.phase + 1)
+
+        def body(carry):
+            s, x = carry
+            if self.hessian:
+                s, x = jax.lax.cond(kinds[x.phase] == _HESSIAN, restart, lambda c: c, (s, x))
+            kind = kinds[x.phase]
+            probe = (kind != _LBFGS) & (kind != _HESSIAN)
+            active = probe | (s.status == 0)
+            new, flat = self.iteration(s, phase=x.phase, x=x, probe=probe, active=active)
+            outcomes = [self.after_evaluation(k, s, x, new.f, new.g, new.gmax, flat) for k in (_START, _NOISE, _TO_DOUBLE)]
+            evaluated = jax.tree.map(lambda a, b, c: jnp.where(kind == _START, a, jnp.where(kind == _NOISE, b, c)),
+                                     *outcomes)
+            h0, strip = x.h0, lambda c: (c[0], c[1]._replace(h0=None))  # noqa: E731  (no selects of h0)
+            s, x = jax.tree.map(lambda e, n, old: jnp.where(probe, e, jnp.where(active, n, old)), strip(evaluated),
+                                strip((new, x)), strip((s, x)))
+            x = x._replace(h0=h0)
+            advance = probe | ((kind == _LBFGS) & (s.status != 0) & (x.phase < last))
+            return s, x._replace(phase=x.phase + advance)
+
+        def going(carry):
+            s, x = carry
+            return (x.phase < last) | (s.status == 0)
+
+        return jax.lax.while_loop(going, body, (s, x))[0]
+
+
 def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, variances, skips, low: _Data | None = None,
-              hessian: bool = False, history=80, rtol=0.0):
+              hessian: bool = False, history=80, rtol=0.0, fused: bool = True):
     """L-BFGS from ``theta0`` down to ``max |dS/dU| <= max(tol, rtol |S/N|)``.
 
     With ``low`` (the same problem in float32), iterate on the float32 objective first, down to
@@ -480,54 +647,24 @@ def _minimise(theta0, data: _Data, tol, max_iter, *, sizes, scales, heads, varia
     (from the features, in the first phase's precision) restarts L-BFGS as its initial matrix.
     ``history``: the curvature pairs kept (at the Omniglot size without the restart, 40 pairs took
     124 evaluations to 1e-9 and 80 took 90).
+
+    The steps (:func:`_schedule`) run in one ``lax.while_loop`` (``fused``), whose body evaluates the action once,
+    in the precision of the step it is at (``lax.cond``), and holds the Hessian restart once; a loop per phase
+    inlines the objective and its gradient once per phase and precision (six copies in mixed precision, each with
+    the ``P x P`` factor's unrolled inverse). Without ``fused`` (under ``vmap``, where a ``lax.cond`` runs both
+    branches) each L-BFGS phase is a loop of its own.
     """
-    opts = dict(sizes=sizes, scales=scales, heads=heads, variances=variances, skips=skips)
-    fg = lambda th: _objective_and_grads(th, data, **opts)  # noqa: E731
-    d = theta0.shape[0]
-    inverse = _inverse_hessian if data.features is None or sizes[0] == data.features.shape[1] else _factored_inverse
-    zeros = dict(s_hist=jnp.zeros((history, d)), y_hist=jnp.zeros((history, d)),
-                 count=jnp.array(0), it=jnp.array(0), evals=jnp.array(1), uncertified=jnp.array(0))
-    h0 = None
-    if low is None:
-        f0, g0, gmax0 = fg(theta0)
-        state = _State(theta0, f0, g0, gmax0, status=jnp.where(_reached(gmax0, f0, tol, rtol), 1, 0), **zeros)
-        if hessian:
-            state = _lbfgs(state, fg, jnp.maximum(tol, HESSIAN_SWITCH), max_iter, roundoff=1e-12, max_backtracks=50)
-            # From here the quasi-Newton model starts at the inverse Hessian, without the old pairs.
-            h0 = inverse(_hessian(state.theta, data, **opts))
-            state = state._replace(count=jnp.array(0), status=jnp.where(
-                state.status == 2, 2, jnp.where(_reached(state.gmax, state.f, tol, rtol), 1, 0)))
-    else:
-        def low_gradients(th):
-            f, g, g_us = _gradients(th.astype(jnp.float32), low, **opts)
-            return f.astype(th.dtype), g.astype(th.dtype), [u.astype(th.dtype) for u in g_us]
-
-        def fg_low(th):
-            f, g, g_us = low_gradients(th)
-            return f, g, _max_abs(g_us)
-
-        # Where float32 gradients stop being informative: their error at the start point, by a margin.
-        f0, g0, g_low = low_gradients(theta0)
-        _, _, g_high = _gradients(theta0, data, **opts)
-        noise = _max_abs([a - b for a, b in zip(g_low, g_high)])
-        switch = jnp.maximum(jnp.maximum(tol, LOW_PRECISION_TOL), LOW_PRECISION_NOISE_MARGIN * noise)
-        gmax0 = _max_abs(g_low)
-        finite = jnp.isfinite(f0) & jnp.all(jnp.isfinite(g0))
-        state = _State(theta0, f0, g0, gmax0, status=jnp.where(finite & (gmax0 > switch), 0, 1), **zeros)
-        low_opts = dict(roundoff=1e-6, max_backtracks=20, max_uncertified=LOW_PRECISION_MAX_UNCERTIFIED)
-        if hessian:
-            first_tol = jnp.maximum(switch, HESSIAN_SWITCH)
-            state = _lbfgs(state, fg_low, first_tol, max_iter, **low_opts)
-            # Go on in float32 only if that phase ended at its tolerance, not at float32's limits.
-            more = (state.status == 1) & (state.gmax <= first_tol) & (state.gmax > switch) & (
-                state.uncertified < LOW_PRECISION_MAX_UNCERTIFIED)
-            h0 = inverse(_hessian(state.theta, low, **opts))
-            state = state._replace(count=jnp.array(0), status=jnp.where(more, 0, jnp.where(state.status == 2, 2, 1)))
-        state = _lbfgs(state, fg_low, switch, max_iter, h0=h0, **low_opts)
-        f, g, gmax = fg(state.theta)
-        status = jnp.where(_reached(gmax, f, tol, rtol), 1, jnp.where(state.it >= max_iter, 2, 0))
-        state = state._replace(f=f, g=g, gmax=gmax, evals=state.evals + 2, status=status)
-    return _lbfgs(state, fg, tol, max_iter, roundoff=1e-12, max_backtracks=50, h0=h0, rtol=rtol)
+    steps = _Steps(data, low, hessian, tol, max_iter, rtol,
+                   dict(sizes=sizes, scales=scales, heads=heads, variances=variances, skips=skips))
+    d, f64 = theta0.shape[0], theta0.dtype
+    state = _State(theta0, jnp.array(jnp.nan, f64), jnp.zeros(d, f64), jnp.array(jnp.inf, f64),
+                   s_hist=jnp.zeros((history, d)), y_hist=jnp.zeros((history, d)), count=jnp.array(0),
+                   it=jnp.array(0), evals=jnp.array(0), status=jnp.array(0), uncertified=jnp.array(0))
+    flat = jax.eval_shape(lambda t: steps.evaluate(t, False)[3], theta0)
+    h0 = jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(steps.restart_matrix, theta0)) if (
+        hessian) else None
+    extra = _Extra(jnp.array(0), jnp.asarray(tol, f64), jnp.zeros(flat.shape, flat.dtype), h0)
+    return steps.fused(state, extra) if fused else steps.one_by_one(state, extra)
 
 
 def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=None, features=None, rtol=0.0, *, sizes,
@@ -535,7 +672,8 @@ def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=Non
     """:func:`_minimise` for a batch of start points, temperatures ``[B]`` and widths ``[B, L+1]``.
 
     With ``sequential`` (the default on CPU) the points are solved one after another in a
-    ``lax.map``; otherwise (GPU) in one ``vmap``-ed while loop, where every lane stops updating once it
+    ``lax.map``, each in the one loop of :func:`_minimise`; otherwise (GPU) in ``vmap``-ed while loops, one per
+    phase (a ``lax.cond`` under ``vmap`` runs both branches), where every lane stops updating once it
     has converged and the loop ends when the last lane does. On CPU the batched form can deadlock:
     with a batch dimension, jaxlib's LAPACK kernels (Cholesky, triangular solve) split the batch over
     XLA's intra-op thread pool and wait for it, and two of them running at once occupied both
@@ -555,7 +693,8 @@ def _minimise_many(theta0, op, y, temperature, widths, tol, max_iter, low_op=Non
         if low_op is not None:
             low = _Data(low_op, low_y, temp.astype(f32), w.astype(f32), low_features)
         return _minimise(t0, _Data(op, y, temp, w, features), tol, max_iter, low=low, hessian=hessian,
-                         sizes=sizes, scales=scales, heads=heads, variances=variances, skips=skips, rtol=rtol)
+                         sizes=sizes, scales=scales, heads=heads, variances=variances, skips=skips, rtol=rtol,
+                         fused=sequential)
 
     if sequential:
         state = jax.lax.map(lambda a: one(*a), (theta0, temperature, widths))

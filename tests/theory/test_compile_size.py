@@ -1,0 +1,81 @@
+"""The solver compiles each phase's objective once: one L-BFGS loop over all phases (issue 50, "Compile in seconds").
+
+In mixed precision with the Hessian restart the solver used to run three L-BFGS loops, each inlining the action and
+its gradient in its own precision, plus three evaluations between them: six copies of the ``P x P`` factor and its
+unrolled inverse. One loop whose body evaluates once, in the precision of its phase, holds one copy per precision.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from paththeory import solve as slv
+from paththeory.model import path_features
+from paththeory.tasks import markov
+
+
+def _theory(precision: str, hessian: bool) -> slv.Theory:
+    """The Markov task at P = 60 (4 paths)."""
+    arch = markov.four_paths()
+    data = markov.sample_task(60)
+    return slv.Theory(arch, path_features(arch, data.x), data.y, precision=precision, hessian=hessian)
+
+
+@pytest.fixture(scope="module")
+def small_mixed():
+    """Mixed precision with the Hessian restart forced: every phase of the solver."""
+    return _theory("mixed", True)
+
+
+def _factorisations(theory: slv.Theory) -> dict[str, int]:
+    """Cholesky factorisations (LAPACK ``potrf`` calls, by precision ``s``/``d``) in the optimised program the
+    solver compiles for ``theory``."""
+    solver = slv.COMPILED_SOLVER
+    solver.executables.clear()
+    before, solver.measure = len(solver.compilations), True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", slv.ConvergenceWarning)
+            theory.solve(10.0, 0.01, max_iter=1)
+    finally:
+        solver.measure = False
+    (record,) = solver.compilations[before:]
+    del solver.compilations[before:]
+    hlo = record["executable"].as_text()
+    return {kind: hlo.count(f'custom_call_target="lapack_{kind}potrf') for kind in "sd"}
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="LAPACK's names: the CPU program")
+def test_the_mixed_precision_program_inlines_the_objective_once_per_precision(small_mixed):
+    """The mixed-precision program with the restart holds as many float64 factorisations as the float64 program
+    without it (one objective: action and gradient), and at most twice as many in float32 (the objective and the
+    Hessian). Measured at P = 60: 3 and 6 (9 and 12 with a loop per phase), the float64 program 3 (6 before: its
+    start point was evaluated outside the loop)."""
+    mixed, double = _factorisations(small_mixed), _factorisations(_theory("double", False))
+    assert mixed["d"] == double["d"] and mixed["s"] <= 2 * double["d"], (mixed, double)
+
+
+def test_one_loop_takes_the_same_steps_as_a_loop_per_phase(small_mixed):
+    """The fused loop (CPU) and the loop per phase (``vmap``, GPU) reach the same point by the same iterations."""
+    theory = small_mixed
+    f32 = jnp.float32
+    widths = jnp.asarray(theory.arch.widths(10.0))
+    temperature = jnp.asarray(0.01)
+    data = slv._Data(theory.operator, theory.targets, temperature, widths, theory.features)
+    low = slv._Data(theory._low_operator, theory.targets.astype(f32), temperature.astype(f32), widths.astype(f32),
+                    theory.features.astype(f32))
+    opts = dict(sizes=theory.sizes, scales=theory.scales, heads=theory.arch.heads, variances=theory.arch.variances,
+                skips=theory.skips)
+    theta0 = jnp.zeros(slv.parameter_count(theory.sizes))
+    runs = {fused: jax.jit(partial(slv._minimise, low=low, hessian=True, fused=fused, **opts))(
+        theta0, data, jnp.asarray(1e-9), jnp.asarray(500)) for fused in (True, False)}
+    one, per_phase = runs[True], runs[False]
+    assert int(one.status) == int(per_phase.status) == 1
+    assert (int(one.it), int(one.evals)) == (int(per_phase.it), int(per_phase.evals))
+    np.testing.assert_allclose(one.theta, per_phase.theta, rtol=1e-10, atol=1e-12)
