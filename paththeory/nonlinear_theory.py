@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from paththeory._checks import (check_allocation, check_count, check_nonnegative, check_order_parameter,
+from paththeory._checks import (as_float_array, check_allocation, check_count, check_nonnegative, check_order_parameter,
                                 check_positive)
 from paththeory._labels import as_labels
 from paththeory._lbfgs import State, reached
@@ -226,6 +226,9 @@ def gp_kernel(arch: Architecture, features, features_b=None) -> Array:
     if where == "between":
         fa = _check_token_features(arch, features)
         fb = fa if features_b is None else _check_token_features(arch, features_b, "features_b")
+        if fb.lower.shape[-1] != fa.lower.shape[-1]:
+            raise ValueError(f"features_b must have N0 = {fa.lower.shape[-1]} features per token like features; got "
+                             f"{fb.lower.shape[-1]}.")
         cut = block_level(arch)
         c_lo = float(np.prod(arch.variances[1:cut + 2]))
         c_up = float(arch.variances[-1] * np.prod(arch.variances[cut + 2:-1]))
@@ -234,8 +237,8 @@ def gp_kernel(arch: Architecture, features, features_b=None) -> Array:
         F = F.reshape(*fa.upper.shape[::2], *fb.upper.shape[::2])
         return c_up * jnp.einsum("phs,psqt,qht->pq", fa.upper, F, fb.upper)
     var_a = arch.variances[-1]
-    fa = check_features(features)
-    fb = fa if features_b is None else check_features(features_b, "features_b")
+    fa = _path_features_for_top(features, "features")
+    fb = fa if features_b is None else _path_features_for_top(features_b, "features_b")
     q = linear_gp_kernel(linear_counterpart(arch), fa, fb) / var_a  # K_GP / sigma_a^2 of the linear network
     return var_a * cross_map(phi, _gp_diagonal(arch, fa) / var_a, _gp_diagonal(arch, fb) / var_a, q)
 
@@ -262,15 +265,24 @@ def _check_token_features(arch: Architecture, features, name: str = "features") 
         raise TypeError(f"a block between attention layers needs token-resolved features: {name} must be "
                         f"paththeory.token_features(arch, x); got {type(features).__name__}.")
     cut = block_level(arch)
-    lower, upper = (jnp.asarray(np.asarray(a, np.float64)) for a in features)
+    lower = jnp.asarray(as_float_array(features.lower, f"{name}.lower", ndim=4))
+    upper = jnp.asarray(as_float_array(features.upper, f"{name}.upper", ndim=3))
     n_lower, n_upper = int(np.prod(arch.heads[:cut])), int(np.prod(arch.heads[cut + 1:]))
     if lower.ndim != 4 or upper.ndim != 3 or lower.shape[:3] != (upper.shape[0], n_lower, upper.shape[2]) or \
             upper.shape[1] != n_upper:
         raise ValueError(f"{name} must hold lower [P, {n_lower}, T, N0] and upper [P, {n_upper}, T] for heads "
                          f"{arch.heads}; got {tuple(lower.shape)} and {tuple(upper.shape)}.")
-    if not (np.all(np.isfinite(np.asarray(lower))) and np.all(np.isfinite(np.asarray(upper)))):
-        raise ValueError(f"{name} hold NaN or infinite values.")
+    if not np.all(np.isfinite(np.asarray(_token_variances(TokenFeatures(lower, upper), 1.0)))):
+        raise ValueError(f"{name} are too large for float64 (their token Grams overflow); rescale them.")
     return TokenFeatures(lower, upper)
+
+
+def _path_features_for_top(features, name: str):
+    """Refuse token features for a block on top, which takes path features."""
+    if isinstance(features, TokenFeatures):
+        raise TypeError(f"this architecture's MLP block is on top: {name} must be paththeory.path_features(arch, x); "
+                        "token features are for a block between attention layers.")
+    return check_features(features, name)
 
 
 # --------------------------------------------------------------------------- the action and its minimum
@@ -384,7 +396,7 @@ class NonlinearTheory:
         self.arch = arch
         self.cut = None if self.placement == "top" else block_level(arch)
         if self.cut is None:
-            feats = check_features(features)
+            feats = _path_features_for_top(features, "features")
             if feats.shape[1] != arch.n_paths:
                 raise ValueError(f"features have {feats.shape[1]} paths but the architecture with heads {arch.heads} "
                                  f"has {arch.n_paths}; compute them with paththeory.path_features(arch, x).")
@@ -551,7 +563,11 @@ class NonlinearTheory:
             k_star, prior = self._between_cross(solution, _check_token_features(self.arch, features_test,
                                                                                 "features_test"))
         v = jax.scipy.linalg.solve_triangular(chol, k_star, lower=True)
-        return k_star.T @ alpha, prior - jnp.sum(v * v, axis=0)
+        mean, var = k_star.T @ alpha, prior - jnp.sum(v * v, axis=0)
+        if not (np.all(np.isfinite(np.asarray(mean))) and np.all(np.isfinite(np.asarray(var)))):
+            raise ValueError("the predictor is not finite: features_test are too large for float64 next to the "
+                             "training features; rescale them.")
+        return mean, var
 
     def _top_cross(self, solution: NonlinearSolution, features_test) -> tuple[Array, Array]:
         """``(k_* [P, P_test], K(x_*, x_*) [P_test])`` for a block on top."""

@@ -7,7 +7,6 @@ the same results (:mod:`~paththeory.sampling.results`) with the chains' converge
 
 from __future__ import annotations
 
-from paththeory.sampling.auto import SamplingWarning
 from paththeory.sampling.diagnostics import (
     diagnostics_summary,
     e_bfmi,
@@ -23,7 +22,7 @@ from paththeory.sampling.path_form import (
 )
 from paththeory.sampling.nuts import INITS, posterior_model, sample_nuts
 from paththeory.sampling.posterior import SAMPLERS, sample_posterior
-from paththeory.sampling.results import ChainReport, PosteriorSamples, TimeLimitReached
+from paththeory.sampling.results import ChainReport, PosteriorSamples, SamplingWarning, TimeLimitReached
 
 __all__ = [
     "ChainReport",

@@ -14,7 +14,8 @@ that target takes at the rate measured on the Markov task at the network's small
 kept Gibbs sweeps per effective draw of ``U``, interpolated in log-log; :data:`NUTS_DRAWS` for NUTS) and then goes
 on while the ESS is short, at the rate its own draws show (:func:`~paththeory.sampling.results.draws_to_add`), up
 to :data:`CAP` times the start. The sizes and the draws decide; the clock never does. A run that stops at its cap
-short of the target says so in a :class:`SamplingWarning`, and ``settings["auto"]["reached"]`` is False.
+short of the target says so in a :class:`~paththeory.sampling.results.SamplingWarning`, and
+``settings["auto"]["reached"]`` is False.
 
 **The slow direction at small width.** At N = 10 a Gibbs sweep is worth 1/18 to 1/50 of an independent draw of
 ``U`` (:mod:`~paththeory.sampling.gibbs`); the schedule pays for it with longer chains and more warm-up rather than
@@ -50,20 +51,17 @@ MAX_START = 5000
 NUTS_OPTIONS = frozenset({"integrate_readout", "dtype", "init", "max_tree_depth", "target_accept_prob"})
 
 
-class SamplingWarning(RuntimeWarning):
-    """An automatic run stopped at its cap of draws before the least ESS of ``U`` reached its target."""
-
-
 @dataclass(frozen=True)
 class Choice:
     """What ``method="auto"`` chose: the sampler, its schedule per chain (warm-up, kept draws to start with, at most
-    ``max_samples``), the ESS it aims at, and the reason in words (``settings["auto"]`` of the result)."""
+    ``max_samples``), the ESS it aims at (``None``: none, the schedule kept to), and the reason in words
+    (``settings["auto"]`` of the result)."""
 
     method: str
     num_warmup: int
     num_samples: int
     max_samples: int
-    target_ess: float
+    target_ess: float | None
     reason: str
 
     def as_dict(self) -> dict:
@@ -79,10 +77,12 @@ def gibbs_sweeps_per_draw(width: int) -> float:
 
 
 def choose(arch: Architecture, widths: Sequence[int], options: dict, num_chains: int = 4,
-           target_ess: float = TARGET_ESS) -> Choice:
+           target_ess: float | None = TARGET_ESS) -> Choice:
     """The sampler and schedule for ``arch`` at ``widths`` (the network's, ``n_0..n_L``) given the caller's other
-    ``options``; ``num_warmup`` or ``num_samples`` among them replace the chosen ones."""
-    width, target_ess = int(min(widths)), check_positive(target_ess, "target_ess")
+    ``options``; ``num_warmup`` or ``num_samples`` among them replace the chosen ones. ``target_ess=None``: the
+    schedule that :data:`TARGET_ESS` would start with, kept to (``max_samples = num_samples``)."""
+    extend = target_ess is not None
+    width, target_ess = int(min(widths)), check_positive(TARGET_ESS if target_ess is None else target_ess, "target_ess")
     num_chains = check_count(num_chains, "num_chains")
     nuts_options = sorted(NUTS_OPTIONS & set(options))
     if not arch.linear:
@@ -102,6 +102,9 @@ def choose(arch: Architecture, widths: Sequence[int], options: dict, num_chains:
     num_samples = check_count(options.get("num_samples", kept), "num_samples")
     unit = "sweeps" if method == "gibbs" else "iterations"
     reason = (f"{why}; at the smallest width N = {width}, about {per_draw:.3g} {unit} per effective draw of U, so "
-              f"{num_warmup} warm-up and {num_samples} kept {unit} per chain to start, more while the least ESS of U "
-              f"is below {target_ess:g} (at most {CAP * num_samples} kept per chain)")
+              f"{num_warmup} warm-up and {num_samples} kept {unit} per chain")
+    if not extend:
+        return Choice(method, num_warmup, num_samples, num_samples, None, reason)
+    reason += (f" to start, more while the least ESS of U is below {target_ess:g} (at most {CAP * num_samples} kept "
+               f"per chain)")
     return Choice(method, num_warmup, num_samples, CAP * num_samples, float(target_ess), reason)

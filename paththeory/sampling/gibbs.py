@@ -74,8 +74,8 @@ from paththeory._checks import check_allocation, check_flag
 from paththeory.model import Architecture, sample_prior, weight_count
 from paththeory.sampling.path_form import draw_readout, draw_statistics
 from paththeory.sampling.results import (
-    ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, check_target, collect, draws_to_add,
-    least_ess_U, resolve_chain_method, stopped_record)
+    ChainReport, PosteriorSamples, TimeLimitReached, check_draws_memory, check_finite_draws, check_inputs,
+    check_schedule, check_target, collect, draws_to_add, least_ess_U, resolve_chain_method, stopped_record)
 
 Array = jax.Array
 
@@ -307,6 +307,7 @@ def sample_gibbs(
     chain_method = resolve_chain_method(chain_method)
     n_out = 1 if yy.ndim == 1 else yy.shape[1]
     p, n_paths, n_in = xi.shape
+    check_draws_memory(num_chains, max_samples, n_out * n_paths, xt.shape[0], n_out)
     check_allocation(8 * num_chains * (3 * weight_count(arch, widths, n_in, n_out) + 2 * (p * n_out) ** 2 + 2 * p * n_paths * max(widths + (n_in,))),
                      f"{num_chains} Gibbs chains' weights (current, prior draw, new draw), Gram matrix and "
                      f"activations (P = {p}, C = {n_out}, widths {widths}, N0 = {n_in})")
@@ -339,7 +340,7 @@ def sample_gibbs(
         kept_u, kept_f, kept_levels, it, total, stopped, seconds = _sweeps(
             warmup_step, kept_step, state, chain_keys, num_warmup=num_warmup, total=num_warmup + num_samples,
             target_ess=target_ess, max_samples=max_samples, time_limit=time_limit, progress_bar=progress_bar)
-    _check_finite_draws(kept_u + kept_f, temperature)
+    check_finite_draws(kept_u + kept_f, temperature)
     records = {
         c: {"U": [u[c] for u in kept_u], "f": [f[c] for f in kept_f], "levels": [[v[c] for v in ls] for ls in kept_levels],
             "meta": dict(warmup_done=min(it, num_warmup), samples_done=max(0, it - num_warmup),
@@ -396,12 +397,3 @@ def _over_chains(fn, chain_method: str):
     if chain_method == "vectorized":
         return jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))
     return jax.jit(lambda s, k, it: jax.lax.map(lambda sk: fn(sk[0], sk[1], it), (s, k)))
-
-
-def _check_finite_draws(draws: list, temperature: float) -> None:
-    """Raise if a kept draw holds NaN or infinite values (a temperature too small for float64)."""
-    if not all(np.all(np.isfinite(a)) for a in draws):
-        raise ValueError(
-            f"the Gibbs draws hold NaN or infinite values: temperature={temperature:g} is too small for float64 "
-            "next to the scale of the features (or the features are too large); raise the temperature or rescale "
-            "the features.")

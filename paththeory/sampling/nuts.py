@@ -92,7 +92,7 @@ from paththeory.sampling.diagnostics import e_bfmi
 from paththeory.sampling.path_form import draw_readout, draw_statistics, marginal_log_likelihood, readout_design
 from paththeory.sampling.results import (
     ChainReport, PosteriorSamples, TimeLimitReached, check_inputs, check_schedule, check_target, collect, draws_to_add,
-    feature_shape, least_ess_U, resolve_chain_method,
+    check_draws_memory, check_finite_draws, feature_shape, least_ess_U, resolve_chain_method,
     stopped_record)
 
 
@@ -209,6 +209,8 @@ def sample_nuts(
     num_warmup, num_samples, num_chains, seed = check_schedule(
         num_warmup, num_samples, num_chains, seed, time_limit, on_time_limit)
     target_ess, max_samples = check_target(target_ess, max_samples, num_samples)
+    n_out = 1 if yy.ndim == 1 else yy.shape[1]
+    check_draws_memory(num_chains, max_samples, n_out * arch.n_paths, feature_shape(xt)[0], n_out)
     max_tree_depth = check_count(max_tree_depth, "max_tree_depth")
     target_accept_prob = check_open_interval(target_accept_prob, "target_accept_prob")
     integrate_readout, progress_bar = check_flag(integrate_readout, "integrate_readout"), check_flag(
@@ -279,6 +281,7 @@ def sample_nuts(
                 break
             total += more
     seconds = time.perf_counter() - t_start
+    check_finite_draws([np.asarray(rec[k]) for rec in records.values() for k in ("U", "f") if rec[k]], temperature)
     result = collect(records, _chain_reports(records, max_tree_depth), seconds, stopped, dict(
         method="nuts",
         widths=widths, temperature=temperature, dtype=dtype, num_warmup=num_warmup, num_samples=total - num_warmup,

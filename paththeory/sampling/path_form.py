@@ -92,7 +92,7 @@ def check_nonlinear_placement(arch: Architecture, tokens: bool = False) -> None:
     inside = [l for l, phi in enumerate(arch.nonlinearities) if phi != "identity"]
     if inside and (inside != [top] or arch.skips[top] or arch.readout == "mean"):
         between = "; a block between attention layers takes paththeory.token_features(arch, x)" if (
-            len(inside) == 1 and not any(arch.skips)) else ""
+            len(inside) == 1 and 0 < inside[0] < top and not any(arch.skips)) else ""
         raise ValueError(f"the samplers take a nonlinear MLP block only as the top level, without a skip, with the "
                          f"readout 'first' or 'last' (there it acts on the one readout token's vector){between}; got "
                          f"nonlinearities {arch.nonlinearities}, skips {arch.skips}, readout {arch.readout!r}.")

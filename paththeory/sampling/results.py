@@ -6,14 +6,17 @@ for every sampler (:mod:`~paththeory.sampling.nuts`, :mod:`~paththeory.sampling.
 from __future__ import annotations
 
 import math
+import os
+import sys
+import warnings
 from dataclasses import dataclass, field
 
 import jax
 import numpy as np
 
-from paththeory._checks import as_float_array, check_count, check_positive, check_targets
+from paththeory._checks import as_float_array, check_allocation, check_count, check_positive, check_targets
 from paththeory._labels import as_labels
-from paththeory.model import Architecture, TokenFeatures, check_architecture
+from paththeory.model import Architecture, TokenFeatures, block_level, check_architecture
 from paththeory.sampling.diagnostics import SAMPLER_NAMES, rank_rhat_ess, stopped_text
 from paththeory.sampling.path_form import check_nonlinear_placement
 
@@ -60,6 +63,10 @@ class TimeLimitReached(RuntimeError):
             "`paththeory reproduce` and the book); to keep a cut run as an incomplete result, pass "
             "on_time_limit='stop'."
         )
+
+
+class SamplingWarning(RuntimeWarning):
+    """A run with an ESS target (``target_ess``) stopped at its cap of draws before the least ESS of ``U`` reached it."""
 
 
 @dataclass
@@ -174,16 +181,21 @@ def check_inputs(arch: Architecture, features, y, features_test, temperature) ->
 
 
 def _check_token_inputs(arch: Architecture, features: TokenFeatures, y, features_test, temperature) -> tuple:
-    """:func:`check_inputs` for token features: the block's placement, both feature arrays' shapes, the labels."""
+    """:func:`check_inputs` for token features: the block's placement, both feature arrays' shapes (their lower and
+    upper paths those of ``arch``'s heads), the labels."""
     check_nonlinear_placement(arch, tokens=True)
+    cut = block_level(arch)
+    n_lower, n_upper = int(np.prod(arch.heads[:cut])), int(np.prod(arch.heads[cut + 1:]))
     shapes = []
     for f, name in ((features, "features"), (features if features_test is None else features_test, "features_test")):
         if not isinstance(f, TokenFeatures):
             raise TypeError(f"{name} must be paththeory.token_features(arch, x) like features; got {type(f).__name__}.")
         lower, upper = as_float_array(f.lower, f"{name}.lower", ndim=4), as_float_array(f.upper, f"{name}.upper", ndim=3)
-        if lower.shape[0] != upper.shape[0] or lower.shape[2] != upper.shape[2]:
-            raise ValueError(f"{name} must hold lower [P, G, T, N0] and upper [P, H, T] of the same examples and tokens; "
-                             f"got {lower.shape} and {upper.shape}.")
+        if lower.shape[0] != upper.shape[0] or lower.shape[2] != upper.shape[2] or lower.shape[1] != n_lower or \
+                upper.shape[1] != n_upper:
+            raise ValueError(f"{name} must hold lower [P, {n_lower}, T, N0] and upper [P, {n_upper}, T] of the same "
+                             f"examples and tokens for heads {arch.heads}; got {lower.shape} and {upper.shape} "
+                             f"(compute them with paththeory.token_features(arch, x)).")
         shapes.append((lower.shape[1:], upper.shape[1:]))
         f = TokenFeatures(lower, upper)
         if name == "features":
@@ -212,7 +224,15 @@ def check_schedule(num_warmup, num_samples, num_chains, seed, time_limit, on_tim
     if on_time_limit not in ("raise", "stop"):
         raise ValueError(f"on_time_limit must be 'raise' or 'stop'; got {on_time_limit!r}.")
     return (check_count(num_warmup, "num_warmup", minimum=0), check_count(num_samples, "num_samples"),
-            check_count(num_chains, "num_chains"), check_count(seed, "seed", minimum=0))
+            check_count(num_chains, "num_chains"), _check_seed(seed))
+
+
+def _check_seed(seed) -> int:
+    """``seed`` as an int in ``[0, 2**63 - 1]``, the range a JAX key takes."""
+    seed = check_count(seed, "seed", minimum=0)
+    if seed > 2**63 - 1:
+        raise ValueError(f"seed must be a whole number between 0 and 2**63 - 1; got {seed}.")
+    return seed
 
 
 def resolve_chain_method(chain_method) -> str:
@@ -238,6 +258,50 @@ def check_target(target_ess, max_samples, num_samples: int) -> tuple[float | Non
         raise ValueError(f"max_samples ({max_samples}) is below num_samples ({num_samples}): it caps the kept draws "
                          f"per chain, so it must be at least num_samples.")
     return target_ess, max_samples
+
+
+def check_draws_memory(num_chains: int, max_samples: int, size_U: int, n_test: int, n_outputs: int) -> None:
+    """Refuse before sampling when the kept draws (``U`` and the test outputs, float64, at most ``max_samples`` per
+    chain) would not fit in memory."""
+    check_allocation(8.0 * num_chains * max_samples * (size_U**2 + n_test * n_outputs),
+                     f"{num_chains} chains x {max_samples} kept draws of U ({size_U} x {size_U}) and of "
+                     f"{n_test} test outputs; lower num_samples, max_samples or the test set")
+
+
+def check_finite_draws(draws: list, temperature: float) -> None:
+    """Raise if a kept draw holds NaN or infinite values (a temperature too small for float64, or features too
+    large)."""
+    if not all(np.all(np.isfinite(a)) for a in draws):
+        raise ValueError(
+            f"the posterior draws hold NaN or infinite values: temperature={temperature:g} is too small for float64 "
+            "next to the scale of the features (or the features are too large); raise the temperature or rescale "
+            "the features.")
+
+
+def target_reached(result: "PosteriorSamples") -> bool | None:
+    """Whether a run with an ESS target reached it (``None`` without a target), with a :class:`SamplingWarning` where a
+    complete run stopped at ``max_samples`` short of it; stored as ``diagnostics["target_reached"]``."""
+    target = result.settings.get("target_ess")
+    if target is None:
+        return None
+    ess = result.diagnostics["ess_bulk_U_min"]
+    reached = bool(np.isfinite(ess) and ess >= target)
+    if not reached and result.complete:
+        warnings.warn(f"the sampler stopped at max_samples = {result.settings['max_samples']} kept draws per chain "
+                      f"with a least ESS of U of {ess:.0f}, short of its target {target:g}: it mixes more slowly here "
+                      f"than the target assumed. Give a larger num_samples or max_samples, or accept the ESS "
+                      f"reached (target_ess={ess:.0f}).", SamplingWarning, stacklevel=_caller_level())
+    return reached
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this package, seen from the function that calls this one: a
+    warning then points at the user's line, however many of the package's calls lie between."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def least_ess_U(u_draws: np.ndarray) -> float:
@@ -312,7 +376,7 @@ def collect(
         method=settings.get("method", "nuts"),
         stopped=stopped,
     )
-    return PosteriorSamples(
+    result = PosteriorSamples(
         mean=flat_f.mean(axis=0) if n_draws else np.full(f_draws.shape[2:], np.nan),
         var=_output_covariance(flat_f),
         U=u_draws.reshape(-1, n_paths, n_paths).mean(axis=0) if n_draws else np.full((n_paths, n_paths), np.nan),
@@ -325,6 +389,8 @@ def collect(
         inner=inner,
         inner_draws=inner_draws,
     )
+    result.diagnostics["target_reached"] = target_reached(result)
+    return result
 
 
 def _output_covariance(flat_f: np.ndarray) -> np.ndarray:

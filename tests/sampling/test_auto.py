@@ -74,7 +74,9 @@ def test_a_run_to_an_ess_target_continues_the_same_chains(method):
     arch, f, y = _problem()
     common = dict(method=method, num_warmup=20, num_samples=30, num_chains=2, seed=4, progress_bar=False)
     planned = sampling.sample_posterior(arch, f, y, 3, 0.1, **common)
-    longer = sampling.sample_posterior(arch, f, y, 3, 0.1, target_ess=1e6, max_samples=50, **common)
+    with pytest.warns(sampling.SamplingWarning, match="short of its target") as caught:
+        longer = sampling.sample_posterior(arch, f, y, 3, 0.1, target_ess=1e6, max_samples=50, **common)
+    assert caught[0].filename == __file__  # the warning points at the caller's line
     assert planned.U_draws.shape[1] == 30 and longer.U_draws.shape[1] == 50
     assert longer.settings["num_samples"] == 50 and longer.settings["target_ess"] == 1e6
     assert longer.diagnostics["draws_planned"] == 100 and longer.complete
@@ -101,12 +103,15 @@ def test_auto_reaches_its_target_and_says_what_it_chose():
     assert "chosen by method='auto': exact blocked Gibbs" in run.summary()
 
 
-def test_auto_warns_when_its_cap_stops_it_short_of_the_target():
+@pytest.mark.parametrize("method", ["auto", "gibbs", "nuts"])
+def test_a_run_warns_when_its_cap_stops_it_short_of_the_target(method):
     arch, f, y = _problem()
-    with pytest.warns(auto.SamplingWarning, match=r"cap of 40 kept draws per chain .* short of its target 1e\+06"):
-        run = sampling.sample_posterior(arch, f, y, 3, 0.1, num_warmup=10, num_samples=10, num_chains=2,
-                                        target_ess=1e6, progress_bar=False)
-    assert not run.settings["auto"]["reached"] and run.settings["num_samples"] == 40
+    cap = {} if method == "auto" else {"max_samples": 40}
+    with pytest.warns(sampling.SamplingWarning, match=r"max_samples = 40 kept draws per chain .* short of its target 1e\+06"):
+        run = sampling.sample_posterior(arch, f, y, 3, 0.1, method=method, num_warmup=10, num_samples=10,
+                                        num_chains=2, target_ess=1e6, progress_bar=False, **cap)
+    assert run.diagnostics["target_reached"] is False and run.settings["num_samples"] == 40
+    assert method != "auto" or run.settings["auto"]["reached"] is False
 
 
 def test_auto_without_a_target_keeps_to_its_schedule():
@@ -115,7 +120,10 @@ def test_auto_without_a_target_keeps_to_its_schedule():
         warnings.simplefilter("error")
         run = sampling.sample_posterior(arch, f, y, 3, 0.1, num_warmup=10, num_samples=12, num_chains=2,
                                         target_ess=None, progress_bar=False)
-    assert run.settings["num_samples"] == 12 and run.settings["target_ess"] is None and run.settings["auto"]["reached"]
+    chosen = run.settings["auto"]
+    assert run.settings["num_samples"] == 12 and run.settings["target_ess"] is None and chosen["reached"] is None
+    assert chosen["target_ess"] is None and chosen["max_samples"] == 12 and "more while" not in chosen["reason"]
+    assert run.diagnostics["target_reached"] is None
 
 
 @pytest.mark.parametrize("kw, error, message", [
@@ -129,6 +137,14 @@ def test_auto_refuses_bad_options_in_one_line(kw, error, message):
     with pytest.raises(error, match=message) as err:
         sampling.sample_posterior(arch, f, y, 3, 0.1, progress_bar=False, **kw)
     assert "\n" not in str(err.value)
+
+
+def test_the_samplers_refuse_draws_that_would_not_fit_and_seeds_jax_cannot_take():
+    arch, f, y = _problem()
+    with pytest.raises(ValueError, match="kept draws of U .* would need"):
+        sampling.sample_posterior(arch, f, y, 3, 0.1, method="gibbs", num_samples=10**13, progress_bar=False)
+    with pytest.raises(ValueError, match=r"seed must be a whole number between 0 and 2\*\*63 - 1"):
+        sampling.sample_posterior(arch, f, y, 3, 0.1, method="nuts", seed=2**64, progress_bar=False)
 
 
 @pytest.mark.parametrize("kw, message", [

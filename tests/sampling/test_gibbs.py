@@ -155,7 +155,7 @@ def test_an_interrupted_run_claims_nothing_and_bad_options_are_named():
     cut = sampling.sample_posterior(arch, feats, y, 3, 0.1, method="gibbs", num_warmup=0, num_samples=5,
                                     num_chains=3, time_limit=1e-9, on_time_limit="stop", progress_bar=False)
     assert cut.f_draws.shape[:2] == (3, 1) and cut.diagnostics["draws_used"] == 3  # every chain, cut alike
-    with pytest.raises(ValueError, match=r"Gibbs draws hold NaN or infinite values.*raise the temperature"):
+    with pytest.raises(ValueError, match=r"posterior draws hold NaN or infinite values.*raise the temperature"):
         sampling.sample_posterior(arch, 1e200 * np.asarray(feats), y, 3, 0.1, method="gibbs", num_warmup=0,
                                   num_samples=2, num_chains=1, progress_bar=False)
     with pytest.raises(ValueError, match=r"method must be 'auto' or one of \['gibbs', 'nuts'\]; got 'hmc'"):

@@ -53,7 +53,7 @@ def test_the_prior_mean_of_every_level_is_the_gp_point():
 
 def test_nuts_reports_every_level():
     arch, x = _arch()
-    out = pt.sample_posterior(arch, pt.path_features(arch, x), np.array([1.0, -1, 1, -1]), 5, 0.1, num_warmup=5,
-                              num_samples=5, num_chains=1, progress_bar=False)
+    out = pt.sample_posterior(arch, pt.path_features(arch, x), np.array([1.0, -1, 1, -1]), 5, 0.1, method="nuts",
+                              num_warmup=5, num_samples=5, num_chains=1, progress_bar=False)
     sizes = [u.shape[0] for u in out.inner]
     assert out.U.shape == (arch.n_paths, arch.n_paths) and sizes == [6, 6, 2, 1]  # U^(2) = 1 x 3 x 2, U^(3) = 3 x 2, U^(4) = 2, U_a

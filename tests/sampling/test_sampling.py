@@ -188,8 +188,8 @@ def test_nuts_agrees_with_theory_on_markov_task():
     feats, feats_test = pt.path_features(arch, train.x), pt.path_features(arch, test.x)
     sol = solve(arch, feats, train.y, 10, 0.01)
     mean, var = predictor(sol.U, feats, train.y, feats_test, 0.01)
-    res = sampling.sample_posterior(arch, feats, train.y, 10, 0.01, features_test=feats_test, num_warmup=100,
-                                    num_samples=100, num_chains=2, seed=0, progress_bar=False)
+    res = sampling.sample_posterior(arch, feats, train.y, 10, 0.01, method="nuts", features_test=feats_test,
+                                    num_warmup=100, num_samples=100, num_chains=2, seed=0, progress_bar=False)
     assert res.diagnostics["r_hat_U_max"] < 1.1 and res.diagnostics["divergences"] <= 2
     assert abs(accuracy(res.mean, test.y) - accuracy(mean, test.y)) <= 0.04
     assert np.linalg.norm(res.U - sol.U) / np.linalg.norm(sol.U) < 0.2

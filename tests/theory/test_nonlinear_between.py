@@ -221,6 +221,27 @@ def test_bad_input_names_the_token_features():
     theory = nl.NonlinearTheory(arch, tf, y)
     with pytest.raises(ValueError, match="features_test must hold lower"):
         theory.predictor(theory.gp_solution(5, 0.1), pt.TokenFeatures(tf.lower[:, :, :2], tf.upper[:, :, :2]))
+    huge = pt.TokenFeatures(tf.lower * 1e155, tf.upper)
+    with pytest.raises(ValueError, match="features are too large for float64"):
+        nl.NonlinearTheory(arch, huge, y)
+    with pytest.raises(ValueError, match="features_test are too large for float64"):
+        theory.predictor(theory.gp_solution(5, 0.1), huge)
+    with pytest.raises(ValueError, match="predictor is not finite"):
+        theory.predictor(theory.gp_solution(5, 0.1), pt.TokenFeatures(tf.lower * 1e100, tf.upper))
+    with pytest.raises(ValueError, match="features_b must have N0 = 6"):
+        nl.gp_kernel(arch, tf, pt.TokenFeatures(tf.lower[..., :5], tf.upper))
+    with pytest.raises(TypeError, match="features.lower must hold real numbers"):
+        nl.NonlinearTheory(arch, pt.TokenFeatures(tf.lower + 1j, tf.upper), y)
+    top = pt.Architecture((qk(np.random.default_rng(0), 2), qk(np.random.default_rng(1), 3), pt.MLP("relu")),
+                          readout="last")
+    with pytest.raises(TypeError, match="block is on top: features must be paththeory.path_features"):
+        nl.NonlinearTheory(top, tf, y)
+    with pytest.raises(TypeError, match="block is on top: features_b must be paththeory.path_features"):
+        nl.gp_kernel(top, pt.path_features(top, x), tf)
+    other = pt.Architecture((qk(np.random.default_rng(2), 4), pt.MLP("relu"), qk(np.random.default_rng(3), 3)),
+                            readout="last")
+    with pytest.raises(ValueError, match=r"lower \[P, 2, T, N0\] and upper \[P, 3, T\] .* heads \(2, 1, 3\)"):
+        pt.sample_posterior(arch, pt.token_features(other, x), y, 3, 0.1, method="nuts")  # would drop paths silently
 
 
 @pytest.mark.parametrize("phi", ["relu", "erf"])
