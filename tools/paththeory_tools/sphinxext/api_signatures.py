@@ -1,16 +1,16 @@
 """Sphinx extension of the book: signatures on the API page as a reader writes them.
 
-With postponed annotations, autodoc prints a dataclass's generated signature with the targets of its
-short-name references (``U: ~numpy.ndarray``) and a field with a default factory as ``= <factory>``.
-This rewrites each ``~dotted.Name`` to ``Name`` and a factory default to the empty value it makes
-(``{}`` for a dict, ``[]`` for a list, ``...`` otherwise).
+autodoc prints a dataclass field with a default factory as ``= <factory>``, which is not Python: Sphinx then
+cannot parse the whole argument list and shows it as plain text, its short-name references included
+(``U: ~numpy.ndarray``, unlinked). This rewrites a factory default to the empty value it makes (``{}`` for a
+dict, ``[]`` for a list, ``...`` otherwise), so that the list parses and ``~numpy.ndarray`` shows as a linked
+``ndarray``.
 """
 
 from __future__ import annotations
 
 import re
 
-_SHORT = re.compile(r"~(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)")
 _EMPTY = {"dict": "{}", "list": "[]", "tuple": "()", "set": "set()"}
 
 
@@ -28,10 +28,9 @@ def _factory_value(signature: str, at: int) -> str:
 
 
 def readable(signature: str | None) -> str | None:
-    """``signature`` with ``~a.b.Name`` as ``Name`` and ``name: dict = <factory>`` as ``name: dict = {}``."""
+    """``signature`` with ``name: dict = <factory>`` as ``name: dict = {}``."""
     if signature is None:
         return None
-    signature = _SHORT.sub(r"\1", signature)
     while (at := signature.find("<factory>")) >= 0:
         signature = signature[:at] + _factory_value(signature, at) + signature[at + len("<factory>"):]
     return signature
