@@ -635,6 +635,16 @@ def block_level(arch: Architecture) -> int:
     return blocks[0]
 
 
+def token_path_counts(arch: Architecture) -> tuple[int, int]:
+    """``(G, H)``: the numbers of paths below and above the MLP block that token features cut at
+    (:func:`block_level`), the shapes of :class:`TokenFeatures`' ``lower`` and ``upper``.
+
+    Book: Beyond the paper: nonlinear MLP blocks (https://paththeory.github.io/paththeory/book/nonlinear.html)
+    """
+    cut = block_level(arch)
+    return int(np.prod(arch.heads[:cut])), int(np.prod(arch.heads[cut + 1:]))
+
+
 def token_features(arch: Architecture, x) -> TokenFeatures:
     """:class:`TokenFeatures` of tokens ``x [B, T, N0]`` for a network with one :class:`MLP` block between attention
     layers (no skip connections), cut at that block.

@@ -57,7 +57,8 @@ from paththeory.kernels import (
     kernel_operator,
 )
 from paththeory.kernels import gp_kernel as linear_gp_kernel
-from paththeory.model import MLP, Architecture, Residual, TokenFeatures, block_level, check_architecture
+from paththeory.model import (MLP, Architecture, Residual, TokenFeatures, block_level, check_architecture,
+                              token_path_counts)
 from paththeory.solve import ConvergenceWarning, matrices_to_theta, theta_to_matrices
 
 Array = jax.Array
@@ -264,10 +265,9 @@ def _check_token_features(arch: Architecture, features, name: str = "features") 
     if not isinstance(features, TokenFeatures):
         raise TypeError(f"a block between attention layers needs token-resolved features: {name} must be "
                         f"paththeory.token_features(arch, x); got {type(features).__name__}.")
-    cut = block_level(arch)
     lower = jnp.asarray(as_float_array(features.lower, f"{name}.lower", ndim=4))
     upper = jnp.asarray(as_float_array(features.upper, f"{name}.upper", ndim=3))
-    n_lower, n_upper = int(np.prod(arch.heads[:cut])), int(np.prod(arch.heads[cut + 1:]))
+    n_lower, n_upper = token_path_counts(arch)
     if lower.ndim != 4 or upper.ndim != 3 or lower.shape[:3] != (upper.shape[0], n_lower, upper.shape[2]) or \
             upper.shape[1] != n_upper:
         raise ValueError(f"{name} must hold lower [P, {n_lower}, T, N0] and upper [P, {n_upper}, T] for heads "

@@ -16,7 +16,7 @@ import numpy as np
 
 from paththeory._checks import as_float_array, check_allocation, check_count, check_positive, check_targets
 from paththeory._labels import as_labels
-from paththeory.model import Architecture, TokenFeatures, block_level, check_architecture
+from paththeory.model import Architecture, TokenFeatures, check_architecture, token_path_counts
 from paththeory.sampling.diagnostics import SAMPLER_NAMES, rank_rhat_ess, stopped_text
 from paththeory.sampling.path_form import check_nonlinear_placement
 
@@ -184,8 +184,7 @@ def _check_token_inputs(arch: Architecture, features: TokenFeatures, y, features
     """:func:`check_inputs` for token features: the block's placement, both feature arrays' shapes (their lower and
     upper paths those of ``arch``'s heads), the labels."""
     check_nonlinear_placement(arch, tokens=True)
-    cut = block_level(arch)
-    n_lower, n_upper = int(np.prod(arch.heads[:cut])), int(np.prod(arch.heads[cut + 1:]))
+    n_lower, n_upper = token_path_counts(arch)
     shapes = []
     for f, name in ((features, "features"), (features if features_test is None else features_test, "features_test")):
         if not isinstance(f, TokenFeatures):
