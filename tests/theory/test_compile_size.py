@@ -78,4 +78,10 @@ def test_one_loop_takes_the_same_steps_as_a_loop_per_phase(small_mixed):
     one, per_phase = runs[True], runs[False]
     assert int(one.status) == int(per_phase.status) == 1
     assert (int(one.it), int(one.evals)) == (int(per_phase.it), int(per_phase.evals))
-    np.testing.assert_allclose(one.theta, per_phase.theta, rtol=1e-10, atol=1e-12)
+    # The two programs round differently (XLA fuses them differently, more so across versions): the end points
+    # agree to what the stopping rule fixes, |theta_1 - theta_2| <= (|g_1| + |g_2|) / lambda_min(H) (both near one
+    # minimum of a locally strongly convex S/N; measured here 0 apart, 4e-10 at jax 0.8.0, the bound ~2e-8).
+    objective = partial(slv._objective, data=data, **opts)
+    slack = sum(float(jnp.linalg.norm(jax.grad(objective)(run.theta))) for run in (one, per_phase))
+    least = min(float(jnp.linalg.eigvalsh(jax.hessian(objective)(run.theta))[0]) for run in (one, per_phase))
+    assert least > 0 and float(jnp.linalg.norm(one.theta - per_phase.theta)) <= slack / least
