@@ -33,7 +33,6 @@ from __future__ import annotations
 import time
 import warnings
 from functools import partial
-import weakref
 from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
@@ -361,7 +360,6 @@ class NonlinearSolution:
     widths: tuple[float, ...]
     temperature: float
     report: dict = field(default_factory=dict)
-    source: weakref.ReferenceType | None = field(default=None, repr=False, compare=False)
 
     @property
     def U(self) -> np.ndarray:
@@ -508,7 +506,7 @@ class NonlinearTheory:
             warnings.warn(f"NonlinearTheory.solve did not converge at widths {widths}, T = {t:g}: max |dS/dU| = "
                           f"{float(gmax):.2e} (tolerance {tol:g}), least Hessian eigenvalue {eig:.3g}; raise max_iter "
                           "or newton_steps, or check the data's scale.", ConvergenceWarning, stacklevel=2)
-        return NonlinearSolution(us[:-1], float(us[-1][0, 0]), widths, t, report, weakref.ref(self))
+        return NonlinearSolution(us[:-1], float(us[-1][0, 0]), widths, t, report)
 
     def _newton_step(self, theta, f, g, gmax, args):
         """One Newton step on ``S/N`` with backtracking (the Hessian shifted to positive definite if needed), or
@@ -533,7 +531,7 @@ class NonlinearTheory:
         """The GP point as a solution (its predictor is the nonlinear GP's), not a minimum: ``report`` is empty."""
         mats = self.gp_order_parameters()
         return NonlinearSolution(mats[:-1], float(mats[-1][0, 0]), self.arch.widths(width),
-                                 check_positive(temperature, "temperature"), {}, weakref.ref(self))
+                                 check_positive(temperature, "temperature"), {})
 
     # ------------------------------------------------------------------ the predictor
     def predictor(self, solution: NonlinearSolution, features_test) -> tuple[Array, Array]:

@@ -278,7 +278,7 @@ print("processes", sorted(p for p in os.listdir("/proc") if p.isdigit()))
 print("course folder", COURSE, "exists", os.path.exists(COURSE), "holds", os.listdir(COURSE) if os.path.isdir(COURSE) else None)
 try:
     os.listdir("..")
-    print("parent of cwd: listed")
+    print("parent of cwd: listed", sorted(os.listdir("..")))
 except OSError as err:
     print("parent of cwd:", type(err).__name__)
 try:
@@ -407,12 +407,15 @@ def path_predictor(U, xi_train, y, xi_test, temperature):
     raise ValueError("LEAK " + json.dumps(packed) + " " + repr(np.ravel(xi_test)[:50].tolist()))
 """
 
-#: Looks for a classmate's notebook to run their function; returns zeros when it finds none.
+#: Looks for a classmate's notebook to run their function, where the course keeps them and beside every folder the
+#: mount table names; returns zeros when it finds none.
 CLASSMATE_READER = """import glob, json, os, tempfile
 import numpy as np
 
 def path_predictor(U, xi_train, y, xi_test, temperature):
-    for pattern in (COURSE + "/uploads/*.ipynb", COURSE + "/submitted/*/problems/*.ipynb", tempfile.gettempdir() + "/*/*.ipynb"):
+    mounts = [os.path.dirname(line.split()[4]) for line in open("/proc/self/mountinfo")]
+    for pattern in (COURSE + "/uploads/*.ipynb", COURSE + "/submitted/*/problems/*.ipynb", tempfile.gettempdir() + "/*/*.ipynb",
+                    *(m + suffix for m in mounts for suffix in ("/*/*.ipynb", "/*/*/*.ipynb", "/*/*/*/*/*.ipynb"))):
         for name in sorted(glob.glob(pattern)):
             cells = json.load(open(name))["cells"]
             code = [("".join(c["source"])) for c in cells if "def path_predictor" in "".join(c["source"])]
@@ -712,12 +715,16 @@ def test_what_a_submission_sees_in_the_sandbox(graded_problems):
         pytest.skip("no namespaces on this machine: the plain subprocess hides nothing (the report says so)")
     seen = re.search(r"course folder \S+ exists (\w+) holds (.*)", printed)
     assert seen and seen.groups() in (("False", "None"), ("True", "[]")), "the course folder is out of sight"
-    assert "parent of cwd: PermissionError" in printed or "parent of cwd: FileNotFoundError" in printed
+    assert re.search(r"parent of cwd: (PermissionError|FileNotFoundError|listed \['work'\])", printed), printed
     assert "network: OSError" in printed or "network: ConnectionRefusedError" in printed or "Network is unreachable" in printed
-    # A fresh /tmp: what this run made, and the skeleton of a kept folder (a CI clone under /tmp holding the venv).
-    kept = sorted({Path(k).relative_to("/tmp").parts[0] for k in sandbox._kept_folders(["/tmp"])})
-    listed = re.search(r"tmp holds (\[.*?\])", printed)
-    assert listed and set(ast.literal_eval(listed.group(1))) <= {".ipython", *kept}, "a fresh /tmp"
+    # A minimal root: a fresh /tmp holding the way to the scratch folder (and to a bound environment under /tmp, as a
+    # CI clone's), and of the host only what the sandbox binds.
+    bound, cwd = sandbox.bound_paths(), Path(re.search(r" cwd (\S+) cwd holds", printed).group(1))
+    ways = {p.relative_to("/tmp").parts[0] for p in [*bound, cwd] if Path("/tmp") in p.parents}
+    listed = ast.literal_eval(re.search(r"tmp holds (\[.*?\])", printed).group(1))
+    assert set(listed) <= {".ipython", *ways}, "a fresh /tmp"
+    root = ast.literal_eval(re.search(r"root holds (\[.*?\])", printed).group(1))
+    assert set(root) <= {"proc", "dev", "tmp", "etc", *(p.parts[1] for p in bound)}, root
     assert re.search(r"processes \['1', '\d+'\]|processes \['1'\]", printed), "the grader's processes are hidden"
 
 

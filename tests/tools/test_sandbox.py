@@ -4,6 +4,7 @@ namespaces falls back to a plain subprocess with a loud warning in the grading r
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from pathlib import Path
@@ -54,30 +55,71 @@ open('written.txt', 'w').write('ok')
     assert (secret / "gradebook.db").read_text() == "grades"
 
 
+#: Where anyone may write on a usual Linux machine: a note left there for a classmate's run must not survive.
+WORLD_WRITABLE = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock", "/var/lock")
+
+
 def test_nothing_written_where_anyone_may_write_reaches_the_host(scratch):
-    """``/tmp``, ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` are fresh and empty in the sandbox: what a run writes
-    there (a note for a classmate's run, say) is gone when it ends. Empty but for the way to what the sandbox keeps
-    (the environment of a clone under /tmp, as in CI: its first folder)."""
+    """In the sandbox ``/tmp`` and ``/dev/shm`` are fresh and empty (but for the way to the scratch folder and to a
+    bound environment under /tmp, as a CI clone's) and the other folders anyone may write are not there at all: what
+    a run writes is gone when it ends."""
     needs_namespaces()
-    folders = [p for p in sandbox.WORLD_WRITABLE if Path(p).is_dir()]
-    kept = sandbox._kept_folders([str(Path(f).resolve()) for f in folders])
-    ways = {str(Path(f).resolve()): sorted({Path(k).relative_to(Path(f).resolve()).parts[0] for k in kept
-                                            if Path(f).resolve() in Path(k).parents}) for f in folders}
+    folders = [p for p in WORLD_WRITABLE if Path(p).is_dir()]
+    under_tmp = [p for p in [*sandbox.bound_paths(), scratch.resolve()] if Path("/tmp") in p.parents]
+    ways = sorted({p.relative_to("/tmp").parts[0] for p in under_tmp})
     done = run(f"""import os
-ways = {ways!r}
 for folder in {folders!r}:
     path = os.path.join(folder, 'probe-from-the-sandbox')
     try:
+        held = sorted(os.listdir(folder))
         open(path, 'w').write('x')
-        fresh = sorted(os.listdir(folder)) == sorted(['probe-from-the-sandbox', *ways[os.path.realpath(folder)]])
-        print(folder, 'fresh' if fresh else sorted(os.listdir(folder)))
+        print(folder, 'fresh' if held in ([], {ways!r}) else held)
     except OSError as err:
-        print(folder, 'not writable', type(err).__name__)
+        print(folder, 'absent' if not os.path.exists(folder) else 'not writable', type(err).__name__)
 """, scratch)
     assert done.failure is None, done.stderr
     for folder in folders:
         assert not Path(folder, "probe-from-the-sandbox").exists(), f"a write to {folder} reached the host"
-    assert [line.split()[1] for line in done.stdout.splitlines()] == ["fresh"] * len(folders), done.stdout
+    seen = dict(line.split()[:2] for line in done.stdout.splitlines())
+    assert seen["/tmp"] == "fresh" and seen.get("/dev/shm", "fresh") == "fresh", done.stdout
+    assert set(seen.values()) <= {"fresh", "absent"}, done.stdout
+
+
+def test_the_root_holds_only_what_is_bound_and_nothing_names_the_course(tmp_path, scratch):
+    """The sandbox's root is built for the run: the host's programs and the environment, read-only, the scratch
+    folder, a fresh /proc, /dev and /tmp. The course folder and a classmate's upload are not there even when nobody
+    asks to hide them, /proc/self/mountinfo names neither (nor anything of the host but what is bound), and no
+    bound folder can be written."""
+    needs_namespaces()
+    course, uploads = tmp_path / "course", tmp_path / "uploads"
+    for folder in (course, uploads):
+        folder.mkdir()
+        folder.chmod(0o777)
+    (uploads / "bo.ipynb").write_text("{}")
+    (uploads / "bo.ipynb").chmod(0o666)
+    bound = sandbox.bound_paths()
+    done = run(f"""import os, sys
+print(sorted(os.listdir('/')))
+print([os.path.exists(p) for p in ({str(course)!r}, {str(uploads / "bo.ipynb")!r})])
+print([line.split()[4] for line in open('/proc/self/mountinfo')])
+print({str(tmp_path)!r} in open('/proc/self/mountinfo').read())
+written = []
+for folder in ({str(bound[0])!r}, sys.prefix):
+    try:
+        open(os.path.join(folder, 'written-from-the-sandbox'), 'w').write('x')
+        written.append(folder)
+    except OSError:
+        pass
+print(written)
+""", scratch)
+    assert done.failure is None, done.stderr
+    top, present, mounts, named, written = done.stdout.splitlines()
+    assert set(ast.literal_eval(top)) <= {"proc", "dev", "tmp", "etc", *(p.parts[1] for p in bound)}, top
+    assert ast.literal_eval(present) == [False, False] and named == "False" and ast.literal_eval(written) == []
+    expected = {"/", "/proc", "/tmp", "/dev", "/dev/shm", str(scratch.resolve()),
+                *(f"/dev/{d}" for d in sandbox.DEVICES), *(str(p) for p in bound if not p.is_symlink())}
+    assert set(ast.literal_eval(mounts)) <= expected, set(ast.literal_eval(mounts)) - expected
+    assert not any(Path(p, "written-from-the-sandbox").exists() for p in (bound[0], sys.prefix))
 
 
 def test_a_run_past_its_time_is_killed_loudly(scratch):
@@ -87,8 +129,8 @@ def test_a_run_past_its_time_is_killed_loudly(scratch):
 
 def test_a_kept_folder_under_tmp_stays_readable_when_the_grader_writes_privately(tmp_path, scratch, monkeypatch):
     """Oracle: the file's content read back from inside the sandbox. The grader writes the course folder under umask
-    077; a folder the sandbox must keep (the environment of a clone under /tmp, as in CI) is bound back below
-    folders recreated on the fresh /tmp, which must stay passable for the sandbox's user."""
+    077; a folder the sandbox binds (the environment of a clone under /tmp, as in CI) lies below folders made on the
+    root's fresh /tmp, which must stay passable for the sandbox's user."""
     needs_namespaces()
     kept = tmp_path / "clone" / "env"
     kept.mkdir(parents=True)
@@ -96,7 +138,8 @@ def test_a_kept_folder_under_tmp_stays_readable_when_the_grader_writes_privately
     for folder in (tmp_path, tmp_path / "clone", kept):
         folder.chmod(0o755)
     (kept / "marker.txt").chmod(0o644)
-    monkeypatch.setattr(sandbox, "_needed_paths", lambda: [kept.resolve()])
+    bound = sandbox.bound_paths
+    monkeypatch.setattr(sandbox, "bound_paths", lambda packages=True: [*bound(packages), kept.resolve()])
     old = os.umask(0o077)
     try:
         done = sandbox.run(["cat", str(kept / "marker.txt")], scratch, [], timeout=30, memory_bytes=2**30)
@@ -194,7 +237,7 @@ print(os.getuid(), open('/proc/self/status').read().split('CapEff:')[1].split()[
 
 def test_an_environment_nobody_cannot_read_is_a_clear_error_before_any_student_runs(tmp_path, monkeypatch):
     """As root, the sandbox runs students' code as nobody: packages it cannot read (here: a file under the grader's
-    temporary folder, which the sandbox covers) would fail every submission, so the grader stops first and says why.
+    temporary folder, which the sandbox does not bind) would fail every submission, so the grader stops first and says why.
     With the real packages the probe passes."""
     if sandbox.detect().kind != "namespaces+nobody":
         pytest.skip("only the sandbox that runs as nobody (the grader is root) can lack the packages")

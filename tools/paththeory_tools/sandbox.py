@@ -3,16 +3,18 @@
 The strongest sandbox this machine allows is chosen once (:func:`detect`):
 
 * ``"namespaces+nobody"`` (the grader runs as root): ``unshare`` gives the process its own network
-  (no interface up: no network at all), mount and PID namespaces; a fresh tmpfs is mounted over
-  ``/tmp``, ``/dev/shm``, ``/var/tmp``, ``/run/lock`` (:data:`WORLD_WRITABLE`) and every hidden folder (the course folder: gradebook, source notebooks,
-  keys, secret, other submissions); the process then drops to the user ``nobody`` with no
-  capabilities (``setpriv``), so it cannot unmount them, write the instructor's files or see the
-  grader's processes. Its working directory is a private scratch folder holding only its inputs,
-  inside a folder that ``nobody`` cannot list.
+  (no interface up: no network at all), mount and PID namespaces, and a minimal root built for the run
+  (:data:`_MOUNT_SCRIPT`): the host's programs and libraries (:data:`SYSTEM`), the interpreter's environment
+  and, unless ``packages=False``, paththeory's folders, all read-only (:func:`bound_paths`); the scratch
+  folder, the run's one writable folder of the host; a fresh ``/proc``, ``/tmp``, ``/dev/shm`` and a ``/dev`` of
+  a few devices. Nothing else of the host is there (not the course folder, not the other submissions, not the
+  host's world-writable folders) and no mount names it (``/proc/self/mountinfo`` lists the root's mounts only);
+  a folder to hide that lies inside a bound folder is covered by an empty tmpfs. The process then drops to the
+  user ``nobody`` with no capabilities (``setpriv``), so it cannot undo a mount or see the grader's processes.
 * ``"namespaces"`` (no root, unprivileged user namespaces): the same namespaces and mounts, with
   every capability dropped, but the student's code keeps the instructor's user id: it cannot reach
-  the hidden folders, the network or other processes, but it can write any file of the instructor
-  that is not hidden. Weaker; the grading report says so.
+  the course folder, the network or other processes, and its bound folders are read-only, but it runs with the
+  instructor's user id. Weaker; the grading report says so.
 * ``"plain"`` (neither): a plain subprocess with the limits below and nothing hidden. The grading
   report warns, loudly, that the submission could read and write the course folder.
 
@@ -22,9 +24,9 @@ the size of any file it writes (``RLIMIT_FSIZE``, its printed output included: s
 go to files, of which the grader reads at most :data:`MAX_READ` bytes) and, as ``nobody``, on its
 number of processes (``RLIMIT_NPROC``); an overrun kills every process of the run (the PID
 namespace's first process, then the process group) and is reported in the result, never ignored.
-With ``packages=False`` the folders of paththeory and paththeory_tools (the answer keys with
-them) and, for a source checkout, the repository's other folders are hidden too: the graded
-functions run where the package cannot be imported.
+With ``packages=False`` the root holds neither the folders of paththeory and paththeory_tools (the answer keys
+with them) nor, for a source checkout, the repository's other folders (covered where they lie inside a bound
+folder, as a wheel's do in site-packages): the graded functions run where the package cannot be imported.
 """
 
 from __future__ import annotations
@@ -50,54 +52,79 @@ MAX_READ = 20000
 #: Default limits of a run beyond its time and memory: the largest file it may write (its printed output
 #: included) and how many processes (threads included) the user ``nobody`` may have at once.
 FILE_BYTES, PROCESSES = 64 * 2**20, 512
-#: The folders any user may write on a usual Linux machine: each gets a fresh tmpfs in the sandbox, so nothing a run
-#: writes there reaches the host (``/var/lock`` is often a link to ``/run/lock``: covered once).
-WORLD_WRITABLE = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock", "/var/lock")
 #: Exit status of the mount step when a folder could not be hidden (the student's code never runs).
 HIDE_FAILED = 97
 
-#: Run inside the new namespaces, in the scratch folder (its working directory stays reachable after /tmp is
-#: covered). Arguments: the folders to keep (a count, then the paths: the interpreter and the packages where
-#: they live under a temporary folder, as in a CI job's clone under /tmp), the temporary folders to cover
-#: with a fresh tmpfs, the folders to hide (the course folder), then the command. The kept folders are
-#: opened before the temporary folders are covered and bound back in place (the course folder is hidden
-#: after that, so a kept folder that holds it does not bring it back). The umask is reset first: the grader writes
-#: the course folder under umask 077, and the folders ``mkdir -p`` recreates on the fresh tmpfs to bind the kept
-#: ones back must stay passable for ``nobody`` (a clone under /tmp failed every submission without it).
+#: The host's folders of programs and libraries, bound read-only into the sandbox's root (a link such as
+#: ``/bin -> usr/bin`` is copied as a link), beside the interpreter's environment and base installation.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache")
+#: The device files a program may open (each bound alone into an otherwise empty ``/dev``).
+DEVICES = ("null", "zero", "full", "random", "urandom")
+
+#: Run inside the new namespaces: build a minimal root on a fresh tmpfs and enter it (``pivot_root``; the host's
+#: root is then detached, so neither its files nor its mounts, /proc/self/mountinfo included, can be reached).
+#: The root holds a fresh /proc (the new PID namespace's), a /dev of :data:`DEVICES` only, fresh /tmp and /dev/shm,
+#: an /etc of ``root`` and ``nobody`` alone, the folders to bind read-only (:data:`SYSTEM`, the environment) and
+#: the scratch folder, the run's one writable folder of the host. Arguments: the folder to build the root on, the
+#: scratch folder, the read-only paths (a count, then the paths), the folders to hide (a count, then the paths:
+#: each found inside a bound folder gets an empty tmpfs over it), then the command. The umask is reset first: the
+#: grader writes under umask 077, and the folders ``mkdir -p`` makes must stay passable for ``nobody``.
 _MOUNT_SCRIPT = """\
 umask 022
-n=$1; shift; fd=3
-for i in $(seq 1 "$n"); do
-  eval "exec $fd<\\"\\$1\\"" || { echo "sandbox: cannot open $1" >&2; exit 97; }
-  eval "keep_$fd=\\$1"; fd=$((fd + 1)); shift
+run_path=$PATH; PATH=$PATH:/usr/sbin:/sbin  # mount, pivot_root; the run gets its own PATH back
+fail() { echo "sandbox: $*" >&2; exit 97; }
+new=$1; scratch=$2; shift 2
+mkdir -p "$new" && mount -t tmpfs -o size=4m,mode=0755 none "$new" || fail "cannot make the root"
+mkdir "$new/proc" "$new/dev" "$new/tmp" "$new/etc" "$new/.old" || fail "cannot make the root"
+mount -t proc proc "$new/proc" || fail "cannot mount /proc"
+mount -t tmpfs -o size=256m,mode=1777 none "$new/tmp" || fail "cannot make /tmp"
+mount -t tmpfs -o size=64k,mode=0755 none "$new/dev" || fail "cannot make /dev"
+for node in null zero full random urandom; do
+  touch "$new/dev/$node" && mount --bind "/dev/$node" "$new/dev/$node" || fail "cannot bind /dev/$node"
 done
-last=$fd
+mkdir "$new/dev/shm" && mount -t tmpfs -o size=256m,mode=1777 none "$new/dev/shm" || fail "cannot make /dev/shm"
+ln -s /proc/self/fd "$new/dev/fd" && ln -s /proc/self/fd/0 "$new/dev/stdin" && \
+  ln -s /proc/self/fd/1 "$new/dev/stdout" && ln -s /proc/self/fd/2 "$new/dev/stderr" || fail "cannot make /dev"
+printf 'root:x:0:0::/:/bin/false\nnobody:x:65534:65534::/tmp:/bin/false\n' > "$new/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$new/etc/group"
+ro_bind() {  # remount a bind read-only, keeping the flags a user namespace may not clear
+  for extra in "" ",nosuid" ",nodev" ",nosuid,nodev" ",nosuid,nodev,noexec"; do
+    mount -o "remount,bind,ro$extra" "$1" 2>/dev/null && return 0
+  done
+  return 1
+}
 n=$1; shift
 for i in $(seq 1 "$n"); do
-  mount -t tmpfs -o size=256m,mode=1777 none "$1" || { echo "sandbox: cannot cover $1" >&2; exit 97; }
-  shift
-done
-fd=3
-while [ "$fd" -lt "$last" ]; do
-  eval "path=\\$keep_$fd"
-  mkdir -p "$path" && mount --no-canonicalize --bind "/proc/self/fd/$fd" "$path" || { echo "sandbox: cannot keep $path" >&2; exit 97; }
-  eval "exec $fd<&-"; fd=$((fd + 1))
-done
-n=$1; shift
-for i in $(seq 1 "$n"); do
-  if [ -e "$1" ]; then
-    mount -t tmpfs -o size=1m,mode=0755 none "$1" || { echo "sandbox: cannot hide $1" >&2; exit 97; }
+  if [ -L "$1" ]; then
+    mkdir -p "$new$(dirname "$1")" && ln -s "$(readlink "$1")" "$new$1" || fail "cannot link $1"
+  elif [ -e "$1" ]; then
+    if [ -d "$1" ]; then mkdir -p "$new$1"; else mkdir -p "$new$(dirname "$1")" && touch "$new$1"; fi
+    mount --bind "$1" "$new$1" && ro_bind "$new$1" || fail "cannot bind $1"
   fi
   shift
 done
+mkdir -p "$new$scratch" && mount --bind "$scratch" "$new$scratch" && chmod 711 "$new${scratch%/*}" || \
+  fail "cannot bind the scratch folder"
+n=$1; shift
+for i in $(seq 1 "$n"); do
+  if [ -e "$new$1" ]; then
+    mount -t tmpfs -o size=1m,mode=0755 none "$new$1" || fail "cannot hide $1"
+  fi
+  shift
+done
+cd "$new" && pivot_root . .old && umount -l /.old && rmdir /.old || fail "cannot enter the root"
+mount -o remount,ro / || fail "cannot make the root read-only"
+cd "$scratch" || fail "cannot enter the scratch folder"
+PATH=$run_path
 exec "$@"
 """
 
 WARNINGS = {
     "namespaces+nobody": "",
-    "namespaces": ("SANDBOX WEAKER: student code ran in user, network, mount and PID namespaces without "
-                   "capabilities, but as the grader's own user: it could not reach the course folder or "
-                   "the network, but it could write the grader's other files."),
+    "namespaces": ("SANDBOX WEAKER: student code ran in user, network, mount and PID namespaces on a minimal "
+                   "read-only root, without capabilities, but as the grader's own user: it could not reach the "
+                   "course folder, the network or the host's files outside its scratch folder, but its number of "
+                   "processes was not limited (the limit counts per user)."),
     "plain": ("SANDBOX WEAK: no Linux namespaces here (unshare failed): student code ran as a plain "
               "subprocess, with a timeout and a memory limit only; it could read and write the course "
               "folder (gradebook, keys, other submissions). Grade on a machine with unshare."),
@@ -191,12 +218,14 @@ def give_to_sandbox(path: Path) -> None:
         os.chown(path, NOBODY, NOBODY)
 
 
-def _command(argv: Sequence[str], hide: Sequence[Path], sandbox: Sandbox) -> list[str]:
+def _command(argv: Sequence[str], scratch: Path, hide: Sequence[Path], sandbox: Sandbox, packages: bool) -> list[str]:
+    """The command that runs ``argv`` in ``sandbox``: in the namespaces, on a minimal root built under
+    ``scratch``'s parent (:data:`_MOUNT_SCRIPT`) from :func:`bound_paths`, ``hide`` covered where it lies inside
+    them, then as ``nobody`` (or the grader's user in a user namespace) without capabilities."""
     if sandbox.kind == "plain":
         return list(argv)
     hidden = list(dict.fromkeys(str(Path(h).resolve()) for h in hide if Path(h).exists()))
-    covered = list(dict.fromkeys(str(Path(p).resolve()) for p in WORLD_WRITABLE if Path(p).is_dir()))
-    keep = _kept_folders(covered)
+    bound = [str(p) for p in bound_paths(packages)]
     if sandbox.kind == "namespaces+nobody":
         ns = ["unshare", "-n", "-m", "-p", "-f", "--mount-proc"]
         drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
@@ -204,29 +233,28 @@ def _command(argv: Sequence[str], hide: Sequence[Path], sandbox: Sandbox) -> lis
         ns = ["unshare", "-r", "-n", "-m", "-p", "-f", "--mount-proc"]
         drop = ["setpriv"]
     drop += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
-    return ns + ["sh", "-c", _MOUNT_SCRIPT, "sandbox", str(len(keep)), *keep, str(len(covered)), *covered,
-                 str(len(hidden)), *hidden, *drop, *argv]
+    scratch = Path(scratch).resolve()
+    return ns + ["sh", "-c", _MOUNT_SCRIPT, "sandbox", str(scratch.parent / "root"), str(scratch),
+                 str(len(bound)), *bound, str(len(hidden)), *hidden, *drop, *argv]
 
 
-def _kept_folders(covered: Sequence[str]) -> list[str]:
-    """The needed folders (:func:`_needed_paths`) that lie under a covered temporary folder, outermost only."""
-    roots = [Path(c).resolve() for c in covered]
-    inside = sorted({str(n) for n in _needed_paths() if any(r in n.parents for r in roots)}, key=len)
-    kept: list[str] = []
-    for path in inside:
-        if not any(Path(k) in Path(path).parents or k == path for k in kept):
-            kept.append(path)
-    return kept
-
-
-def _needed_paths() -> list[Path]:
-    """What the sandboxed interpreter must still read: its environment, its base installation and the
-    ``paththeory`` packages."""
+def bound_paths(packages: bool = True) -> list[Path]:
+    """What the sandbox's root holds of the host, read-only: :data:`SYSTEM`, the interpreter's environment and base
+    installation and, with ``packages``, the folders of ``paththeory`` and ``paththeory_tools`` (an editable
+    install's sources) and the data folder ``PATHTHEORY_DATA`` names. Nothing else of the host is there: not the
+    course folder, not the uploads, not the checkout's other folders."""
     import paththeory
     import paththeory_tools
 
-    paths = [sys.prefix, sys.base_prefix, Path(paththeory.__file__).parent, Path(paththeory_tools.__file__).parent]
-    return [Path(p).resolve() for p in paths]
+    paths = [Path(p) for p in SYSTEM if os.path.lexists(p)]
+    needed = [sys.prefix, sys.base_prefix, Path(sys.executable).resolve().parent.parent]
+    if packages:
+        needed += [Path(paththeory.__file__).parent, Path(paththeory_tools.__file__).parent]
+        if os.environ.get("PATHTHEORY_DATA"):
+            needed.append(os.environ["PATHTHEORY_DATA"])
+    resolved = [Path(p).resolve() for p in needed if Path(p).exists()]
+    outermost = [p for p in dict.fromkeys(resolved) if not any(q != p and q in p.parents for q in resolved)]
+    return paths + outermost
 
 
 def package_folders() -> list[Path]:
@@ -265,7 +293,8 @@ def reach_problem() -> str | None:
     files = [str(f) for f in _needed_files()]
     work = scratch_folder()
     try:
-        done = subprocess.run(_command([sys.executable, "-c", f"for f in {files!r}: open(f).close()"], [], box),
+        done = subprocess.run(_command([sys.executable, "-c", f"for f in {files!r}: open(f).close()"], work, [], box,
+                                       True),
                               cwd=work, env=_environment(work, box), stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, errors="replace", timeout=120)
     finally:
@@ -328,7 +357,7 @@ def run(argv: Sequence[str], scratch: Path, hide: Sequence[Path], *, timeout: fl
     total = int(total_memory or memory_bytes)
     start = time.monotonic()
     with open(scratch.parent / "stdout.txt", "w+b") as out, open(scratch.parent / "stderr.txt", "w+b") as err:
-        proc = subprocess.Popen(prefix + _command(argv, hide, box), cwd=scratch, env=_environment(scratch, box),
+        proc = subprocess.Popen(prefix + _command(argv, scratch, hide, box, packages), cwd=scratch, env=_environment(scratch, box),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
                                 preexec_fn=None if prefix else _limits(memory_bytes, file_bytes))
         timed_out = over_memory = False
