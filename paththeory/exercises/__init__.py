@@ -18,7 +18,9 @@ naming the exercise and the kind of answer expected.
 * ``paththeory.exercises.answers``: the kinds of answer, their validation and diagnoses.
 * ``paththeory.exercises.keys``: every exercise (:data:`EXERCISES`) and its answer key.
 * ``paththeory.exercises.checking``: :func:`check`, :func:`hint`, :func:`solution`.
-* :mod:`~paththeory.exercises.problems`: the problem set's implement-it-yourself checks.
+* :mod:`~paththeory.exercises.problems`: the first problem set's registry and the implement-it-yourself checks
+  of every set; :mod:`~paththeory.exercises.problems_residual` and :mod:`~paththeory.exercises.problems_inference`:
+  the other sets' registries; :mod:`~paththeory.exercises.sets`: the sets joined.
 * :mod:`~paththeory.exercises.graded_cells`: what a graded notebook's test cells call (:func:`graded`,
   :func:`graded_function`, :func:`assert_honest`).
 

@@ -12,8 +12,9 @@ The problem set has three kinds of problems, each an ``{exercise}`` of sphinx-ex
 
 :data:`KINDS` and :data:`POINTS` list every problem by its exercise label, :data:`PARTS` the rubric of
 each derivation (its numbered parts, their points and what earns them); :data:`IMPLEMENT` lists the
-implement problems by their ids ``"problems.<name>"``. A grader freezes :func:`expected_outputs` into
-hidden tests and calls :func:`check_implementation` with them.
+implement problems by their ids ``"problems.<name>"``. The other graded sets have registries of their own
+(:mod:`paththeory.exercises.sets`); :func:`check_implementation` takes the id of any. A grader freezes
+:func:`expected_outputs` into hidden tests and calls :func:`check_implementation` with them.
 
 Example:
   >>> sorted(IMPLEMENT)
@@ -333,9 +334,12 @@ IMPLEMENT: dict[str, Implementation] = {
 
 
 def _lookup(exercise_id: str) -> Implementation:
-    if exercise_id not in IMPLEMENT:
-        raise KeyError(f"No implement problem {exercise_id!r}; the ids are {', '.join(sorted(IMPLEMENT))}.")
-    return IMPLEMENT[exercise_id]
+    """The implement problem ``exercise_id`` of any graded set (:data:`paththeory.exercises.sets.IMPLEMENT`)."""
+    from paththeory.exercises.sets import IMPLEMENT as every
+
+    if exercise_id not in every:
+        raise KeyError(f"No implement problem {exercise_id!r}; the ids are {', '.join(sorted(every))}.")
+    return every[exercise_id]
 
 
 def _as_output(value):

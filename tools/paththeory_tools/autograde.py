@@ -25,6 +25,12 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "problems.predictor": ("paththeory.predict.predictor", "paththeory.predict.mean_predictor",
                            "paththeory.predict._fit", "paththeory.predictor", "paththeory.mean_predictor"),
     "problems.overlap_distance": ("paththeory.experiments.multiclass.relative",),
+    "problems_residual.skip_action": ("paththeory.action", "paththeory.entropy", "paththeory.Theory"),
+    "problems_residual.multi_output_mean": ("paththeory.predict", "paththeory.predictor", "paththeory.mean_predictor",
+                                            "paththeory.Theory"),
+    "problems_inference.action_gradient": ("paththeory.action", "paththeory.energy", "paththeory.entropy",
+                                           "paththeory.Theory", "paththeory.hessian", "paththeory.solve"),
+    "problems_inference.readout_evidence": ("paththeory.sampling", "paththeory.sample_posterior"),
 }
 #: What no implement answer may touch: the answer keys and checks.
 ALWAYS_FORBIDDEN = ("paththeory.exercises",)

@@ -207,15 +207,14 @@ class _Registry:
 
 
 def _registry() -> _Registry:
-    """The problems a release knows: the package's (:mod:`paththeory.exercises.problems`) and, while a private
-    set is released, its own."""
-    from paththeory.exercises import problems
+    """The problems a release knows: those of the package's sets (:mod:`paththeory.exercises.sets`) and, while a
+    private set is released, its own."""
+    from paththeory.exercises import sets
 
     own = _PRIVATE.get()
     if own is None:
-        return _Registry(problems.IMPLEMENT, problems.PARTS, problems.POINTS)
-    return _Registry({**problems.IMPLEMENT, **own.IMPLEMENT}, {**problems.PARTS, **own.PARTS},
-                     {**problems.POINTS, **own.POINTS})
+        return _Registry(sets.IMPLEMENT, sets.PARTS, sets.POINTS)
+    return _Registry({**sets.IMPLEMENT, **own.IMPLEMENT}, {**sets.PARTS, **own.PARTS}, {**sets.POINTS, **own.POINTS})
 
 
 def _load_set(md: Path):
@@ -223,7 +222,7 @@ def _load_set(md: Path):
     Its labels and ids must be its own: none may be the package's."""
     import importlib.util
 
-    from paththeory.exercises import problems
+    from paththeory.exercises import sets
 
     path = md.resolve().parent / SET_REGISTRY
     if not path.is_file():
@@ -234,7 +233,7 @@ def _load_set(md: Path):
     for name in ("KINDS", "POINTS", "PARTS", "IMPLEMENT"):
         if not isinstance(getattr(module, name, None), dict):
             raise GradingError(f"{path} defines no dict {name}: start from the template (course new-set).")
-    taken = (set(module.POINTS) & set(problems.POINTS)) | (set(module.IMPLEMENT) & set(problems.IMPLEMENT))
+    taken = (set(module.POINTS) & set(sets.POINTS)) | (set(module.IMPLEMENT) & set(sets.IMPLEMENT))
     if taken:
         raise GradingError(f"{path} reuses the package's problems {sorted(taken)}: give them labels of its own.")
     return module
@@ -325,7 +324,7 @@ def _solution_cells(cell, position: int) -> list:
 def _implement_tests(cell) -> list | None:
     """The check cell of an implement-it-yourself exercise: its public and hidden tests (the cell itself
     goes); None for any other code cell."""
-    from paththeory.exercises import problems
+    from paththeory.exercises import sets
 
     registry = _registry()
     implement = re.search(r"""check_implementation\(\s*["']([\w.]+)["']\s*,\s*(\w+)""", cell.source)
@@ -333,7 +332,7 @@ def _implement_tests(cell) -> list | None:
         return None
     name, fn = implement.group(1), implement.group(2)
     spec = registry.implement[name]
-    public = None if name in problems.IMPLEMENT else _public_test(spec, fn)
+    public = None if name in sets.IMPLEMENT else _public_test(spec, fn)
     return _function_tests(name, fn, registry.points[spec.label], public)
 
 
@@ -843,13 +842,13 @@ def new_set(course_dir: str | Path, name: str) -> Path:
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"{name!r}: a problem set's name is lower-case letters, digits and '_', starting with a "
                          "letter (it names the assignment and prefixes its labels).")
-    from paththeory.exercises import problems
+    from paththeory.exercises import sets
 
     folder = course / SETS_DIR / name / "book"
     if folder.parent.exists() or (course / "source" / name).exists():
         raise FileExistsError(f"{course} already has an assignment or a set named {name}: choose another name.")
-    if any(label.startswith(f"{name}-") for label in problems.POINTS) or any(
-            ex.startswith(f"{name}.") for ex in problems.IMPLEMENT):
+    if name in sets.SETS or any(label.startswith(f"{name}-") for label in sets.POINTS) or any(
+            ex.startswith(f"{name}.") for ex in sets.IMPLEMENT):
         raise ValueError(f"{name!r} is a prefix of the package's problems: choose another name.")
     with _private(course):
         folder.mkdir(parents=True)

@@ -236,17 +236,29 @@ def task_markdown(task: str) -> str:
     return task
 
 
+def _problem_set_section(name: str, module, titles: dict[str, str]) -> str:
+    """One graded set on the exercises page: its size, then its problems with their kind and points."""
+    kinds = {k: sum(v == k for v in module.KINDS.values()) for k in ("derivation", "implement", "interpret")}
+    rows = [f"| {{ref}}`{titles.get(label, label)} <{label}>` | {kind} | {module.POINTS[label]} |"
+            for label, kind in module.KINDS.items()]
+    return "\n".join([f"{{doc}}`{name}`: {len(module.KINDS)} problems worth {sum(module.POINTS.values())} points "
+                      f"({kinds['derivation']} derivation{'s' if kinds['derivation'] != 1 else ''}, "
+                      f"{kinds['implement']} to implement, "
+                      f"{kinds['interpret']} to interpret).", "", "| Problem | Kind | Points |", "|---|---|---|",
+                      *rows, ""])
+
+
 def exercises_page(book_dir: str | Path) -> str:
     """The MyST source of the book's exercises page (``book/exercises.md``).
 
-    Lists every exercise of :data:`EXERCISES` with its chapter, its task and a link to it, then the
-    problems of :mod:`paththeory.exercises.problems` with their kind and points, the number of exercises of
-    each kind, and how a course uses them.
+    Lists every exercise of :data:`EXERCISES` with its chapter, its task and a link to it, then each graded
+    problem set of :data:`paththeory.exercises.sets.SETS` with its problems' kinds and points, and how a course
+    uses them.
     """
-    from paththeory.exercises import problems
+    from paththeory.exercises import sets
 
     book = Path(book_dir)
-    needed = {f"{name.split('.')[0]}.md" for name in EXERCISES} | {"problems.md"}
+    needed = {f"{name.split('.')[0]}.md" for name in EXERCISES} | {f"{name}.md" for name in sets.SETS}
     missing = sorted(needed - {p.name for p in book.glob("*.md")}) if book.is_dir() else None
     if missing is None or missing:
         raise FileNotFoundError(f"{book} is not the book's folder (book/ of the repository): "
@@ -264,12 +276,9 @@ def exercises_page(book_dir: str | Path) -> str:
             task = task_markdown(EXERCISES[name].task)
             rows.append(f"| {{doc}}`{chapter}` | {link} | {task} | `{name}` |")
     table = "\n".join(["| Chapter | Exercise | Task | Check id |", "|---|---|---|---|", *rows])
-    md = book / "problems.md"
-    titles = _chapter_tasks(md.read_text())
-    prows = [f"| {{ref}}`{titles.get(label, label)} <{label}>` | {kind} | {problems.POINTS[label]} |"
-             for label, kind in problems.KINDS.items()]
-    ptable = "\n".join(["| Problem | Kind | Points |", "|---|---|---|", *prows])
-    kinds = {k: sum(v == k for v in problems.KINDS.values()) for k in ("derivation", "implement", "interpret")}
+    sections = [_problem_set_section(name, module, _chapter_tasks((book / f"{name}.md").read_text()))
+                for name, module in sets.SETS.items()]
+    n_problems = sum(len(module.KINDS) for module in sets.SETS.values())
     return f"""\
 # Exercises
 
@@ -287,16 +296,14 @@ if not, what is off, without giving the answer away.
 
 {table}
 
-## The problem set
+## The problem sets
 
-{{doc}}`problems` is a graded problem set of {len(problems.KINDS)} problems worth
-{sum(problems.POINTS.values())} points: {kinds["derivation"]} derivations on paper,
-{kinds["implement"]} functions to implement from scratch (hidden tests call them on inputs the
-student never sees) and {kinds["interpret"]} questions on the book's numbers. With the
-{len(EXERCISES)} computed exercises above, the book has {len(EXERCISES) + len(problems.KINDS)}.
+The book has {len(sets.SETS)} graded problem sets of derivations on paper, functions to implement
+from scratch (hidden tests call them on inputs the student never sees) and questions on the
+book's numbers. With the {len(EXERCISES)} computed exercises above, the book has
+{len(EXERCISES) + n_problems} exercises and problems.
 
-{ptable}
-
+{chr(10).join(sections)}
 {_COURSE_SECTION}"""
 
 
