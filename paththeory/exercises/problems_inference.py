@@ -42,8 +42,9 @@ PARTS: dict[str, tuple[Part, ...]] = {
         Part("2", 3, "the conditional law of the readout by completing the square; the push-through and "
                      "determinant identities proved; which matrix to factor and why"),
         Part("3", 2, "the rule's draw shown Gaussian, with the conditional's mean and covariance computed"),
-        Part("4", 3, "the autocorrelation of the chain; the variance of the chain's mean at large n and the "
-                     "integrated autocorrelation time summed; the effective sample size and the numbers asked"),
+        Part("4", 3, "the autocorrelation of the chain; the limit of N_draws times the variance of the mean of "
+                     "N_draws draws, with the integrated autocorrelation time summed; the effective sample size and "
+                     "the numbers asked"),
     ),
 }
 

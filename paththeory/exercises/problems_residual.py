@@ -40,9 +40,12 @@ PARTS: dict[str, tuple[Part, ...]] = {
                      "energy and the mean predictor split output by output, each step justified"),
         Part("2", 3, "the partial trace, the determinants and the traces of the entropy evaluated at equal "
                      "blocks; the action as a sum of one-output actions; what a stationary point in this family "
-                     "satisfies"),
+                     "satisfies; the full gradient there, in every output block of U (diagonal blocks included) "
+                     "and in U_a; the condition on the dual vectors under which it vanishes, and the case of one "
+                     "output without labels judged by it"),
         Part("3", 4, "the invariance of the energy and of the entropy under a rotation of the outputs, each "
-                     "term checked; the consequence for the minimiser, and for a relabelling of the classes"),
+                     "term checked; the consequence for the minimiser and for the mean predictor (how the dual "
+                     "vector and the test kernel transform), and for a relabelling of the classes"),
     ),
 }
 

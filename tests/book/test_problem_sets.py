@@ -95,6 +95,33 @@ def test_equal_blocks_split_the_action_output_by_output():
     assert together == pytest.approx(apart, rel=1e-10)
 
 
+def test_at_equal_blocks_the_full_gradient_is_the_shared_pull_minus_the_dual_vectors_overlaps():
+    """res-outputs-symmetry, part 2: dS/dU^{cc'}_{hh'} = delta_{cc'} A_{hh'} - psi_c^T C^{hh'} psi_{c'}, so with one
+    output without labels the off-diagonal blocks vanish but the diagonal ones differ: never stationary."""
+    jax.config.update("jax_enable_x64", True)
+    xi, U, Y = _multi_output_problem(4)
+    Y[:, 1] = 0.0  # the second output has no labels
+    (P, H, _), C, n, T, var_1, u = xi.shape, 2, 9.0, 0.3, 0.8, 1.3
+    U_path = U[:H, :H]
+
+    def per_width(U_full):
+        K = kernel_matrix(U_full, xi, n_outputs=C)
+        return act.action([U_full], K, jnp.asarray(Y.T.reshape(-1)), T, (n, n), (H,), (1.0, var_1, 1.4),
+                          U_a=u * jnp.eye(C))
+
+    grad = np.asarray(jax.grad(per_width)(jnp.asarray(np.kron(np.eye(C), U_path))))
+    grad = n * 0.5 * (grad + grad.T)  # the symmetric gradient of S
+    kernels = np.einsum("man,qbn->abmq", xi, xi)
+    K_path = np.einsum("ab,abmq->mq", U_path, kernels) + T * np.eye(P)
+    Psi = np.linalg.solve(K_path, Y)
+    A = n * (np.eye(H) / (var_1 * u) - np.linalg.inv(U_path)) + np.einsum("qm,abmq->ab", np.linalg.inv(K_path),
+                                                                          kernels)
+    pull = np.einsum("mc,abmq,qd->cadb", Psi, kernels, Psi)
+    assert np.allclose(grad, (np.einsum("cd,ab->cadb", np.eye(C), A) - pull).reshape(C * H, C * H), atol=1e-10)
+    assert np.allclose(grad[:H, H:], 0.0, atol=1e-12)
+    assert np.allclose(grad[H:, H:] - grad[:H, :H], pull[0, :, 0, :]) and np.abs(pull[0, :, 0, :]).max() > 0.1
+
+
 def test_matheron_draws_have_the_conditional_covariance_and_the_determinants_agree():
     rng = np.random.default_rng(2)
     P, n, var, T = 6, 9, 0.7, 0.4
