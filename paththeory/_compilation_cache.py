@@ -10,6 +10,8 @@ of compiling them again.
   ``$XDG_CACHE_HOME/paththeory/jax`` (default ``~/.cache/paththeory/jax``). Delete it at any time;
   it only holds compiled programs, keyed by JAX on the program, the JAX version and the device.
 * Set ``PATHTHEORY_NO_COMPILATION_CACHE=1`` before the import to leave JAX's settings untouched.
+* :func:`disabled` turns the cache off for a block of code: the benchmark times its compilations there, so a
+  program loaded from the cache is not counted as compiled.
 * A cache folder chosen by the user (``JAX_COMPILATION_CACHE_DIR`` or
   ``jax.config.update("jax_compilation_cache_dir", ...)`` before the import) is kept.
 * A damaged entry (e.g. cut short by a full disk or a killed process) is deleted the first time it
@@ -23,6 +25,7 @@ default threshold), so small functions do not fill the folder.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import warnings
@@ -105,6 +108,29 @@ def enable(folder: str | os.PathLike | None = None) -> Path | None:
     jax.config.update("jax_compilation_cache_dir", str(path))
     _repair_damaged_entries()
     return path
+
+
+@contextlib.contextmanager
+def disabled():
+    """Within the block JAX neither reads nor writes the persistent cache: every new program is compiled. The
+    settings (and JAX's record of whether the cache is in use, which it keeps once per process) are restored
+    after it."""
+    from jax.experimental.compilation_cache import compilation_cache as jax_cache
+
+    was = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    jax_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", was)
+        jax_cache.reset_cache()
+
+
+def in_use() -> bool:
+    """Whether JAX would read and write the persistent cache for a compilation now: a folder is set and the cache
+    is enabled (not inside :func:`disabled`)."""
+    return folder() is not None and bool(jax.config.jax_enable_compilation_cache)
 
 
 def folder() -> Path | None:

@@ -3,6 +3,8 @@
 In mixed precision with the Hessian restart the solver used to run three L-BFGS loops, each inlining the action and
 its gradient in its own precision, plus three evaluations between them: six copies of the ``P x P`` factor and its
 unrolled inverse. One loop whose body evaluates once, in the precision of its phase, holds one copy per precision.
+The inverse of the factor halves a fixed number of times, so the program is the same size at every ``P``; and the
+benchmark times its compilations with the persistent compilation cache off.
 """
 
 from __future__ import annotations
@@ -12,18 +14,18 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
+from paththeory import action as act
 from paththeory import solve as slv
 from paththeory.model import path_features
 from paththeory.tasks import markov
 
 
-def _theory(precision: str, hessian: bool) -> slv.Theory:
-    """The Markov task at P = 60 (4 paths)."""
+def _theory(precision: str, hessian: bool, n_examples: int = 60) -> slv.Theory:
+    """The Markov task at P = ``n_examples`` (4 paths; 60 by default)."""
     arch = markov.four_paths()
-    data = markov.sample_task(60)
+    data = markov.sample_task(n_examples)
     return slv.Theory(arch, path_features(arch, data.x), data.y, precision=precision, hessian=hessian)
 
 
@@ -85,3 +87,85 @@ def test_one_loop_takes_the_same_steps_as_a_loop_per_phase(small_mixed):
     slack = sum(float(jnp.linalg.norm(jax.grad(objective)(run.theta))) for run in (one, per_phase))
     least = min(float(jnp.linalg.eigvalsh(jax.hessian(objective)(run.theta))[0]) for run in (one, per_phase))
     assert least > 0 and float(jnp.linalg.norm(one.theta - per_phase.theta)) <= slack / least
+
+
+
+def _instructions(executable) -> int:
+    """The instructions of a compiled program (lines of its optimised HLO that define a value)."""
+    return executable.as_text().count(" = ")
+
+
+def test_the_energy_gradient_compiles_to_the_same_program_at_every_P():
+    """The energy's gradient inverts the ``P x P`` factor (:func:`~paththeory.action.inverse_upper_triangular`)
+    by a fixed depth of halving: as many instructions at P = 1200 as at P = 300. Halving down to 32 rows unrolled
+    a solve per block: 768 and 2916 instructions there (226 and 226 now)."""
+    def count(p):
+        grad = jax.jit(jax.grad(act.energy)).lower(jnp.eye(p), jnp.ones(p), 0.1).compile()
+        return _instructions(grad)
+
+    small, large = count(300), count(1200)
+    assert large <= 1.02 * small, (small, large)
+
+
+def test_the_solver_program_does_not_grow_with_P():
+    """The solver's compiled program (float64, L-BFGS alone) at P = 300 is no larger than at P = 150 (2% for the
+    compiler's choices at each size). With the inverse halved down to 32 rows it grew with every doubling of P
+    (3178 instructions at P = 200, 3512 at P = 400; 3010 and 3006 with the fixed depth)."""
+    def count(p):
+        theory = _theory("double", False, p)
+        solver = slv.COMPILED_SOLVER
+        solver.executables.clear()
+        before, solver.measure = len(solver.compilations), True
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", slv.ConvergenceWarning)
+                theory.solve(10.0, 0.01, max_iter=1)
+        finally:
+            solver.measure = False
+        (record,) = solver.compilations[before:]
+        del solver.compilations[before:]
+        return _instructions(record["executable"])
+
+    small, large = count(150), count(300)
+    assert large <= 1.02 * small, (small, large)
+
+
+# A fresh process with a persistent cache in a folder of its own: a small program compiled through the benchmark's
+# compile timing, then the same kind of program outside it; the cache's state and the entries written each time.
+BENCH_PROGRAM = """
+import json, sys
+from pathlib import Path
+import jax, jax.numpy as jnp
+from paththeory import _compilation_cache
+from paththeory.experiments import bench
+
+folder = Path(sys.argv[1])
+seen = {}
+
+def first_solve():
+    seen["in_use"] = _compilation_cache.in_use()
+    jax.jit(lambda x: jnp.linalg.cholesky(x @ x.T + jnp.eye(3)))(jnp.ones((3, 3))).block_until_ready()
+    seen["entries"] = len(list(folder.iterdir())) if folder.exists() else 0
+
+bench._compiled_during(first_solve)
+jax.jit(lambda x: jnp.linalg.cholesky(x @ x.T + 2 * jnp.eye(3)))(jnp.ones((3, 3))).block_until_ready()
+print(json.dumps({**seen, "in_use_after": _compilation_cache.in_use(), "entries_after": len(list(folder.iterdir()))}))
+"""
+
+
+def test_the_benchmark_times_compilations_with_the_persistent_cache_off(tmp_path):
+    """``bench`` times a first solve with JAX's persistent cache off (a program loaded from it is no compilation):
+    nothing is read or written meanwhile, and the cache is back on after it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "jax"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PATHTHEORY_", "JAX_COMPILATION"))}
+    env.update(PATHTHEORY_COMPILATION_CACHE=str(folder), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    out = subprocess.run([sys.executable, "-c", BENCH_PROGRAM, str(folder)], env=env, capture_output=True,
+                         text=True, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["in_use"] is False and seen["entries"] == 0, seen
+    assert seen["in_use_after"] is True and seen["entries_after"] > 0, seen
