@@ -223,7 +223,8 @@ def _scan(args, experiment: str) -> int | None:
 
 #: The experiments whose records a command samples, and what their records are for, in words.
 RECORDED = {"validity": "the validity figure", "residual": "the residual-stream chapter",
-            "multiclass": "the many-outputs chapter", "nonlinear": "the nonlinear-block chapter"}
+            "multiclass": "the many-outputs chapter", "nonlinear": "the nonlinear-block chapter",
+            "nonlinear_between": "the nonlinear-block chapter's block between attention layers"}
 
 
 def _records(args) -> int:
@@ -305,6 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
          "and write the records the chapter compares with the heuristic, the nonlinear GP and the linear theory "
          "(default: the package's own file for the profile). The exact Gibbs sampler needs a network linear in "
          "each weight matrix: NUTS only."),
+        ("nonlinear_between", _records, "sample the networks with a nonlinear MLP block between their attention "
+         "layers for the nonlinear-block chapter", "Sample the network with a ReLU or erf MLP block between its two "
+         "attention layers with NUTS at the profile's widths and write the records the chapter compares with the "
+         "heuristic, the nonlinear GP and the linear theory (default: the package's own file for the profile). NUTS "
+         "only."),
     ):
         records = sub.add_parser(name, help=help_text, description=description)
         records.add_argument("--profile", choices=("smoke", "colab", "paper"), default=None,

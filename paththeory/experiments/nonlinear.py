@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -140,16 +140,19 @@ def between_problem(phi: str, n_train: int, n_test: int) -> BetweenProblem:
 # --------------------------------------------------------------------------- sampling
 
 
-def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False) -> list[dict]:
+def sample_points(cfg: Config, sampler: str = "nuts", *, progress: bool = False,
+                  problem_of: Callable[[str, Config], Any] = problem) -> list[dict]:
     """NUTS at every ``(nonlinearity, width)`` of ``cfg.sampled``: one JSON-ready record per point with the sampled
     ``U`` and its batch-means error ``U_se``, the levels above (``inner``: ``U^(2)``, ``U^(M)``, ``U_a``) and theirs
-    (``inner_se``), the mean predictor on the test set and its error, and the diagnostics."""
+    (``inner_se``), the mean predictor on the test set and its error, and the diagnostics. ``problem_of(phi, cfg)``:
+    the network and its data (default: the block on top, :func:`problem`; the block between attention layers:
+    :func:`paththeory.experiments.nonlinear_between.problem`)."""
     from paththeory.sampling import sample_posterior
 
     RECORDS.check(sampler)
     records = []
     for i, (phi, width) in enumerate(cfg.sampled):
-        prob = problem(phi, cfg)
+        prob = problem_of(phi, cfg)
         res = sample_posterior(prob.arch, prob.train, prob.y_train, width, cfg.temperature, method="nuts",
                                features_test=prob.test, **schedule(cfg, "nuts"),
                                time_limit=time_limit(cfg.time_limit), seed=cfg.seed + i, progress_bar=progress)
@@ -196,13 +199,16 @@ class TheoryPoint:
     accuracy: float
 
 
-def theories(prob: markov.ChapterProblem, widths: Sequence[float],
+def theories(prob: markov.ChapterProblem | BetweenProblem, widths: Sequence[float],
              temperature: float) -> dict[str, dict[int, TheoryPoint]]:
     """:data:`THEORIES` at every width: the heuristic's minimum, the GP point (the same at every width) and the
-    linear theory's minimum, each with its predictor."""
+    linear theory's minimum, each with its predictor. For the block between attention layers (a
+    :class:`BetweenProblem`) the nonlinear theories read the token features and the linear theory the path features;
+    every theory's ``U`` is ``U^(1)`` over all paths."""
     heuristic = NonlinearTheory(prob.arch, prob.train, prob.y_train)
-    linear_arch = linear_counterpart(prob.arch)
-    linear = Theory(linear_arch, prob.train, prob.y_train)
+    paths_train, paths_test = ((prob.paths_train, prob.paths_test) if isinstance(prob, BetweenProblem)
+                               else (prob.train, prob.test))
+    linear = Theory(linear_counterpart(prob.arch), paths_train, prob.y_train)
     out: dict[str, dict[int, TheoryPoint]] = {name: {} for name in THEORIES}
 
     def nonlinear_point(sol: NonlinearSolution) -> TheoryPoint:
@@ -215,7 +221,7 @@ def theories(prob: markov.ChapterProblem, widths: Sequence[float],
         sol = heuristic.solve(width, temperature, init=previous)
         previous = sol
         lin = linear.solve(width, temperature, tol=1e-10)
-        lin_mean = np.asarray(mean_predictor(lin.U, prob.train, prob.y_train, prob.test, temperature))
+        lin_mean = np.asarray(mean_predictor(lin.U, paths_train, prob.y_train, paths_test, temperature))
         out["heuristic"][int(width)] = nonlinear_point(sol)
         out["gp"][int(width)] = gp
         out["linear"][int(width)] = TheoryPoint(lin.U, [*lin.inner, np.atleast_2d(lin.U_a)], lin_mean,
@@ -261,15 +267,16 @@ class Row:
     mixed: bool
 
 
-def compare(payload: dict, cfg: Config, curves: dict | None = None) -> list[Row]:
+def compare(payload: dict, cfg: Config, curves: dict | None = None, *,
+            problem_of: Callable[[str, Config], Any] = problem) -> list[Row]:
     """Every record of ``payload`` (:func:`samples`) against :data:`THEORIES` at its width (``curves``:
-    :func:`theories` per nonlinearity, computed here when not given)."""
+    :func:`theories` per nonlinearity, computed here when not given; ``problem_of``: as for :func:`sample_points`)."""
     widths = sorted({rec["width"] for rec in payload["records"]})
     if curves is None:
-        curves = {phi: theories(problem(phi, cfg), widths, cfg.temperature) for phi in NONLINEARITIES}
+        curves = {phi: theories(problem_of(phi, cfg), widths, cfg.temperature) for phi in NONLINEARITIES}
     rows = []
     for rec in payload["records"]:
-        prob, width, batches = problem(rec["phi"], cfg), rec["width"], record_batches(rec)
+        prob, width, batches = problem_of(rec["phi"], cfg), rec["width"], record_batches(rec)
         versus = []
         for name in THEORIES:
             point = curves[rec["phi"]][name][width]

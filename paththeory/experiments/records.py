@@ -229,11 +229,15 @@ class ShippedRecords:
 
     def shipped(self, config, sampler: str) -> dict | None:
         """The shipped ``{"sampler", "provenance", "records"}`` of ``sampler`` whose sizes are ``config``'s (a file
-        of another profile with the same sizes serves too), or ``None``."""
+        of another profile with the same sizes serves too), or ``None``. A file of another command whose name
+        begins with this one's (``nonlinear_between_*`` beside ``nonlinear_*``) is not this command's: its
+        provenance's command says so."""
         wanted = self.sizes(config, sampler)
         for path in sorted(self.folder.glob(f"{self.command}_*.json")):
             payload = json.loads(path.read_text())
             prov = payload["provenance"]
+            if "command" in prov and prov["command"].split()[3:4] != [self.command]:
+                continue
             if prov.get("sampler") == sampler and self.sizes(prov["config"], sampler) == wanted:
                 return {"sampler": sampler, **payload}
         return None
