@@ -24,7 +24,7 @@ EXPERIMENTS = ("markov", "omniglot")
 #: so that the command line starts without loading the samplers).
 SAMPLERS = ("nuts", "gibbs")
 #: The chapters ``paththeory reproduce`` runs: the paper's experiments, then the book's own.
-REPRODUCIBLE = (*EXPERIMENTS, "multiclass", "residual", "nonlinear")
+REPRODUCIBLE = (*EXPERIMENTS, "multiclass", "residual", "nonlinear", "nonlinear_between")
 DEBUG_ENV_VAR = "PATHTHEORY_DEBUG"
 #: Commands of paththeory 0.1 that are the repository tooling's now (``paththeory-tools``, in ``tools/``).
 MOVED_COMMANDS = ("notebooks", "student", "course")

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
+from paththeory import _io
 from paththeory.experiments.nonlinear import (NONLINEARITIES, SAMPLERS, Config, between_problem, compare, findings,
                                               read_rows, sample_points, theories)
 from paththeory.experiments.records import SHIPPED, ShippedRecords, jsonable
@@ -67,12 +68,16 @@ def samples(profile: str | None = None, *, progress: bool = False, config: Confi
                         partial(sample_points, progress=progress, problem_of=problem))
 
 
-def run(profile: str | None = None, *, config: Config | None = None, progress: bool = False) -> dict:
+def run(profile: str | None = None, out_dir: str | Path | None = None, *, config: Config | None = None,
+        progress: bool = False) -> dict:
     """The section's numbers at the profile's scale, or ``config``'s (the NUTS records shipped for those sizes, or
     sampled afresh): the rows of :func:`paththeory.experiments.nonlinear.compare` against the three theories at the
     sampled widths and their findings (read back with :func:`paththeory.experiments.nonlinear.read_rows` and
-    :func:`~paththeory.experiments.nonlinear.read_findings`)."""
+    :func:`~paththeory.experiments.nonlinear.read_findings`); written to ``out_dir``'s ``results.json`` when given
+    (``python -m paththeory reproduce nonlinear_between``)."""
     name = current_profile(profile)
+    if out_dir is not None:
+        out_dir = _io.check_output_folder(out_dir)
     cfg = config or settings(name)
     start = time.perf_counter()
     payload = samples(name, progress=progress, config=cfg)
@@ -87,4 +92,6 @@ def run(profile: str | None = None, *, config: Config | None = None, progress: b
     })
     results["findings"] = jsonable(findings(read_rows(results)))
     results["seconds"] = time.perf_counter() - start
+    if out_dir is not None:
+        _io.write_outputs(Path(out_dir), results, {}, {})
     return results
