@@ -256,6 +256,8 @@ def bucket_size(n_examples: int) -> int:
     doubling (at most 25% padding: up to about 2x the flops of a ``P x P`` factor), so that a chapter that solves
     at several nearby ``P`` compiles the solver once per bucket.
 
+    Book: How the solver finds U* (https://paththeory.github.io/paththeory/book/solver.html#derivation-solver)
+
     Example:
       >>> [bucket_size(p) for p in (3, 60, 100, 110, 200, 300)]
       [4, 64, 112, 112, 224, 320]

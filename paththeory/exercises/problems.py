@@ -13,7 +13,8 @@ The problem set has three kinds of problems, each an ``{exercise}`` of sphinx-ex
 :data:`KINDS` and :data:`POINTS` list every problem by its exercise label, :data:`PARTS` the rubric of
 each derivation (its numbered parts, their points and what earns them); :data:`IMPLEMENT` lists the
 implement problems by their ids ``"problems.<name>"``. The other graded sets have registries of their own
-(:mod:`paththeory.exercises.sets`); :func:`check_implementation` takes the id of any. A grader freezes
+(:mod:`paththeory.exercises.problems_residual`, :mod:`paththeory.exercises.problems_inference`; joined in
+:mod:`paththeory.exercises.sets`) and :func:`check_implementation` takes the id of any. A grader freezes
 :func:`expected_outputs` into hidden tests and calls :func:`check_implementation` with them.
 
 Example:
@@ -29,12 +30,13 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
+from paththeory.exercises import problems_inference, problems_residual
 from paththeory.exercises.answers import WrongAnswer, diagnose
+from paththeory.exercises.registry import Implementation, Part, _action_cases, _features, _random_pd, _x64
 
 #: Exercise label -> kind of every problem of ``book/problems.md``.
 KINDS: dict[str, str] = {
@@ -71,15 +73,6 @@ POINTS: dict[str, int] = {
     "prob-omniglot-validity": 5,
     "prob-temperature-width": 5,
 }
-
-
-class Part(NamedTuple):
-    """One part of a derivation's rubric: ``part`` (its number in the task), ``points`` and what
-    earns them (``earns``: the steps a marker looks for, worded so that it gives no result away)."""
-
-    part: str
-    points: int
-    earns: str
 
 
 #: Derivation label -> its rubric: the numbered parts of the task, in order, with their points
@@ -143,87 +136,6 @@ PARTS: dict[str, tuple[Part, ...]] = {
                      "U_a; the step of the proof that supplies the +1"),
     ),
 }
-
-
-@dataclass(frozen=True)
-class Implementation:
-    """One implement-it-yourself problem.
-
-    Attributes:
-      id: ``"problems.<name>"``.
-      label: the exercise label ``"prob-<name>"`` in ``book/problems.md``.
-      function: the name of the reader's function.
-      signature: its ``def`` line, as the task gives it.
-      rtol, atol: tolerances of the comparison (``numpy.isclose``).
-      make_cases: returns the argument tuples of the cases (optional argument: a seed; without it
-        the package's own seed, whose cases are public: a course draws its hidden cases from its
-        own secret, ``paththeory-tools course release``).
-      reference_fn: computes the right output of one case with the package.
-      output: what the function returns, in words (for messages).
-    """
-
-    id: str
-    label: str
-    function: str
-    signature: str
-    rtol: float
-    atol: float
-    make_cases: Callable[..., list]
-    reference_fn: Callable
-    output: str
-
-    def cases(self, seed: int | None = None) -> list[tuple]:
-        """The argument tuples of the cases: the package's own (public) without ``seed``, else
-        those drawn from ``seed`` (the same on every call)."""
-        return self.make_cases() if seed is None else self.make_cases(int(seed))
-
-    def reference(self, *args):
-        """The right output for one argument tuple, computed with the package."""
-        return self.reference_fn(*args)
-
-
-# --------------------------------------------------------------------------- shared helpers
-
-
-def _x64() -> None:
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-
-
-def _random_pd(rng: np.random.Generator, n: int, scale: float = 1.0) -> np.ndarray:
-    """A random symmetric positive-definite matrix, well conditioned, with entries of order ``scale``."""
-    B = rng.normal(size=(n, n))
-    return scale * (B @ B.T / n + 0.5 * np.eye(n))
-
-
-def _features(rng: np.random.Generator, n_examples: int, n_paths: int, dim: int) -> np.ndarray:
-    """Random attentioned inputs ``[P, n_paths, N0]`` with correlated paths (as real attention gives)."""
-    shared = rng.normal(size=(n_examples, 1, dim))
-    own = rng.normal(size=(n_examples, n_paths, dim))
-    return (0.7 * shared + own) / math.sqrt(dim * n_paths)
-
-
-# --------------------------------------------------------------------------- problems.action
-
-
-def _action_cases(seed: int = 20240611) -> list[tuple]:
-    rng = np.random.default_rng(seed)
-    cases = []
-    # (heads, P, N0, width, temperature, var_a, var_1)
-    for H, P, dim, n, T, var_a, var_1 in [
-        (1, 9, 5, 7.0, 0.3, 1.0, 1.0),
-        (2, 14, 6, 25.0, 0.05, 1.0, 1.0),
-        (3, 11, 7, 4.0, 0.7, 1.6, 0.8),
-        (4, 17, 5, 300.0, 0.02, 0.7, 1.3),
-        (2, 23, 9, 12.0, 1.5, 2.0, 0.5),
-    ]:
-        xi = _features(rng, P, H, dim)
-        C = np.einsum("man,qbn->abmq", xi, xi)  # [H, H, P, P]
-        U = _random_pd(rng, H, scale=1.2)
-        y = np.where(rng.random(P) < 0.5, -1.0, 1.0)
-        cases.append((U, C, y, n, T, var_a, var_1))
-    return cases
 
 
 def _action_reference(U, C, y, n, temperature, var_a=1.0, var_1=1.0) -> float:
@@ -334,12 +246,13 @@ IMPLEMENT: dict[str, Implementation] = {
 
 
 def _lookup(exercise_id: str) -> Implementation:
-    """The implement problem ``exercise_id`` of any graded set (:data:`paththeory.exercises.sets.IMPLEMENT`)."""
-    from paththeory.exercises.sets import IMPLEMENT as every
-
-    if exercise_id not in every:
-        raise KeyError(f"No implement problem {exercise_id!r}; the ids are {', '.join(sorted(every))}.")
-    return every[exercise_id]
+    """The implement problem ``exercise_id`` of any graded set: this one's or another set's registry
+    (:mod:`paththeory.exercises.sets` joins the sets above this module)."""
+    tables = (IMPLEMENT, problems_residual.IMPLEMENT, problems_inference.IMPLEMENT)
+    for table in tables:
+        if exercise_id in table:
+            return table[exercise_id]
+    raise KeyError(f"No implement problem {exercise_id!r}; the ids are {', '.join(sorted(k for t in tables for k in t))}.")
 
 
 def _as_output(value):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paththeory.exercises.problems import Implementation, Part, _action_cases, _x64
+from paththeory.exercises.registry import Implementation, Part, _action_cases, _x64
 
 #: Exercise label -> kind of every problem of ``book/problems_inference.md``.
 KINDS: dict[str, str] = {

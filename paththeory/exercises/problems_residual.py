@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paththeory.exercises.problems import Implementation, Part, _features, _random_pd, _x64
+from paththeory.exercises.registry import Implementation, Part, _features, _random_pd, _x64
 
 #: Exercise label -> kind of every problem of ``book/problems_residual.md``.
 KINDS: dict[str, str] = {

@@ -294,6 +294,35 @@ def compare(payload: dict, cfg: Config, curves: dict | None = None, *,
 
 
 @dataclass(frozen=True)
+class Reading:
+    """Over the mixed rows, one ``quantity`` (``"U"`` or ``"f"``): each theory's smallest and largest distance from
+    the samples (``spans``), the largest noise floor of the heuristic's (``floor``; None where none is resolved),
+    and at how many of the ``mixed`` points the heuristic is nearer the samples than the linear theory
+    (``nearer``) and by more than four noise floors (``clear``, as :class:`Nearest`)."""
+
+    quantity: str
+    spans: dict[str, tuple[float, float]]
+    floor: float | None
+    nearer: int
+    clear: int
+    mixed: int
+
+
+def readings(rows: Sequence[Row]) -> list[Reading]:
+    """A :class:`Reading` of ``U`` and of the predictor over the mixed ``rows`` (none when no row is mixed)."""
+    mixed = [r for r in rows if r.mixed]
+    out = []
+    for q in ("U", "f") if mixed else ():
+        by = [{a.theory: getattr(a, q) for a in r.against} for r in mixed]
+        spans = {t: (min(d[t].distance for d in by), max(d[t].distance for d in by)) for t in THEORIES}
+        floors = [d["heuristic"].noise for d in by if d["heuristic"].noise is not None]
+        gaps = [(d["linear"].distance - d["heuristic"].distance, d["heuristic"].noise) for d in by]
+        out.append(Reading(q, spans, max(floors) if floors else None, sum(g > 0 for g, _ in gaps),
+                           sum(noise is not None and g > 4 * noise for g, noise in gaps), len(mixed)))
+    return out
+
+
+@dataclass(frozen=True)
 class Nearest:
     """At one mixed record, the theory nearest the samples in ``quantity`` (``"U"`` or ``"f"``, the predictor), its
     ``distance``, and the ``runner_up``; ``gap``, the runner-up's distance minus the nearest's, and ``noise``, the samples' floor on

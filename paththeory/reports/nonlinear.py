@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from paththeory.display.tables import markdown_table
 from paththeory.experiments.compare import Distance
-from paththeory.experiments.nonlinear import PHI_NAMES, R_HAT_OK, THEORIES, THEORY_NAMES, Findings, Row
+from paththeory.experiments.nonlinear import PHI_NAMES, R_HAT_OK, THEORIES, THEORY_NAMES, Findings, Reading, Row
 from paththeory.reports.records import provenance_sentence
 
 SHORT = {"heuristic": "heuristic", "gp": "GP", "linear": "linear"}
@@ -87,29 +85,24 @@ def verdict_text(found: Findings) -> str:
     return "\n\n".join(paragraphs) or "No mixed record to judge."
 
 
-def _span(values: Sequence[float]) -> str:
-    """``0.120`` or ``0.120 to 0.340``: the smallest and largest of ``values``."""
-    low, high = f"{min(values):.3f}", f"{max(values):.3f}"
-    return low if low == high else f"{low} to {high}"
+def _span(low: float, high: float) -> str:
+    """``0.120`` or ``0.120 to 0.340``."""
+    low_text, high_text = f"{low:.3f}", f"{high:.3f}"
+    return low_text if low_text == high_text else f"{low_text} to {high_text}"
 
 
-def reading_text(rows: Sequence[Row]) -> str:
-    """Over the mixed rows, per quantity ($U^{(1)}$ and the predictor): the span of each theory's distance from the
-    samples, the largest noise floor, and at how many points the heuristic is nearer the samples than the linear
-    theory (clearly: by more than four noise floors, as :class:`~paththeory.experiments.nonlinear.Nearest`)."""
-    mixed = [r for r in rows if r.mixed]
-    if not mixed:
+def reading_text(readings: Sequence[Reading]) -> str:
+    """:func:`~paththeory.experiments.nonlinear.readings` in words: per quantity, the span of each theory's distance
+    from the samples, the largest noise floor, and at how many mixed points the heuristic is nearer the samples than
+    the linear theory, and clearly so."""
+    if not readings:
         return "No record mixed: nothing to read."
     sentences = []
-    for q, name in QUANTITIES.items():
-        by = [{a.theory: getattr(a, q) for a in r.against} for r in mixed]
-        span = {t: _span([d[t].distance for d in by]) for t in THEORIES}
-        floors = [d["heuristic"].noise for d in by if d["heuristic"].noise is not None]
-        floor = f" (the samples' noise floor at most {max(floors):.3f})" if floors else ""
-        gaps = [d["linear"].distance - d["heuristic"].distance for d in by]
-        clear = sum(g > 4 * (d["heuristic"].noise or np.inf) for g, d in zip(gaps, by))
-        sentences.append(f"In {name} the heuristic is {span['heuristic']} from the samples, the nonlinear GP "
-                         f"{span['gp']} and the linear theory {span['linear']}{floor}: the "
-                         f"heuristic is nearer than the linear theory at {sum(g > 0 for g in gaps)} of the "
-                         f"{len(mixed)} mixed points, by more than four noise floors at {clear} of them.")
+    for r in readings:
+        span = {t: _span(*r.spans[t]) for t in THEORIES}
+        floor = "" if r.floor is None else f" (the samples' noise floor at most {r.floor:.3f})"
+        sentences.append(f"In {QUANTITIES[r.quantity]} the heuristic is {span['heuristic']} from the samples, the "
+                         f"nonlinear GP {span['gp']} and the linear theory {span['linear']}{floor}: the heuristic is "
+                         f"nearer than the linear theory at {r.nearer} of the {r.mixed} mixed points, by more than "
+                         f"four noise floors at {r.clear} of them.")
     return " ".join(sentences)

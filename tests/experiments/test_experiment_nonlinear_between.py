@@ -68,7 +68,7 @@ def test_the_comparison_has_a_row_per_record_against_the_three_theories(results,
     found = ex.read_findings(results)
     assert len(found.nearest) == 2 * sum(r.mixed for r in rows)
     assert {(u[0], u[1]) for u in found.unmixed} == {(r.phi, r.width) for r in rows if not r.mixed}
-    text = report.verdict_text(found) + report.reading_text(rows)
+    text = report.verdict_text(found) + report.reading_text(ex.readings(rows))
     assert "R-hat" in report.distance_table(rows) and text
 
 
@@ -104,9 +104,9 @@ def test_the_reading_counts_the_mixed_points_where_the_heuristic_is_nearer():
                                    1.0, 1.0) for t, (u, f) in theory.items())
         return ex.Row("relu", width, against, 1.0, 1.001 if mixed else 1.2, 300.0, 60.0, mixed)
 
-    text = report.reading_text([row(10, True), row(30, True, 0.05), row(100, False, 5.0)])
+    text = report.reading_text(ex.readings([row(10, True), row(30, True, 0.05), row(100, False, 5.0)]))
     assert "the heuristic is 0.100 to 0.150 from the samples" in text
     assert "the linear theory 0.500 to 0.550" in text
     assert "at 2 of the 2 mixed points, by more than four noise floors at 2 of them" in text
     assert "at 2 of the 2 mixed points, by more than four noise floors at 0 of them" in text
-    assert report.reading_text([row(100, False)]) == "No record mixed: nothing to read."
+    assert ex.readings([row(100, False)]) == [] and report.reading_text([]) == "No record mixed: nothing to read."
