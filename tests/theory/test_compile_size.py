@@ -38,9 +38,8 @@ def small_mixed():
     return _theory("mixed", True)
 
 
-def _factorisations(theory: slv.Theory) -> dict[str, int]:
-    """Cholesky factorisations (LAPACK ``potrf`` calls, by precision ``s``/``d``) in the optimised program the
-    solver compiles for ``theory``."""
+def _solver_program(theory: slv.Theory):
+    """The optimised program (an executable) the solver compiles for ``theory``, compiled afresh."""
     solver = slv.COMPILED_SOLVER
     solver.executables.clear()
     before, solver.measure = len(solver.compilations), True
@@ -52,7 +51,13 @@ def _factorisations(theory: slv.Theory) -> dict[str, int]:
         solver.measure = False
     (record,) = solver.compilations[before:]
     del solver.compilations[before:]
-    hlo = record["executable"].as_text()
+    return record["executable"]
+
+
+def _factorisations(theory: slv.Theory) -> dict[str, int]:
+    """Cholesky factorisations (LAPACK ``potrf`` calls, by precision ``s``/``d``) in the optimised program the
+    solver compiles for ``theory``."""
+    hlo = _solver_program(theory).as_text()
     return {kind: hlo.count(f'custom_call_target="lapack_{kind}potrf') for kind in "sd"}
 
 
@@ -114,22 +119,7 @@ def test_the_solver_program_does_not_grow_with_P():
     """The solver's compiled program (float64, L-BFGS alone) at P = 300 is no larger than at P = 150 (2% for the
     compiler's choices at each size). With the inverse halved down to 32 rows it grew with every doubling of P
     (3178 instructions at P = 200, 3512 at P = 400; 3010 and 3006 with the fixed depth)."""
-    def count(p):
-        theory = _theory("double", False, p)
-        solver = slv.COMPILED_SOLVER
-        solver.executables.clear()
-        before, solver.measure = len(solver.compilations), True
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", slv.ConvergenceWarning)
-                theory.solve(10.0, 0.01, max_iter=1)
-        finally:
-            solver.measure = False
-        (record,) = solver.compilations[before:]
-        del solver.compilations[before:]
-        return _instructions(record["executable"])
-
-    small, large = count(150), count(300)
+    small, large = (_instructions(_solver_program(_theory("double", False, p))) for p in (150, 300))
     assert large <= 1.02 * small, (small, large)
 
 
