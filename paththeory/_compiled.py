@@ -58,8 +58,9 @@ def program_size(executable) -> int:
 class Precompiled:
     """``function(*args, **static)``, jitted with ``static_argnames``, through an executable compiled for the
     signature of ``args`` and the static arguments, the heap trimmed after each compilation; the ``size`` most
-    recently used executables are kept. With ``measure`` set, every compilation appends its wall seconds and the
-    executable to ``compilations``, for the benchmark (:func:`program_size` gives its size)."""
+    recently used executables are kept. With ``measure`` set, every compilation appends to ``compilations`` its wall
+    seconds (``seconds``), split into tracing and lowering to StableHLO (``lowering_seconds``) and XLA's compilation
+    (``xla_seconds``), and the executable, for the benchmark (:func:`program_size` gives its size)."""
 
     def __init__(self, function: Callable, static_argnames: tuple[str, ...] = (), size: int = 16):
         self.jitted = jax.jit(function, static_argnames=static_argnames)
@@ -81,11 +82,14 @@ class Precompiled:
             executable = self.executables.pop(key, None)
             if executable is None:
                 start = time.perf_counter()
-                executable = self.jitted.lower(*args, **static).compile()
+                lowered = self.jitted.lower(*args, **static)
+                lowering = time.perf_counter() - start
+                executable = lowered.compile()
                 seconds = time.perf_counter() - start
                 trim_heap()
                 if self.measure:
-                    self.compilations.append({"seconds": seconds, "executable": executable})
+                    self.compilations.append({"seconds": seconds, "lowering_seconds": lowering,
+                                              "xla_seconds": seconds - lowering, "executable": executable})
             self.executables[key] = executable
             while len(self.executables) > self.size:
                 self.executables.popitem(last=False)

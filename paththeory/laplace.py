@@ -86,7 +86,7 @@ def mean_shift(half_action, measure, x_star) -> np.ndarray:
       >>> float(mean_shift(lambda x: 0.5 * n * (x[0] - jnp.log(x[0])), lambda x: -jnp.log(x[0]), jnp.ones(1))[0])
       0.0
     """
-    return np.asarray(_mean_shift(half_action, measure, x_star))
+    return np.asarray(jax.jit(_mean_shift, static_argnums=(0, 1))(half_action, measure, x_star))  # one program
 
 
 def _mean_shift(half_action, measure, x_star) -> jax.Array:

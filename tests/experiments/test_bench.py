@@ -59,13 +59,16 @@ def test_all_runs_every_case_and_the_table_shows_first_order_rows(monkeypatch):
     assert bench.CASES == ("markov", "omniglot", "multioutput", "multioutput_omniglot")
     row = {"case": "multioutput_omniglot", "compile_seconds": 1.0, "seconds_tol_1e-9": 2.0,
            "iterations_tol_1e-9": [20], "first_order_seconds": 20.0, "first_order_iterations": [300],
-           "ratio_first_order": 10.0, "max_abs_U_difference": 1e-9, "peak_memory_bytes": 2**30}
+           "ratio_first_order": 10.0, "max_abs_U_difference": 1e-9, "peak_memory_bytes": 2**30,
+           "compilations": [{"seconds": 3.0, "lowering_seconds": 0.5, "xla_seconds": 2.5, "hlo_characters": 2_000_000},
+                            {"seconds": 1.5, "lowering_seconds": 0.25, "xla_seconds": 1.25, "hlo_characters": 500_000}]}
     for name in bench.CASES:
         monkeypatch.setattr(bench, f"{name}_case", lambda baseline_max_steps, name=name: {**row, "case": name})
     report = bench.run("all", baseline_max_steps=10)
     assert [c["case"] for c in report["cases"]] == list(bench.CASES)
-    assert "first-order L-BFGS    20.00 s, [300] iterations  ratio   10.0x" in bench.format_table(
-        {"device": "cpu", "cases": [row]})
+    table = bench.format_table({"device": "cpu", "cases": [row]})
+    assert "first-order L-BFGS    20.00 s, [300] iterations  ratio   10.0x" in table
+    assert "2 programs, 4.5 s (lowering 0.8 s, XLA 3.8 s), 2.5M HLO characters" in table
 
 
 @pytest.mark.clock

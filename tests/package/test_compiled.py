@@ -40,6 +40,8 @@ def test_measured_compilations_record_their_time_and_program_size():
     assert [len(r.compilations) for r in (small, large)] == [1, 1]
     record = small.compilations[0]
     assert record["seconds"] > 0 and _compiled.program_size(record["executable"]) > 0
+    assert record["lowering_seconds"] > 0 and record["xla_seconds"] > 0
+    assert record["lowering_seconds"] + record["xla_seconds"] == pytest.approx(record["seconds"], rel=1e-12)
     assert _compiled.program_size(large.compilations[0]["executable"]) > _compiled.program_size(record["executable"])
 
 

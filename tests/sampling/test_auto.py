@@ -67,7 +67,7 @@ def test_choose_picks_gibbs_for_a_linear_network_and_nuts_where_gibbs_cannot_or_
     assert nonlinear.method == "nuts" and "nonlinear MLP block (relu)" in nonlinear.reason
 
 
-@pytest.mark.parametrize("method", ["gibbs", "nuts"])
+@pytest.mark.parametrize("method", ["gibbs", pytest.param("nuts", marks=pytest.mark.slow)])
 def test_a_run_to_an_ess_target_continues_the_same_chains(method):
     """The draws of a run that goes on to its ESS target begin with the draws of the run that stops at
     ``num_samples`` (same seed): the extension continues each chain, it does not restart it."""

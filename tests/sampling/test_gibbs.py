@@ -55,13 +55,13 @@ def test_each_block_draw_matches_its_dense_gaussian_conditional(n_outputs):
             ws[l] = theta.reshape(w.shape)
             return (sampling.readout_design(arch, {"V0": ws[0][0], "V": tuple(ws[1:])}, xi) @ b).reshape(-1)
 
-        jac = jax.jacfwd(outputs)(w.reshape(-1))
+        jac = jax.jit(jax.jacfwd(outputs))(w.reshape(-1))  # one program, not hundreds of eager operations
         s2 = arch.variances[l]
         cov = jnp.linalg.inv(jnp.eye(w.size) / s2 + jac.T @ jac / temperature)
         mean = cov @ jac.T @ y.reshape(-1) / temperature
         r = right.reshape((p,) + layout[l] + (right.shape[-1],))
         keys = jax.random.split(jax.random.PRNGKey(10 + l), m)
-        draws = jax.vmap(lambda k: block_draw(w, lefts[l], r, y, scale, s2, temperature, k).reshape(-1))(keys)
+        draws = jax.jit(jax.vmap(lambda k: block_draw(w, lefts[l], r, y, scale, s2, temperature, k).reshape(-1)))(keys)
         sd = jnp.sqrt(jnp.diag(cov))
         assert float(jnp.max(jnp.abs(draws.mean(0) - mean) / (sd / math.sqrt(m)))) < 5, l
         cov_se = jnp.sqrt((jnp.outer(sd**2, sd**2) + cov**2) / m)
@@ -117,6 +117,7 @@ def test_labels_without_information_give_the_prior():
     assert res.diagnostics["r_hat_U_max"] < 1.02
 
 
+@pytest.mark.slow
 def test_diagnostics_are_those_of_the_draws_and_say_gibbs():
     arch, _, x = model_problem("mean")
     feats = pt.path_features(arch, x)
@@ -142,6 +143,7 @@ def test_diagnostics_are_those_of_the_draws_and_say_gibbs():
     np.testing.assert_allclose(batched.U_draws, res.U_draws, rtol=1e-9, atol=1e-12)  # same keys, same draws
 
 
+@pytest.mark.slow
 @pytest.mark.clock
 def test_an_interrupted_run_claims_nothing_and_bad_options_are_named():
     arch, _, x = model_problem("mean")

@@ -61,7 +61,8 @@ def test_each_block_draw_matches_its_dense_gaussian_conditional(n_outputs):
                               for c in range(n_outputs)], axis=1).reshape(-1)
 
         theta = w.reshape(-1)
-        jac = jax.jacfwd(outputs)(theta)
+        outputs = jax.jit(outputs)  # one program per block, not hundreds of eager operations
+        jac = jax.jit(jax.jacfwd(outputs))(theta)
         offset = outputs(jnp.zeros_like(theta))
         np.testing.assert_allclose(outputs(theta), jac @ theta + offset, rtol=1e-9, atol=1e-10)  # affine
         assert (float(jnp.max(jnp.abs(offset))) > 0.1) == (l in (1, 3))  # only skip levels have an offset
@@ -69,6 +70,7 @@ def test_each_block_draw_matches_its_dense_gaussian_conditional(n_outputs):
         cov = jnp.linalg.inv(jnp.eye(w.size) / s2 + jac.T @ jac / temperature)
         mean = cov @ jac.T @ (y.reshape(-1) - offset) / temperature
 
+        @jax.jit
         def draw(k, labels, l=l):
             return conditional_draw(arch, xi, labels, temperature, state, l, k).reshape(-1)
 

@@ -135,6 +135,7 @@ def test_nearest_kronecker_matches_alternating_least_squares():
         nearest_kronecker(np.eye(10), 3)
 
 
+@pytest.mark.slow
 def test_experiment_runs_end_to_end_at_a_tiny_size(tmp_path, monkeypatch):
     """A tiny config through run(): every comparison present, verdict rows generated, outputs written;
     the N-way section (stubbed here: tests/experiments/test_omniglot_nway.py checks it) joins the results when

@@ -61,6 +61,7 @@ def test_two_sizes_in_one_bucket_compile_once_and_solve_as_unpadded():
     assert compiled[1] == 0, compiled
 
 
+@pytest.mark.slow
 def test_padding_is_exact_with_many_outputs_in_mixed_precision_with_the_hessian():
     """Three outputs (the padded ``C P`` kernel), the float32 phase and the Hessian restart from the padded
     features: the same ``U`` as the unpadded solve."""

@@ -19,6 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+# Program sizes and compile bookkeeping of this jax: the lower-bounds run (.ci/lower-bounds) leaves them out.
+pytestmark = pytest.mark.slow
+
 from paththeory import action as act
 from paththeory import solve as slv
 from paththeory.model import path_features
@@ -92,8 +95,9 @@ def test_one_loop_takes_the_same_steps_as_a_loop_per_phase(small_mixed):
     # agree to what the stopping rule fixes, |theta_1 - theta_2| <= (|g_1| + |g_2|) / lambda_min(H) (both near one
     # minimum of a locally strongly convex S/N; measured here 0 apart, 4e-10 at jax 0.8.0, the bound ~2e-8).
     objective = partial(slv._objective, data=data, **opts)
-    slack = sum(float(jnp.linalg.norm(jax.grad(objective)(run.theta))) for run in (one, per_phase))
-    least = min(float(jnp.linalg.eigvalsh(jax.hessian(objective)(run.theta))[0]) for run in (one, per_phase))
+    grad, hessian = jax.jit(jax.grad(objective)), jax.jit(jax.hessian(objective))  # one program each, not eager ops
+    slack = sum(float(jnp.linalg.norm(grad(run.theta))) for run in (one, per_phase))
+    least = min(float(jnp.linalg.eigvalsh(hessian(run.theta))[0]) for run in (one, per_phase))
     assert least > 0 and float(jnp.linalg.norm(one.theta - per_phase.theta)) <= slack / least
 
 
@@ -186,8 +190,8 @@ def test_the_entropy_derivatives_are_products_past_the_first_order():
         return 2.0 * jnp.sum(jnp.log(jnp.diagonal(jnp.linalg.cholesky(U)))) + jnp.trace(jnp.linalg.solve(U, B))
 
     v = jnp.asarray((a @ a.T + 5.0 * np.eye(5))[rows, cols])
-    for order in (jax.grad, jax.hessian, lambda f: jax.jacfwd(jax.hessian(f))):
-        np.testing.assert_allclose(order(new)(v), order(factorised)(v), rtol=1e-10, atol=1e-12)
+    for order in (jax.grad, jax.hessian, lambda f: jax.jacfwd(jax.hessian(f))):  # jitted: one program each
+        np.testing.assert_allclose(jax.jit(order(new))(v), jax.jit(order(factorised))(v), rtol=1e-10, atol=1e-12)
 
 
 @pytest.fixture(scope="module")

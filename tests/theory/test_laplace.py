@@ -43,6 +43,7 @@ def test_one_path_mean_against_the_exact_quadrature(N):
     assert abs(exact - predicted) <= 0.03 * abs(exact - saddle)
 
 
+@pytest.mark.slow
 def test_two_outputs_against_the_exact_gibbs_sampler():
     arch, F, y = one_path_problem()
     f = F[:10]

@@ -67,7 +67,7 @@ def test_second_derivative_along_symmetric_directions_matches_the_dense_formula(
     op = kernels.kernel_operator(feats, backend="low_rank")
     K = kernels.kernel_matrix(U, feats)
     _, H = energy_derivatives(jnp.asarray(feats), K, jnp.asarray(y), temperature)
-    hess = jax.hessian(lambda u: kernels._low_rank_energy(op, u, jnp.asarray(y), temperature))(jnp.asarray(U))
+    hess = jax.jit(jax.hessian(lambda u: kernels._low_rank_energy(op, u, jnp.asarray(y), temperature)))(jnp.asarray(U))
     for _ in range(3):
         D1, D2 = rng.normal(size=(2, 3, 3))
         D1, D2 = D1 + D1.T, D2 + D2.T
@@ -104,6 +104,7 @@ def test_solve_agrees_with_the_dense_solve(rng):
     np.testing.assert_allclose(forced.U, b.U, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_solve_with_skip_connections_agrees_with_the_dense_solve(rng):
     """A skip level ties blocks of U^(1) but leaves it positive definite: the feature-space energy serves it."""
     from tests.theory.test_residual import data, skip_arch

@@ -141,7 +141,7 @@ def _pooled(arch, params, x):
     return z[:, -1]
 
 
-@pytest.mark.parametrize("phi", ["relu", "erf"])
+@pytest.mark.parametrize("phi", ["relu", pytest.param("erf", marks=pytest.mark.slow)])
 def test_gp_kernel_is_monte_carlo_prior_of_a_wide_network(phi):
     """Oracle: E[f(x) f(x')] over 48 prior draws of the network at width 1,000 (its forward pass written here and
     checked against pt.network_output), the readout averaged exactly: E_a[f f'] = sigma_a^2 z . z' / n."""
@@ -182,7 +182,7 @@ def test_relu_kernel_does_not_depend_on_the_cut_scale():
     assert not np.allclose(nl.between_kernel("erf", grams, jnp.asarray(U), 4.0 * jnp.eye(3)), erf)
 
 
-@pytest.mark.parametrize("phi", ["relu", "erf"])
+@pytest.mark.parametrize("phi", ["relu", pytest.param("erf", marks=pytest.mark.slow)])
 def test_minimum_is_a_minimum_and_the_predictor_is_regression_with_its_kernel(phi):
     """Oracles: the action at nearby positive-definite points is not lower; the mean and variance are GP regression
     written here with the NumPy kernel on the joint (train + test) set at the solved U."""

@@ -196,7 +196,7 @@ def test_samplers_path_form_equals_forward_pass(phi):
     assert np.max(np.abs(np.asarray(pt.network_output(linear, params, x)) - f_net)) > 1e-2
 
 
-@pytest.mark.parametrize("phi", ["relu", "erf"])
+@pytest.mark.parametrize("phi", ["relu", pytest.param("erf", marks=pytest.mark.slow)])
 def test_gp_kernel_is_monte_carlo_prior_of_a_wide_network(phi):
     """Oracle: E[f(x) f(x')] over 48 prior draws of the finite network at width 1,000, the readout averaged
     exactly (E_a[f f'] = Phi Phi^T); the nonlinear network's prior kernel tends to the GP kernel as O(1/n)."""
@@ -262,7 +262,7 @@ def test_identity_minimum_is_the_linear_theory():
         assert abs(ours.U_a - float(linear.U_a)) < 1e-7 * float(linear.U_a)
 
 
-@pytest.mark.parametrize("phi", ["relu", "erf"])
+@pytest.mark.parametrize("phi", [pytest.param("relu", marks=pytest.mark.slow), "erf"])
 def test_large_width_tends_to_the_gp_kernel(phi):
     """Oracle: the GP point and the GP kernel sigma_a^2 F_phi[sigma_M^2 Q_GP] written here from the path features;
     the minimum's distance from the GP point shrinks like 1/N."""
