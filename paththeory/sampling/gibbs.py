@@ -313,8 +313,10 @@ def sample_gibbs(
                      f"activations (P = {p}, C = {n_out}, widths {widths}, N0 = {n_in})")
 
     with jax.enable_x64(True):
-        y2 = jnp.asarray(yy, jnp.float64).reshape(p, n_out)
-        xi_j, xt_j = jnp.asarray(xi, jnp.float64), jnp.asarray(xt, jnp.float64)
+        # The data enter the compiled sweeps as arguments, not as constants: one program per shape, whatever the
+        # labels, features and temperature (JAX's persistent cache then serves another run of the same shapes).
+        data = (jnp.asarray(xi, jnp.float64), jnp.asarray(yy, jnp.float64).reshape(p, n_out),
+                jnp.asarray(xt, jnp.float64), jnp.asarray(temperature, jnp.float64))
 
         def start(key: Array) -> dict:  # a prior draw of every weight
             k_weights, k_readout = jax.random.split(key)
@@ -322,18 +324,26 @@ def sample_gibbs(
             b = jax.random.normal(k_readout, (widths[-1], n_out), jnp.float64)
             return {"V0": prior["V0"], "V": prior["V"], "b": b}
 
-        def summary(state: dict) -> tuple[Array, Array, tuple[Array, ...]]:
+        def summary(state: dict, xt_j: Array) -> tuple[Array, Array, tuple[Array, ...]]:
             u, f, levels = draw_statistics(arch, {"V0": state["V0"], "V": state["V"]}, state["b"], xt_j)
             return u, f if yy.ndim == 2 else f[:, 0], levels
 
-        def sweep(state: dict, key: Array, it: Array) -> dict:
-            return gibbs_sweep(arch, xi_j, y2, temperature, state, jax.random.fold_in(key, it))
+        def sweep(state: dict, key: Array, it: Array, data: tuple) -> dict:
+            xi_j, y2, _, t = data
+            return gibbs_sweep(arch, xi_j, y2, t, state, jax.random.fold_in(key, it))
 
-        def kept_sweep(state: dict, key: Array, it: Array) -> tuple[dict, tuple]:
-            state = sweep(state, key, it)
-            return state, summary(state)
+        def kept_sweep(state: dict, key: Array, it: Array, data: tuple) -> tuple[dict, tuple]:
+            state = sweep(state, key, it, data)
+            return state, summary(state, data[2])
 
-        warmup_step, kept_step = _over_chains(sweep, chain_method), _over_chains(kept_sweep, chain_method)
+        compiled_sweep, compiled_kept = _over_chains(sweep, chain_method), _over_chains(kept_sweep, chain_method)
+
+        def warmup_step(state: dict, keys: Array, it: int) -> dict:
+            return compiled_sweep(state, keys, it, data)
+
+        def kept_step(state: dict, keys: Array, it: int) -> tuple[dict, tuple]:
+            return compiled_kept(state, keys, it, data)
+
         init_keys, chain_keys = jnp.moveaxis(jax.vmap(jax.random.split)(
             jax.random.split(jax.random.PRNGKey(seed), num_chains)), 1, 0)
         state = jax.jit(jax.vmap(start))(init_keys)
@@ -392,8 +402,8 @@ def _sweeps(warmup_step, kept_step, state: dict, chain_keys: Array, *, num_warmu
 
 
 def _over_chains(fn, chain_method: str):
-    """``fn(state, key, it)`` compiled for all chains at once: one call per sweep, batched (``"vectorized"``) or one
-    chain after the other inside the call (``"sequential"``)."""
+    """``fn(state, key, it, data)`` compiled for all chains at once (``data`` shared): one call per sweep, batched
+    (``"vectorized"``) or one chain after the other inside the call (``"sequential"``)."""
     if chain_method == "vectorized":
-        return jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))
-    return jax.jit(lambda s, k, it: jax.lax.map(lambda sk: fn(sk[0], sk[1], it), (s, k)))
+        return jax.jit(jax.vmap(fn, in_axes=(0, 0, None, None)))
+    return jax.jit(lambda s, k, it, data: jax.lax.map(lambda sk: fn(sk[0], sk[1], it, data), (s, k)))

@@ -117,7 +117,7 @@ def posterior_model(
     Sites ``V0 [n_0, N0]``, ``V1..VL [H_l, n_l, n_{l-1}]`` and, unless ``integrate_readout``,
     ``a [n_L]`` (``[n_L, C]`` for labels ``y [P, C]``). ``features``: path features ``[P, n_paths, N0]`` (or
     :class:`~paththeory.model.TokenFeatures` for a block between attention layers); the labels' dtype sets the
-    precision.
+    precision; ``temperature`` may be a traced scalar (the sampler passes it as an argument).
     """
     zero = jnp.zeros((), y.dtype)
     sd = [math.sqrt(v) for v in arch.variances]
@@ -132,7 +132,13 @@ def posterior_model(
     else:
         a = numpyro.sample("a", dist.Normal(zero, sd[-1]).expand((widths[-1],) + y.shape[1:]).to_event(y.ndim))
         f = readout_design(arch, params, features) @ a / sd[-1]
-        numpyro.sample("y", dist.Normal(f, math.sqrt(temperature)), obs=y)
+        numpyro.sample("y", dist.Normal(f, jnp.sqrt(temperature)), obs=y)
+
+
+def _model_of_arguments(features: Array, labels: Array, temperature: Array, _test, **statics) -> None:
+    """:func:`posterior_model` of the sampler's arguments ``(features, labels, temperature, test features)``: the data
+    enter its compiled programs as arguments, not constants (the test features serve the draws' summary only)."""
+    posterior_model(features, labels, temperature=temperature, **statics)
 
 
 # --------------------------------------------------------------------------- the sampler
@@ -221,11 +227,11 @@ def sample_nuts(
     # float32 runs with JAX's 64-bit mode switched off, so that NUTS's own constants stay float32
     with jax.enable_x64(dtype == "float64"):
         dt = jnp.dtype(dtype)
-        args = (jax.tree.map(lambda a: jnp.asarray(a, dt), xi), jnp.asarray(yy, dt))
-        xt_j = jax.tree.map(lambda a: jnp.asarray(a, dt), xt)
-        model = partial(
-            posterior_model, arch=arch, widths=widths, temperature=temperature, integrate_readout=integrate_readout
-        )
+        # The data enter the compiled programs as arguments, not as constants: one program per shape, whatever the
+        # labels, features and temperature (JAX's persistent cache then serves another run of the same shapes).
+        args = (jax.tree.map(lambda a: jnp.asarray(a, dt), xi), jnp.asarray(yy, dt), jnp.asarray(temperature, dt),
+                jax.tree.map(lambda a: jnp.asarray(a, dt), xt))
+        model = partial(_model_of_arguments, arch=arch, widths=widths, integrate_readout=integrate_readout)
         init_kernel, sample_kernel = hmc(
             potential_fn_gen=lambda *a: partial(potential_energy, model, a, {}), algo="NUTS"
         )
@@ -249,18 +255,18 @@ def sample_nuts(
                 max_tree_depth=max_tree_depth, model_args=a, rng_key=k_run,
             )
 
-        def draw_summary(z: dict, key: Array) -> tuple[Array, Array, tuple[Array, ...]]:
+        def draw_summary(z: dict, key: Array, a: tuple) -> tuple[Array, Array, tuple[Array, ...]]:
             params = {"V0": z["V0"], "V": tuple(z[f"V{l + 1}"] for l in range(arch.n_layers))}
             if integrate_readout:
-                b = draw_readout(readout_design(arch, params, args[0]), args[1], temperature, key)
+                b = draw_readout(readout_design(arch, params, a[0]), a[1], a[2], key)
             else:
                 b = z["a"] / sd_a
-            return draw_statistics(arch, params, b, xt_j)
+            return draw_statistics(arch, params, b, a[3])
 
         vectorized = chain_method == "vectorized"
         batch = (lambda fn, axes: jax.jit(jax.vmap(fn, in_axes=axes))) if vectorized else (lambda fn, _: jax.jit(fn))
         start, step = batch(start, (0, None)), batch(lambda s, a: sample_kernel(s, model_args=a), (0, None))
-        summarise = batch(draw_summary, (0, 0))
+        summarise = batch(draw_summary, (0, 0, None))
         total = num_warmup + num_samples
         chain_keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
         groups = [list(range(num_chains))] if vectorized else [[c] for c in range(num_chains)]
@@ -330,7 +336,7 @@ def _run_group(records: dict, run: dict, start, step, summarise, args: tuple, *,
         if it > num_warmup:
             k = it - num_warmup - 1
             dkeys = jax.vmap(lambda kk: jax.random.fold_in(kk, k))(draw_keys)
-            u_d, f_d, levels_d = summarise(state.z, dkeys if vectorized else dkeys[0])
+            u_d, f_d, levels_d = summarise(state.z, dkeys if vectorized else dkeys[0], args)
             rec["U"].append(np.asarray(u_d, np.float64))
             rec["levels"].append([np.asarray(u, np.float64) for u in levels_d])
             rec["f"].append(np.asarray(f_d, np.float64))

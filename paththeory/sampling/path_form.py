@@ -105,7 +105,7 @@ def _gaussian_factor(phi: Array, temperature: float) -> tuple[Callable[[Array], 
     p, n = phi.shape
     if n <= p:  # Woodbury: C^{-1} = (I - Phi M^{-1} Phi^T) / T with M = T I_n + Phi^T Phi
         chol = jnp.linalg.cholesky(temperature * jnp.eye(n, dtype=phi.dtype) + phi.T @ phi)
-        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol))) + (p - n) * math.log(temperature)
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(chol))) + (p - n) * jnp.log(temperature)
 
         def solve(v: Array) -> Array:
             return (v - phi @ jax.scipy.linalg.cho_solve((chol, True), phi.T @ v)) / temperature

@@ -252,3 +252,52 @@ def test_ess_of_short_chains_is_positive_and_bounded():
     assert np.isnan(sampling.effective_sample_size(np.array([[0.0, 1.0, np.nan, 2.0]])))
     with pytest.raises(ValueError, match="draws >= 2"):
         sampling.effective_sample_size(np.ones((2, 1)))
+
+
+SAME_SHAPES_PROGRAM = """
+import json, sys
+import jax
+import numpy as np
+from paththeory import sampling
+from tests.sampling.test_sampling import _tiny_problem
+
+arch, feats, y, test = _tiny_problem(seed=5)
+
+
+def run(temperature, labels, seed):
+    return sampling.sample_posterior(arch, feats, labels, 2, temperature, method=sys.argv[1], features_test=test,
+                                     num_warmup=3, num_samples=3, num_chains=1, target_ess=None, progress_bar=False,
+                                     seed=seed)
+
+
+run(0.5, y, 0)
+events = []
+jax.monitoring.register_event_listener(lambda event, **_: events.append(event))
+second = run(0.3, -y, 1)
+print(json.dumps({"uses": events.count("/jax/compilation_cache/compile_requests_use_cache"),
+                  "misses": events.count("/jax/compilation_cache/cache_misses"),
+                  "finite": bool(np.all(np.isfinite(second.U))), "temperature": second.settings["temperature"]}))
+"""
+
+
+@pytest.mark.slow  # JAX's event listeners and the persistent cache of this jax
+@pytest.mark.parametrize("method", ["gibbs", "nuts"])
+def test_another_run_of_the_same_shapes_compiles_nothing(method, tmp_path):
+    """The data (features, labels, test features, temperature) enter the samplers' compiled programs as arguments,
+    not as constants: in a fresh process with an empty persistent cache, a second run with other labels and another
+    temperature, same shapes, finds every program it compiles in the cache that the first run wrote (no miss). With
+    the data as constants (the code before) each of its programs missed."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PATHTHEORY_", "JAX_"))}
+    env.update(PATHTHEORY_COMPILATION_CACHE=str(tmp_path / "jax"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    root = Path(__file__).resolve().parents[2]  # the checkout, for tests.sampling
+    out = subprocess.run([sys.executable, "-c", SAME_SHAPES_PROGRAM, method], env=env, cwd=root, capture_output=True,
+                         text=True, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["finite"] and seen["temperature"] == 0.3, seen
+    assert seen["uses"] >= 2 and seen["misses"] == 0, seen
