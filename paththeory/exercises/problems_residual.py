@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paththeory.exercises.registry import Implementation, Part, _features, _random_pd, _x64
+from paththeory.exercises.registry import Implementation, Part, _features, _kernel_action_cases, _random_pd, _x64
 
 #: Exercise label -> kind of every problem of ``book/problems_residual.md``.
 KINDS: dict[str, str] = {
@@ -54,21 +54,13 @@ PARTS: dict[str, tuple[Part, ...]] = {
 
 
 def _skip_action_cases(seed: int = 5150) -> list[tuple]:
-    rng = np.random.default_rng(seed)
-    cases = []
     # (heads, P, N0, width, temperature, var_a, var_1); path 0 is the skip
-    for H, P, dim, n, T, var_a, var_1 in [
+    return _kernel_action_cases(seed, [
         (1, 8, 5, 6.0, 0.3, 1.0, 1.0),
         (2, 13, 6, 20.0, 0.05, 1.0, 1.0),
         (3, 11, 7, 4.0, 0.7, 1.5, 0.8),
         (2, 17, 5, 150.0, 0.02, 0.7, 1.3),
-    ]:
-        xi = _features(rng, P, H + 1, dim)
-        C = np.einsum("man,qbn->abmq", xi, xi)  # [H + 1, H + 1, P, P]
-        U = _random_pd(rng, H + 1, scale=1.2)
-        y = np.where(rng.random(P) < 0.5, -1.0, 1.0)
-        cases.append((U, C, y, n, T, var_a, var_1))
-    return cases
+    ], extra_paths=1)
 
 
 def _skip_action_reference(U, C, y, n, temperature, var_a=1.0, var_1=1.0) -> float:

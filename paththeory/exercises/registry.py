@@ -86,20 +86,27 @@ def _features(rng: np.random.Generator, n_examples: int, n_paths: int, dim: int)
 # --------------------------------------------------------------------------- cases shared by two sets
 
 
-def _action_cases(seed: int = 20240611) -> list[tuple]:
+def _kernel_action_cases(seed: int, sizes: list[tuple], extra_paths: int = 0) -> list[tuple]:
+    """Cases ``(U, C, y, width, temperature, var_a, var_1)`` of an action over path kernels ``C [n, n, P, P]``, one per
+    row ``(heads, P, N0, width, temperature, var_a, var_1)`` of ``sizes``, with ``n = heads + extra_paths`` paths
+    (``extra_paths=1``: a skip path)."""
     rng = np.random.default_rng(seed)
     cases = []
+    for H, P, dim, n, T, var_a, var_1 in sizes:
+        xi = _features(rng, P, H + extra_paths, dim)
+        C = np.einsum("man,qbn->abmq", xi, xi)  # [n, n, P, P]
+        U = _random_pd(rng, H + extra_paths, scale=1.2)
+        y = np.where(rng.random(P) < 0.5, -1.0, 1.0)
+        cases.append((U, C, y, n, T, var_a, var_1))
+    return cases
+
+
+def _action_cases(seed: int = 20240611) -> list[tuple]:
     # (heads, P, N0, width, temperature, var_a, var_1)
-    for H, P, dim, n, T, var_a, var_1 in [
+    return _kernel_action_cases(seed, [
         (1, 9, 5, 7.0, 0.3, 1.0, 1.0),
         (2, 14, 6, 25.0, 0.05, 1.0, 1.0),
         (3, 11, 7, 4.0, 0.7, 1.6, 0.8),
         (4, 17, 5, 300.0, 0.02, 0.7, 1.3),
         (2, 23, 9, 12.0, 1.5, 2.0, 0.5),
-    ]:
-        xi = _features(rng, P, H, dim)
-        C = np.einsum("man,qbn->abmq", xi, xi)  # [H, H, P, P]
-        U = _random_pd(rng, H, scale=1.2)
-        y = np.where(rng.random(P) < 0.5, -1.0, 1.0)
-        cases.append((U, C, y, n, T, var_a, var_1))
-    return cases
+    ])
